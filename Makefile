@@ -1,0 +1,37 @@
+# make demo: install what is missing, build, run a one-node cluster and use ephemeral resources.
+# make test: install what is missing, build (plain and with ASan+UBSan), run every test.
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps build build-asan test test-plain test-asan demo bench clean
+
+all: build
+
+deps:
+	@deploy/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD_DIR) -j$(JOBS)
+
+build-asan: deps
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DESCHER_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_DIR) -j$(JOBS)
+
+test-plain: build
+	cd $(BUILD_DIR) && ctest --output-on-failure
+
+test-asan: build-asan
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --output-on-failure
+
+test: test-plain test-asan
+
+demo: build
+	@deploy/demo.sh $(BUILD_DIR)
+
+bench: build
+	$(BUILD_DIR)/bench/ephemeral
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)

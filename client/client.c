@@ -1,0 +1,168 @@
+/* client.c: connecting to the cluster (address, token and node discovery through the
+ * session directory), registering the client's job, and disconnecting. */
+#include "client_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "names.h"
+#include "session.h"
+
+#define DEFAULT_TIMEOUT_MS 10000
+/* Disconnect should not hang a process on a GCS that is gone: the job then ends by
+ * the GCS's own timeout anyway. */
+#define FINISH_TIMEOUT_MS 3000
+#define ENTRYPOINT_MAX 512
+
+char *esc_client_strdup(const char *s)
+{
+    return strdup(s ? s : "");
+}
+
+int esc_client_call(esc_client *c, const char *method, const ProtobufCMessage *req,
+                    ProtobufCMessage **reply, int flags, esc_status *st)
+{
+    return esc_rpc_call(c->gcs, &escher__gcs__descriptor, method, req, reply, c->timeout_ms,
+                        flags, st);
+}
+
+/* The first non-NULL, non-empty of an explicit value and an environment variable,
+ * copied; else the session file; else NULL. */
+static char *discover(const char *explicit_value, const char *env, const char *dir,
+                      const char *file)
+{
+    if (explicit_value && *explicit_value)
+        return strdup(explicit_value);
+    const char *e = env ? getenv(env) : NULL;
+    if (e && *e)
+        return strdup(e);
+    return esc_session_read(dir, file);
+}
+
+/* The process's command line, spaces between arguments, for the job table. */
+static void read_entrypoint(char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    if (!f)
+        return;
+    size_t n = fread(out, 1, len - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    for (size_t i = 0; i + 1 < n; i++)
+        if (out[i] == '\0')
+            out[i] = ' ';
+}
+
+static int register_job(esc_client *c, const char *namespace_, esc_status *st)
+{
+    char entrypoint[ENTRYPOINT_MAX];
+    read_entrypoint(entrypoint, sizeof entrypoint);
+    Escher__RegisterJobRequest req = ESCHER__REGISTER_JOB_REQUEST__INIT;
+    req.namespace_ = (char *)(namespace_ ? namespace_ : "");
+    req.entrypoint = entrypoint;
+    req.driver_pid = (uint32_t)getpid();
+    ProtobufCMessage *m;
+    /* Not marked idempotent: retrying could register two jobs, and a client should
+     * learn at once that no cluster answers rather than wait out the deadline. */
+    int rc = esc_client_call(c, "RegisterJob", &req.base, &m, 0, st);
+    if (rc != ESC_OK)
+        return rc;
+    Escher__RegisterJobReply *r = (Escher__RegisterJobReply *)m;
+    c->job_id = esc_client_strdup(r->job_id);
+    c->namespace_ = esc_client_strdup(r->namespace_);
+    protobuf_c_message_free_unpacked(m, NULL);
+    return ESC_OK;
+}
+
+/* Fills address, token and node id of c from opts, the environment and the session. */
+static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **token,
+                             esc_status *st)
+{
+    const char *dir = esc_session_dir(o->session_dir);
+    c->address = discover(o->address, NULL, dir, "gcs_address");
+    if (!c->address)
+        return esc_status_set(st, ESC_UNAVAILABLE,
+                              "no cluster address: cannot read %s/gcs_address (%s); start a "
+                              "cluster or give its address",
+                              dir, strerror(errno));
+    /* No token is not an error here: the GCS answers UNAUTHENTICATED, which says more. */
+    *token = discover(o->token, "ESCHER_TOKEN", dir, "token");
+    c->node_id = discover(o->node_id, "ESCHER_NODE_ID", dir, "node_id");
+    if (!c->node_id)
+        c->node_id = strdup("");
+    return ESC_OK;
+}
+
+int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
+{
+    static const esc_connect_opts defaults;
+    const esc_connect_opts *o = opts ? opts : &defaults;
+    *out = NULL;
+    if (o->namespace_ && !esc_name_valid(o->namespace_))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "invalid namespace \"%s\": 1-64 characters of A-Z a-z 0-9 _ . -, "
+                              "not starting with '.'",
+                              o->namespace_);
+    esc_client *c = calloc(1, sizeof *c);
+    c->detached = o->detached;
+    c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+    char *token = NULL;
+    int rc = resolve_endpoints(c, o, &token, st);
+    if (rc == ESC_OK) {
+        c->gcs = esc_rpc_channel_new(c->address, token);
+        rc = register_job(c, o->namespace_, st);
+    }
+    free(token);
+    if (rc == ESC_OK && !o->short_lived) {
+        c->live = esc_liveness_start(c->gcs, c->job_id);
+        if (!c->live)
+            rc = esc_status_set(st, ESC_INTERNAL, "cannot start the liveness thread");
+    }
+    if (rc != ESC_OK) {
+        esc_disconnect(c);
+        return rc;
+    }
+    *out = c;
+    return ESC_OK;
+}
+
+static void finish_job(esc_client *c)
+{
+    Escher__FinishJobRequest req = ESCHER__FINISH_JOB_REQUEST__INIT;
+    req.job_id = c->job_id;
+    ProtobufCMessage *m;
+    esc_status st;
+    int rc = esc_rpc_call(c->gcs, &escher__gcs__descriptor, "FinishJob", &req.base, &m,
+                          FINISH_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, &st);
+    if (rc == ESC_OK)
+        protobuf_c_message_free_unpacked(m, NULL);
+    else
+        ESC_DEBUG("FinishJob %s: %s %s (the GCS's job timeout will end it)", c->job_id,
+                  esc_status_name(rc), st.message);
+}
+
+void esc_disconnect(esc_client *c)
+{
+    if (!c)
+        return;
+    /* Stop the stream first so its end is not mistaken for anything but our leaving. */
+    esc_liveness_stop(c->live);
+    if (c->job_id)
+        finish_job(c);
+    esc_rpc_channel_free(c->gcs);
+    free(c->address);
+    free(c->job_id);
+    free(c->namespace_);
+    free(c->node_id);
+    free(c);
+}
+
+const char *esc_client_job_id(const esc_client *c) { return c->job_id; }
+const char *esc_client_namespace(const esc_client *c) { return c->namespace_; }
+const char *esc_client_node_id(const esc_client *c) { return c->node_id; }
+const char *esc_client_address(const esc_client *c) { return c->address; }

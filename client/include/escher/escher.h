@@ -1,0 +1,192 @@
+/* escher.h: the escher C SDK (libescher), core part: connecting, ephemeral resources,
+ * cluster status and the key-value store.
+ *
+ * Every client is a job. A job has a namespace; the ephemeral resources it creates live
+ * in that namespace ("<namespace>/<name>") and are removed when the job ends (the client
+ * disconnects or its process disappears) unless the client was connected as detached.
+ *
+ * Quantities are 64-bit fixed point in units of 1/10000 (ESC_QTY(0.25) is a quarter).
+ *
+ * Errors: every call returns a status code (ESC_OK = 0, else a gRPC code such as
+ * ESC_INVALID_ARGUMENT or ESC_PERMISSION_DENIED from rpc.h's list) and, when st is not
+ * NULL, fills st with the code and a one-line message. Functions are thread-safe: many
+ * threads may share one client.
+ */
+#ifndef ESCHER_H
+#define ESCHER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rpc.h" /* esc_status and the status codes */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ESC_QTY_UNIT 10000LL
+/* A quantity from a number of units: ESC_QTY(1.5) == 15000. */
+#define ESC_QTY(x) ((int64_t)((x) * (double)ESC_QTY_UNIT + ((x) < 0 ? -0.5 : 0.5)))
+
+typedef struct esc_client esc_client;
+
+typedef struct {
+    /* GCS address "host:port". NULL: read "gcs_address" from the session directory. */
+    const char *address;
+    /* Cluster token. NULL: $ESCHER_TOKEN, else "token" in the session directory. */
+    const char *token;
+    /* NULL: $ESCHER_SESSION_DIR, else /tmp/escher/session_latest. */
+    const char *session_dir;
+    /* The job's namespace. NULL: "job-<job id>". */
+    const char *namespace_;
+    /* The caller's local node, target of ESC_TARGET_LOCAL. NULL: $ESCHER_NODE_ID, else
+     * "node_id" in the session directory, else none (local writes then fail). */
+    const char *node_id;
+    /* Resources created by this client outlive it. */
+    bool detached;
+    /* A short-lived client (the CLI): no liveness stream; the job ends at esc_disconnect
+     * or, if the process dies first, after the GCS's job timeout. */
+    bool short_lived;
+    /* Default deadline of each call in milliseconds (0: 10000). */
+    int timeout_ms;
+} esc_connect_opts;
+
+/* Connects to the cluster and registers a new job. On success *out owns the client
+ * (free it with esc_disconnect). opts may be NULL for all defaults. */
+int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st);
+
+/* Finishes the job (its non-detached resources are removed) and frees the client. */
+void esc_disconnect(esc_client *c);
+
+/* The job id, namespace, local node id ("" when unknown) and GCS address of the client
+ * (owned by the client). */
+const char *esc_client_job_id(const esc_client *c);
+const char *esc_client_namespace(const esc_client *c);
+const char *esc_client_node_id(const esc_client *c);
+const char *esc_client_address(const esc_client *c);
+
+/* ------------------------------------------------------------------ resources */
+
+typedef struct {
+    const char *name;
+    int64_t value;      /* fixed point */
+    bool unbounded;
+} esc_amount;
+
+typedef enum {
+    ESC_TARGET_LOCAL = 0,    /* the client's local node */
+    ESC_TARGET_NODE = 1,     /* node_id */
+    ESC_TARGET_SELECTOR = 2, /* num_nodes nodes (default 1) with `where` available */
+    ESC_TARGET_ALL = 3,      /* every alive node */
+} esc_target_kind;
+
+typedef struct {
+    esc_target_kind kind;
+    const char *node_id;
+    const esc_amount *where;  /* names: physical ("CPU") or full ("ns/name"); a short
+                                 ephemeral name means the client's namespace */
+    size_t nwhere;
+    unsigned num_nodes;
+} esc_target;
+
+/* Targets built in place: ESC_LOCAL, ESC_NODE("id"), ESC_ALL_NODES. */
+#define ESC_LOCAL ((esc_target){.kind = ESC_TARGET_LOCAL})
+#define ESC_NODE(id) ((esc_target){.kind = ESC_TARGET_NODE, .node_id = (id)})
+#define ESC_ALL_NODES ((esc_target){.kind = ESC_TARGET_ALL})
+
+/* Sets the capacity of ephemeral resource `name` (short name, client's namespace) on the
+ * target nodes to qty (>= 0), creating it if absent. seq (may be NULL) gets the sequence
+ * number of the committed log entry. target NULL means the local node. */
+int esc_resource_set(esc_client *c, const char *name, int64_t qty, const esc_target *target,
+                     uint64_t *seq, esc_status *st);
+
+/* Sets an unbounded capacity. */
+int esc_resource_set_unbounded(esc_client *c, const char *name, const esc_target *target,
+                               uint64_t *seq, esc_status *st);
+
+/* Adds a signed delta to the capacity. An absent resource is created with max(delta, 0);
+ * a present one is not clamped, so deltas commute and concurrent adds from many clients
+ * never lose each other's updates (a negative capacity admits nothing). */
+int esc_resource_add(esc_client *c, const char *name, int64_t delta, const esc_target *target,
+                     uint64_t *seq, esc_status *st);
+
+/* Deletes the resource on the target nodes (holders keep it until they release). */
+int esc_resource_delete(esc_client *c, const char *name, const esc_target *target,
+                        uint64_t *seq, esc_status *st);
+
+/* An atomic batch of operations on many names and nodes: all commit, or none. */
+typedef struct esc_batch esc_batch;
+
+/* A new empty batch, owned by the caller (esc_batch_free). */
+esc_batch *esc_batch_new(void);
+void esc_batch_free(esc_batch *b);
+/* Queue one operation (same meaning as the single calls; strings are copied). */
+void esc_batch_set(esc_batch *b, const char *name, int64_t qty, const esc_target *target);
+void esc_batch_set_unbounded(esc_batch *b, const char *name, const esc_target *target);
+void esc_batch_add(esc_batch *b, const char *name, int64_t delta, const esc_target *target);
+void esc_batch_delete(esc_batch *b, const char *name, const esc_target *target);
+/* Number of queued operations. */
+size_t esc_batch_size(const esc_batch *b);
+/* Commits the batch as one log entry; the batch stays owned by the caller and may be
+ * committed again. */
+int esc_batch_commit(esc_client *c, esc_batch *b, uint64_t *seq, esc_status *st);
+
+/* Blocks until every listed node (all alive nodes when n == 0) has applied the log up to
+ * seq, so that their admission uses the new capacities. Returns ESC_OK, or
+ * ESC_DEADLINE_EXCEEDED after timeout_ms. */
+int esc_wait_applied(esc_client *c, uint64_t seq, const char *const *node_ids, size_t n,
+                     int timeout_ms, esc_status *st);
+
+/* ------------------------------------------------------------------ status */
+
+typedef struct {
+    char *name;           /* physical name or full ephemeral name */
+    int64_t total, held, available;
+    bool unbounded;
+    bool deleted;         /* deleted while held */
+    bool ephemeral;
+    char *namespace_;     /* ephemeral only, else NULL */
+    char *owner;          /* owning job id; "" when detached; NULL for physical */
+} esc_resource_info;
+
+typedef struct {
+    char *id;
+    char *address;
+    char *state;          /* "ALIVE", "DRAINING", "DEAD" */
+    uint64_t applied_seq;
+    esc_resource_info *resources;
+    size_t nresources;
+} esc_node_status;
+
+typedef struct {
+    uint64_t seq;           /* every alive node has applied the log up to here */
+    uint64_t committed_seq; /* the last committed log entry */
+    esc_node_status *nodes;
+    size_t nnodes;
+} esc_cluster_status;
+
+/* Fetches per-node total, held and available of every resource. *out is owned by the
+ * caller (esc_cluster_status_free). */
+int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *st);
+void esc_cluster_status_free(esc_cluster_status *s);
+
+/* Finds one resource of a node in a status (NULL when absent). */
+const esc_resource_info *esc_node_resource(const esc_node_status *n, const char *name);
+
+/* ------------------------------------------------------------------ key-value */
+
+/* Stores value under (ns, key). With overwrite false an existing key is kept and
+ * *added (may be NULL) is false. */
+int esc_kv_put(esc_client *c, const char *ns, const char *key, const void *value, size_t len,
+               bool overwrite, bool *added, esc_status *st);
+/* Reads (ns, key): ESC_OK with *value (malloc'd, caller frees) and *len, or
+ * ESC_NOT_FOUND. */
+int esc_kv_get(esc_client *c, const char *ns, const char *key, void **value, size_t *len,
+               esc_status *st);
+int esc_kv_del(esc_client *c, const char *ns, const char *key, bool *deleted, esc_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

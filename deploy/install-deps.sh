@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages escher builds and tests with, when they are missing.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
+      libhiredis-dev redis-server libev-dev libjemalloc-dev libcmocka-dev libjansson-dev
+      iproute2 procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "installing: ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,181 @@
+/* job_table.c: jobs. A job is alive while its driver keeps a Subscribe stream open (or,
+ * for short-lived clients, until it finishes); a job with no stream for job_timeout_ms
+ * has lost its driver and ends. When a job ends, its non-detached ephemeral resources
+ * are removed in the same event that announces the end. */
+#include "gcs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ids.h"
+#include "log.h"
+#include "names.h"
+#include "pbutil.h"
+
+gcs_job *gcs_job_find(gcs *g, const char *id)
+{
+    return id && *id ? esc_strmap_get(g->jobs, id) : NULL;
+}
+
+static gcs_job *job_put(gcs *g, Escher__JobInfo *info)
+{
+    gcs_job *j = calloc(1, sizeof *j);
+    j->info = info;
+    j->orphan_since_ms = esc_now_ms();
+    esc_strmap_put(g->jobs, info->job_id, j);
+    return j;
+}
+
+void gcs_job_load(gcs *g, Escher__JobInfo *info)
+{
+    job_put(g, info);
+}
+
+static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__RegisterJobRequest *req = (const Escher__RegisterJobRequest *)msg;
+    if (*req->namespace_ && !esc_name_valid(req->namespace_)) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT,
+                       "invalid namespace (1-64 of A-Z a-z 0-9 _ . -)");
+        return;
+    }
+    Escher__JobInfo *info = malloc(sizeof *info);
+    escher__job_info__init(info);
+    info->job_id = malloc(ESC_ID_HEX + 1);
+    esc_random_hex(info->job_id, ESC_ID_HEX / 2);
+    if (*req->namespace_) {
+        info->namespace_ = strdup(req->namespace_);
+    } else {
+        info->namespace_ = malloc(ESC_ID_HEX + 5);
+        snprintf(info->namespace_, ESC_ID_HEX + 5, "job-%s", info->job_id);
+    }
+    info->entrypoint = strndup(req->entrypoint, 4096);
+    info->driver_pid = req->driver_pid;
+    info->start_ms = esc_wall_ms();
+    info->state = ESCHER__JOB_STATE__JOB_RUNNING;
+    esc_storage_batch *b = esc_storage_batch_new();
+    gcs_put_msg(b, GCS_T_JOBS, info->job_id, &info->base);
+    char err[256];
+    if (gcs_write(g, b, err, sizeof err) != 0) {
+        protobuf_c_message_free_unpacked(&info->base, NULL);
+        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
+        return;
+    }
+    job_put(g, info);
+    Escher__RegisterJobReply rep = ESCHER__REGISTER_JOB_REPLY__INIT;
+    rep.job_id = info->job_id;
+    rep.namespace_ = info->namespace_;
+    esc_rpc_reply(call, &rep.base);
+}
+
+/* Ends a running job: marks it, removes its resources, tells everyone. Returns the
+ * event's seq, or 0 when storage failed (the job stays running). */
+static uint64_t job_end(gcs *g, gcs_job *j, bool failed, char *err, size_t errlen)
+{
+    Escher__JobInfo *done = (Escher__JobInfo *)esc_pb_dup(&j->info->base);
+    done->state = failed ? ESCHER__JOB_STATE__JOB_FAILED : ESCHER__JOB_STATE__JOB_FINISHED;
+    done->end_ms = esc_wall_ms();
+    esc_storage_batch *b = esc_storage_batch_new();
+    gcs_put_msg(b, GCS_T_JOBS, done->job_id, &done->base);
+    Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_JOB_FINISHED);
+    ev->job_id = strdup(done->job_id);
+    uint64_t seq = gcs_registry_remove_where(g, NULL, j->info->job_id, ev, b, err, errlen);
+    if (!seq) {
+        protobuf_c_message_free_unpacked(&done->base, NULL);
+        return 0;
+    }
+    protobuf_c_message_free_unpacked(&j->info->base, NULL);
+    j->info = done;
+    return seq;
+}
+
+static void handle_finish(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__FinishJobRequest *req = (const Escher__FinishJobRequest *)msg;
+    gcs_job *j = gcs_job_find(g, req->job_id);
+    if (!j) {
+        esc_rpc_finish(call, ESC_NOT_FOUND, "unknown job");
+        return;
+    }
+    char err[256];
+    if (j->info->state == ESCHER__JOB_STATE__JOB_RUNNING &&
+        !job_end(g, j, req->failed, err, sizeof err)) {
+        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
+        return;
+    }
+    Escher__FinishJobReply rep = ESCHER__FINISH_JOB_REPLY__INIT;
+    esc_rpc_reply(call, &rep.base);
+}
+
+static void handle_list(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    (void)msg;
+    gcs *g = ud;
+    Escher__ListJobsReply rep = ESCHER__LIST_JOBS_REPLY__INIT;
+    rep.jobs = calloc(esc_strmap_count(g->jobs) + 1, sizeof *rep.jobs);
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->jobs, &pos, &k, &v))
+        rep.jobs[rep.n_jobs++] = ((gcs_job *)v)->info;
+    esc_rpc_reply(call, &rep.base);
+    free(rep.jobs);
+}
+
+void gcs_job_stream_opened(gcs *g, const char *job_id)
+{
+    gcs_job *j = gcs_job_find(g, job_id);
+    if (j)
+        j->streams++;
+}
+
+void gcs_job_stream_closed(gcs *g, const char *job_id)
+{
+    gcs_job *j = gcs_job_find(g, job_id);
+    if (j && --j->streams == 0)
+        j->orphan_since_ms = esc_now_ms();
+}
+
+void gcs_jobs_sweep(gcs *g, uint64_t now)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    gcs_job **lost = calloc(esc_strmap_count(g->jobs) + 1, sizeof *lost);
+    size_t n = 0;
+    while (esc_strmap_next(g->jobs, &pos, &k, &v)) {
+        gcs_job *j = v;
+        if (j->info->state == ESCHER__JOB_STATE__JOB_RUNNING && j->streams == 0 &&
+            now - j->orphan_since_ms > (uint64_t)g->cfg.job_timeout_ms)
+            lost[n++] = j;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char err[256];
+        ESC_WARN("job %s lost its driver: ending it", lost[i]->info->job_id);
+        job_end(g, lost[i], true, err, sizeof err);
+    }
+    free(lost);
+}
+
+void gcs_jobs_free(gcs *g)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->jobs, &pos, &k, &v)) {
+        gcs_job *j = v;
+        protobuf_c_message_free_unpacked(&j->info->base, NULL);
+        free(j);
+    }
+    esc_strmap_free(g->jobs);
+}
+
+void gcs_jobs_register(gcs *g)
+{
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "RegisterJob", handle_register, g);
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "FinishJob", handle_finish, g);
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ListJobs", handle_list, g);
+}

@@ -1,0 +1,156 @@
+/* kv.c: the key-value table: (namespace, key) -> bytes, written through to storage. */
+#include "gcs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    size_t len;
+    unsigned char bytes[];
+} kv_value;
+
+#define KV_MAX_KEY 1024
+
+/* Storage key "ns\nkey": namespaces may not contain a newline. */
+static char *kv_key(const char *ns, const char *key)
+{
+    size_t a = strlen(ns), b = strlen(key);
+    char *k = malloc(a + b + 2);
+    memcpy(k, ns, a);
+    k[a] = '\n';
+    memcpy(k + a + 1, key, b + 1);
+    return k;
+}
+
+static bool kv_args_ok(esc_rpc_ctx *call, const char *ns, const char *key)
+{
+    if (strchr(ns, '\n') || strlen(ns) > 64) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "kv namespace too long or has a newline");
+        return false;
+    }
+    if (!*key || strlen(key) > KV_MAX_KEY) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "kv key empty or longer than 1024");
+        return false;
+    }
+    return true;
+}
+
+static void kv_set(gcs *g, const char *k, const void *value, size_t len)
+{
+    kv_value *v = malloc(sizeof *v + len);
+    v->len = len;
+    if (len)
+        memcpy(v->bytes, value, len);
+    free(esc_strmap_put(g->kv, k, v));
+}
+
+void gcs_kv_load(gcs *g, const char *key, const void *value, size_t len)
+{
+    kv_set(g, key, value, len);
+}
+
+static void handle_put(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__KvPutRequest *req = (const Escher__KvPutRequest *)msg;
+    if (!kv_args_ok(call, req->ns, req->key))
+        return;
+    char *k = kv_key(req->ns, req->key);
+    Escher__KvPutReply rep = ESCHER__KV_PUT_REPLY__INIT;
+    bool exists = esc_strmap_get(g->kv, k) != NULL;
+    if (!exists || req->overwrite) {
+        esc_storage_batch *b = esc_storage_batch_new();
+        esc_storage_put(b, GCS_T_KV, k, req->value.data, req->value.len);
+        char err[256];
+        if (gcs_write(g, b, err, sizeof err) != 0) {
+            free(k);
+            esc_rpc_finish(call, ESC_UNAVAILABLE, err);
+            return;
+        }
+        kv_set(g, k, req->value.data, req->value.len);
+        rep.added = !exists;
+    }
+    free(k);
+    esc_rpc_reply(call, &rep.base);
+}
+
+static void handle_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__KvGetRequest *req = (const Escher__KvGetRequest *)msg;
+    if (!kv_args_ok(call, req->ns, req->key))
+        return;
+    char *k = kv_key(req->ns, req->key);
+    kv_value *v = esc_strmap_get(g->kv, k);
+    free(k);
+    Escher__KvGetReply rep = ESCHER__KV_GET_REPLY__INIT;
+    if (v) {
+        rep.found = true;
+        rep.value.data = v->bytes;
+        rep.value.len = v->len;
+    }
+    esc_rpc_reply(call, &rep.base);
+}
+
+static void handle_del(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__KvDelRequest *req = (const Escher__KvDelRequest *)msg;
+    if (!kv_args_ok(call, req->ns, req->key))
+        return;
+    char *k = kv_key(req->ns, req->key);
+    Escher__KvDelReply rep = ESCHER__KV_DEL_REPLY__INIT;
+    if (esc_strmap_get(g->kv, k)) {
+        esc_storage_batch *b = esc_storage_batch_new();
+        esc_storage_del(b, GCS_T_KV, k);
+        char err[256];
+        if (gcs_write(g, b, err, sizeof err) != 0) {
+            free(k);
+            esc_rpc_finish(call, ESC_UNAVAILABLE, err);
+            return;
+        }
+        free(esc_strmap_del(g->kv, k));
+        rep.deleted = true;
+    }
+    free(k);
+    esc_rpc_reply(call, &rep.base);
+}
+
+static void handle_keys(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__KvKeysRequest *req = (const Escher__KvKeysRequest *)msg;
+    Escher__KvKeysReply rep = ESCHER__KV_KEYS_REPLY__INIT;
+    rep.keys = calloc(esc_strmap_count(g->kv) + 1, sizeof *rep.keys);
+    size_t nslen = strlen(req->ns), plen = strlen(req->prefix);
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->kv, &pos, &k, &v)) {
+        if (strncmp(k, req->ns, nslen) != 0 || k[nslen] != '\n')
+            continue;
+        const char *key = k + nslen + 1;
+        if (strncmp(key, req->prefix, plen) == 0)
+            rep.keys[rep.n_keys++] = (char *)key;
+    }
+    esc_rpc_reply(call, &rep.base);
+    free(rep.keys);
+}
+
+void gcs_kv_free(gcs *g)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->kv, &pos, &k, &v))
+        free(v);
+    esc_strmap_free(g->kv);
+}
+
+void gcs_kv_register(gcs *g)
+{
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvPut", handle_put, g);
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvGet", handle_get, g);
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvDel", handle_del, g);
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvKeys", handle_keys, g);
+}

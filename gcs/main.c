@@ -1,0 +1,197 @@
+/* main.c: escher-gcs. Parses flags, loads storage, serves the Gcs service from one event
+ * loop, and shuts down cleanly on SIGTERM/SIGINT. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gcs.h"
+#include "ids.h"
+#include "log.h"
+
+static int usage(const char *msg)
+{
+    fprintf(stderr, "escher-gcs: %s\n", msg);
+    fprintf(stderr, "usage: escher-gcs [--bind HOST] [--port P] [--port-file F] [--token-file F]"
+                    " [--storage memory|redis://HOST:PORT] [--node-timeout-ms N]"
+                    " [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]\n");
+    return 2;
+}
+
+static char *read_token(const char *path)
+{
+    if (!path) {
+        const char *env = getenv("ESCHER_TOKEN");
+        return env && *env ? strdup(env) : NULL;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char buf[256] = {0};
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = 0;
+    return n ? strdup(buf) : NULL;
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int parse_flags(int argc, char **argv, gcs_config *c, const char **token_file)
+{
+    static const struct option opts[] = {
+        {"bind", required_argument, 0, 'b'},          {"port", required_argument, 0, 'p'},
+        {"port-file", required_argument, 0, 'f'},     {"token-file", required_argument, 0, 't'},
+        {"storage", required_argument, 0, 's'},       {"node-timeout-ms", required_argument, 0, 'n'},
+        {"heartbeat-ms", required_argument, 0, 'h'},  {"job-timeout-ms", required_argument, 0, 'j'},
+        {"max-resources-per-job", required_argument, 0, 'q'}, {0, 0, 0, 0}};
+    int o;
+    long v;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (o) {
+        case 'b': c->bind = optarg; break;
+        case 'p': if (!parse_int(optarg, 0, 65535, &v)) return usage("bad --port"); c->port = (int)v; break;
+        case 'f': c->port_file = optarg; break;
+        case 't': *token_file = optarg; break;
+        case 's': c->storage_uri = optarg; break;
+        case 'n': if (!parse_int(optarg, 50, 86400000, &v)) return usage("bad --node-timeout-ms"); c->node_timeout_ms = (int)v; break;
+        case 'h': if (!parse_int(optarg, 10, 60000, &v)) return usage("bad --heartbeat-ms"); c->heartbeat_ms = (int)v; break;
+        case 'j': if (!parse_int(optarg, 50, 86400000, &v)) return usage("bad --job-timeout-ms"); c->job_timeout_ms = (int)v; break;
+        case 'q': if (!parse_int(optarg, 1, 100000000, &v)) return usage("bad --max-resources-per-job"); c->max_resources_per_job = v; break;
+        default: return usage("unknown flag");
+        }
+    }
+    if (optind != argc)
+        return usage("unexpected argument");
+    return 0;
+}
+
+static void on_sweep(struct ev_loop *ev, ev_timer *t, int revents)
+{
+    (void)ev;
+    (void)revents;
+    gcs *g = t->data;
+    uint64_t now = esc_now_ms();
+    gcs_nodes_sweep(g, now);
+    gcs_jobs_sweep(g, now);
+}
+
+/* Written through a temporary file and a rename, so readers never see half a port. */
+static int write_port_file(const char *path, int port)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "%d\n", port);
+    if (fclose(f) != 0)
+        return -1;
+    return rename(tmp, path);
+}
+
+static void register_services(gcs *g)
+{
+    gcs_nodes_register(g);
+    gcs_pubsub_register(g);
+    gcs_registry_register(g);
+    gcs_wait_register(g);
+    gcs_status_register(g);
+    gcs_jobs_register(g);
+    gcs_kv_register(g);
+}
+
+static void gcs_free_tables(gcs *g)
+{
+    gcs_nodes_free(g);
+    gcs_registry_free(g);
+    gcs_jobs_free(g);
+    gcs_kv_free(g);
+    gcs_ring_free(&g->ring);
+}
+
+static int serve(gcs *g)
+{
+    char err[512], addr[300];
+    snprintf(addr, sizeof addr, "%s:%d", g->cfg.bind, g->cfg.port);
+    g->server = esc_rpc_server_new(addr, g->cfg.token, esc_loop_post, g->loop, err, sizeof err);
+    if (!g->server) {
+        fprintf(stderr, "escher-gcs: %s\n", err);
+        return 1;
+    }
+    register_services(g);
+    if (esc_rpc_server_start(g->server) != 0) {
+        fprintf(stderr, "escher-gcs: cannot start the server thread\n");
+        return 1;
+    }
+    int port = esc_rpc_server_port(g->server);
+    if (g->cfg.port_file && write_port_file(g->cfg.port_file, port) != 0) {
+        fprintf(stderr, "escher-gcs: cannot write %s: %s\n", g->cfg.port_file, strerror(errno));
+        return 1;
+    }
+    ESC_INFO("serving on %s:%d (storage %s)", g->cfg.bind, port, g->cfg.storage_uri);
+    double period = g->cfg.node_timeout_ms / 4000.0;
+    ev_timer_init(&g->sweep, on_sweep, period, period > 0.25 ? 0.25 : period);
+    g->sweep.data = g;
+    ev_timer_start(esc_loop_ev(g->loop), &g->sweep);
+    esc_loop_run(g->loop);
+    ev_timer_stop(esc_loop_ev(g->loop), &g->sweep);
+    ESC_INFO("shutting down");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    esc_log_init("escher-gcs", ESC_LOG_INFO);
+    gcs g;
+    memset(&g, 0, sizeof g);
+    g.cfg = (gcs_config){.bind = "0.0.0.0", .port = 6380, .storage_uri = "memory",
+                         .node_timeout_ms = 10000, .heartbeat_ms = 1000,
+                         .job_timeout_ms = 10000, .max_resources_per_job = 100000};
+    const char *token_file = NULL;
+    int rc = parse_flags(argc, argv, &g.cfg, &token_file);
+    if (rc)
+        return rc;
+    g.cfg.token = read_token(token_file);
+    if (!g.cfg.token) {
+        fprintf(stderr, "escher-gcs: no cluster token (give --token-file or set ESCHER_TOKEN)\n");
+        return 2;
+    }
+    char err[512];
+    g.store = esc_storage_open(g.cfg.storage_uri, err, sizeof err);
+    if (!g.store) {
+        fprintf(stderr, "escher-gcs: %s\n", err);
+        free(g.cfg.token);
+        return 1;
+    }
+    g.loop = esc_loop_new();
+    g.nodes = esc_strmap_new();
+    g.registry = esc_strmap_new();
+    g.ns_rows = esc_strmap_new();
+    g.jobs = esc_strmap_new();
+    g.kv = esc_strmap_new();
+    gcs_ring_init(&g.ring, 65536);
+    rc = gcs_persist_load(&g, err, sizeof err) == 0 ? serve(&g) : 1;
+    if (rc && err[0] && !g.server)
+        fprintf(stderr, "escher-gcs: %s\n", err);
+    gcs_pubsub_close_all(&g);
+    gcs_wait_close_all(&g);
+    esc_rpc_server_free(g.server);
+    esc_loop_drain(g.loop);
+    gcs_free_tables(&g);
+    esc_loop_free(g.loop);
+    esc_storage_close(g.store);
+    free(g.cfg.token);
+    return rc;
+}

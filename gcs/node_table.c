@@ -1,0 +1,228 @@
+/* node_table.c: raylets register, report (heartbeat plus applied sequence plus their
+ * accounting), drain, and are declared dead after a silence. A dead node's ephemeral
+ * resources are removed in the same event that announces its death. */
+#include "gcs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ids.h"
+#include "log.h"
+#include "names.h"
+#include "pbutil.h"
+
+gcs_node *gcs_node_find(gcs *g, const char *id)
+{
+    return id ? esc_strmap_get(g->nodes, id) : NULL;
+}
+
+bool gcs_node_alive(const gcs_node *n)
+{
+    return n && n->info->state != ESCHER__NODE_STATE__NODE_DEAD;
+}
+
+static void node_free(gcs_node *n)
+{
+    protobuf_c_message_free_unpacked(&n->info->base, NULL);
+    if (n->report)
+        protobuf_c_message_free_unpacked(&n->report->base, NULL);
+    free(n);
+}
+
+/* Puts info (owned) in the table, replacing an older entry of the same node. */
+static gcs_node *node_put(gcs *g, Escher__NodeInfo *info)
+{
+    gcs_node *n = gcs_node_find(g, info->node_id);
+    if (n) {
+        protobuf_c_message_free_unpacked(&n->info->base, NULL);
+    } else {
+        n = calloc(1, sizeof *n);
+        esc_strmap_put(g->nodes, info->node_id, n);
+    }
+    n->info = info;
+    n->last_seen_ms = esc_now_ms();
+    return n;
+}
+
+void gcs_node_load(gcs *g, Escher__NodeInfo *info)
+{
+    node_put(g, info);
+}
+
+static int check_node_info(const Escher__NodeInfo *in, esc_status *st)
+{
+    if (!in)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "no node info");
+    if (!in->address || !*in->address || strlen(in->address) > 255)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "node address missing or too long");
+    if (*in->node_id && !esc_name_valid(in->node_id))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "invalid node id");
+    for (size_t i = 0; i < in->n_physical; i++) {
+        const Escher__Amount *a = in->physical[i];
+        if (!esc_name_is_physical(a->name) && !esc_name_valid(a->name))
+            return esc_status_set(st, ESC_INVALID_ARGUMENT, "invalid resource name '%.64s'",
+                                  a->name);
+        if (a->value < 0)
+            return esc_status_set(st, ESC_INVALID_ARGUMENT, "negative capacity of %.64s",
+                                  a->name);
+    }
+    return ESC_OK;
+}
+
+typedef struct {
+    Escher__NodeInfo *info;
+} add_ctx;
+
+static void apply_node_added(gcs *g, void *ud)
+{
+    add_ctx *c = ud;
+    gcs_node *n = node_put(g, c->info);
+    n->needs_snapshot = true;
+}
+
+static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__RegisterNodeRequest *req = (const Escher__RegisterNodeRequest *)msg;
+    esc_status st = {0};
+    if (check_node_info(req->node, &st)) {
+        esc_rpc_finish(call, st.code, st.message);
+        return;
+    }
+    gcs_node *known = gcs_node_find(g, req->node->node_id);
+    if (known && !gcs_node_alive(known)) {
+        esc_rpc_finish(call, ESC_FAILED_PRECONDITION,
+                       "this node was declared dead; start a new raylet");
+        return;
+    }
+    Escher__NodeInfo *info = (Escher__NodeInfo *)esc_pb_dup(&req->node->base);
+    if (!*info->node_id) {
+        free(info->node_id);
+        info->node_id = malloc(ESC_ID_HEX + 1);
+        esc_random_hex(info->node_id, ESC_ID_HEX / 2);
+    }
+    info->state = ESCHER__NODE_STATE__NODE_ALIVE;
+
+    esc_storage_batch *b = esc_storage_batch_new();
+    gcs_put_msg(b, GCS_T_NODES, info->node_id, &info->base);
+    Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_NODE_ADDED);
+    ev->node = (Escher__NodeInfo *)esc_pb_dup(&info->base);
+    add_ctx ctx = {info};
+    char err[256];
+    uint64_t seq = gcs_commit(g, ev, b, apply_node_added, &ctx, err, sizeof err);
+    if (!seq) {
+        protobuf_c_message_free_unpacked(&info->base, NULL);
+        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
+        return;
+    }
+    ESC_INFO("node %s registered at %s (seq %llu)", info->node_id, info->address,
+             (unsigned long long)seq);
+    Escher__RegisterNodeReply rep = ESCHER__REGISTER_NODE_REPLY__INIT;
+    rep.node_id = info->node_id;
+    rep.seq = seq;
+    rep.heartbeat_ms = (uint32_t)g->cfg.heartbeat_ms;
+    esc_rpc_reply(call, &rep.base);
+}
+
+static void handle_report(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__ReportNodeRequest *req = (const Escher__ReportNodeRequest *)msg;
+    Escher__ReportNodeReply rep = ESCHER__REPORT_NODE_REPLY__INIT;
+    gcs_node *n = gcs_node_find(g, req->node_id);
+    if (!gcs_node_alive(n)) {
+        rep.unknown_node = true; /* re-register: a dead node is then refused */
+        esc_rpc_reply(call, &rep.base);
+        return;
+    }
+    n->last_seen_ms = esc_now_ms();
+    if (req->has_resources) {
+        if (n->report)
+            protobuf_c_message_free_unpacked(&n->report->base, NULL);
+        n->report = (Escher__ReportNodeRequest *)esc_pb_dup(&req->base);
+    }
+    bool advanced = req->applied_seq != n->applied_seq;
+    n->applied_seq = req->applied_seq;
+    esc_rpc_reply(call, &rep.base);
+    if (advanced)
+        gcs_wait_recheck(g);
+}
+
+static void handle_drain(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__DrainNodeRequest *req = (const Escher__DrainNodeRequest *)msg;
+    gcs_node *n = gcs_node_find(g, req->node_id);
+    if (!gcs_node_alive(n)) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT, n ? "node is dead" : "unknown node");
+        return;
+    }
+    n->info->state = ESCHER__NODE_STATE__NODE_DRAINING;
+    esc_storage_batch *b = esc_storage_batch_new();
+    gcs_put_msg(b, GCS_T_NODES, n->info->node_id, &n->info->base);
+    char err[256];
+    if (gcs_write(g, b, err, sizeof err) != 0) {
+        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
+        return;
+    }
+    Escher__DrainNodeReply rep = ESCHER__DRAIN_NODE_REPLY__INIT;
+    esc_rpc_reply(call, &rep.base);
+}
+
+/* Declares n dead: one event marks it and removes its ephemeral resources. */
+static void node_die(gcs *g, gcs_node *n)
+{
+    ESC_WARN("node %s missed heartbeats for %d ms: declared dead", n->info->node_id,
+             g->cfg.node_timeout_ms);
+    Escher__NodeInfo *dead = (Escher__NodeInfo *)esc_pb_dup(&n->info->base);
+    dead->state = ESCHER__NODE_STATE__NODE_DEAD;
+    esc_storage_batch *b = esc_storage_batch_new();
+    gcs_put_msg(b, GCS_T_NODES, dead->node_id, &dead->base);
+    Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_NODE_DEAD);
+    ev->node = dead;
+    char err[256];
+    if (gcs_registry_remove_where(g, n->info->node_id, NULL, ev, b, err, sizeof err) == 0)
+        return; /* storage is down: try again at the next sweep */
+    n->info->state = ESCHER__NODE_STATE__NODE_DEAD;
+    if (n->report) {
+        protobuf_c_message_free_unpacked(&n->report->base, NULL);
+        n->report = NULL;
+    }
+    gcs_wait_recheck(g);
+}
+
+void gcs_nodes_sweep(gcs *g, uint64_t now)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    /* Collect first: node_die mutates tables while the iteration would continue. */
+    gcs_node **late = calloc(esc_strmap_count(g->nodes) + 1, sizeof *late);
+    size_t n = 0;
+    while (esc_strmap_next(g->nodes, &pos, &k, &v)) {
+        gcs_node *node = v;
+        if (gcs_node_alive(node) && now - node->last_seen_ms > (uint64_t)g->cfg.node_timeout_ms)
+            late[n++] = node;
+    }
+    for (size_t i = 0; i < n; i++)
+        node_die(g, late[i]);
+    free(late);
+}
+
+void gcs_nodes_free(gcs *g)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->nodes, &pos, &k, &v))
+        node_free(v);
+    esc_strmap_free(g->nodes);
+}
+
+void gcs_nodes_register(gcs *g)
+{
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "RegisterNode", handle_register, g);
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ReportNode", handle_report, g);
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "DrainNode", handle_drain, g);
+}

@@ -1,0 +1,147 @@
+/* pubsub.c: Subscribe streams. A raylet subscribes with its node id and the last sequence
+ * it applied; it gets the missed events from the ring, or a snapshot of the whole state
+ * when they are gone (or the GCS restarted), then every new event in order. A driver
+ * subscribes with its job id: that stream keeps its job alive, and carries node and job
+ * events (not resource entries, which drivers do not need). */
+#include "gcs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+struct gcs_sub {
+    gcs_sub *prev, *next;
+    gcs *g;
+    esc_rpc_ctx *call;
+    char *node_id;
+    char *job_id;
+};
+
+static void sub_unlink(gcs *g, gcs_sub *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        g->subs = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+}
+
+static void sub_free(gcs_sub *s)
+{
+    free(s->node_id);
+    free(s->job_id);
+    free(s);
+}
+
+static bool wants(const gcs_sub *s, const Escher__Event *ev)
+{
+    return s->node_id || ev->kind != ESCHER__EVENT_KIND__EV_RESOURCES;
+}
+
+void gcs_broadcast(gcs *g, const Escher__Event *ev)
+{
+    for (gcs_sub *s = g->subs; s; s = s->next)
+        if (wants(s, ev))
+            esc_rpc_send(s->call, &ev->base);
+}
+
+/* Sends the full state at g->seq: every node and every registry row. */
+static void send_snapshot(gcs *g, gcs_sub *s)
+{
+    Escher__Event ev = ESCHER__EVENT__INIT;
+    ev.kind = ESCHER__EVENT_KIND__EV_SNAPSHOT;
+    ev.seq = g->seq;
+    ev.n_nodes = esc_strmap_count(g->nodes);
+    ev.nodes = calloc(ev.n_nodes + 1, sizeof *ev.nodes);
+    size_t pos = 0, i = 0;
+    const char *key;
+    void *val;
+    while (esc_strmap_next(g->nodes, &pos, &key, &val))
+        ev.nodes[i++] = ((gcs_node *)val)->info;
+    ev.n_registry = esc_strmap_count(g->registry);
+    ev.registry = calloc(ev.n_registry + 1, sizeof *ev.registry);
+    pos = i = 0;
+    while (esc_strmap_next(g->registry, &pos, &key, &val))
+        ev.registry[i++] = val;
+    esc_rpc_send(s->call, &ev.base);
+    free(ev.nodes);
+    free(ev.registry);
+}
+
+/* A raylet this GCS does not know, or one that registered in this GCS's life, may hold
+ * sequence numbers of an earlier life (a GCS without storage restarted): it must start
+ * from a snapshot. Others resume from the ring when it still holds what they missed. */
+static void catch_up(gcs *g, gcs_sub *s, uint64_t from)
+{
+    gcs_node *node = gcs_node_find(g, s->node_id);
+    size_t first;
+    long n = from && node && !node->needs_snapshot ? gcs_ring_since(g, from, &first) : -1;
+    if (n < 0) {
+        if (node)
+            node->needs_snapshot = false;
+        send_snapshot(g, s);
+        return;
+    }
+    for (long k = 0; k < n; k++) {
+        Escher__Event *ev = gcs_ring_at(g, first + (size_t)k);
+        if (wants(s, ev))
+            esc_rpc_send(s->call, &ev->base);
+    }
+}
+
+static void on_cancel(esc_rpc_ctx *call, void *ud)
+{
+    gcs_sub *s = ud;
+    gcs *g = s->g;
+    sub_unlink(g, s);
+    if (s->job_id)
+        gcs_job_stream_closed(g, s->job_id);
+    esc_rpc_finish(call, ESC_CANCELLED, "subscriber went away");
+    sub_free(s);
+}
+
+static void handle_subscribe(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__SubscribeRequest *req = (const Escher__SubscribeRequest *)msg;
+    bool has_node = req->node_id && *req->node_id, has_job = req->job_id && *req->job_id;
+    if (has_node == has_job) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "subscribe with exactly one of node_id, job_id");
+        return;
+    }
+    if (has_job && !gcs_job_find(g, req->job_id)) {
+        esc_rpc_finish(call, ESC_NOT_FOUND, "unknown job");
+        return;
+    }
+    gcs_sub *s = calloc(1, sizeof *s);
+    s->g = g;
+    s->call = call;
+    s->node_id = has_node ? strdup(req->node_id) : NULL;
+    s->job_id = has_job ? strdup(req->job_id) : NULL;
+    s->next = g->subs;
+    if (g->subs)
+        g->subs->prev = s;
+    g->subs = s;
+    if (has_node)
+        catch_up(g, s, req->from_seq);
+    else
+        gcs_job_stream_opened(g, s->job_id);
+    esc_rpc_ctx_on_cancel(call, on_cancel, s);
+}
+
+void gcs_pubsub_close_all(gcs *g)
+{
+    while (g->subs) {
+        gcs_sub *s = g->subs;
+        sub_unlink(g, s);
+        esc_rpc_finish(s->call, ESC_UNAVAILABLE, "gcs shutting down");
+        sub_free(s);
+    }
+}
+
+void gcs_pubsub_register(gcs *g)
+{
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "Subscribe", handle_subscribe, g);
+}

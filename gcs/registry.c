@@ -1,0 +1,505 @@
+/* registry.c: the ephemeral-resource registry and UpdateResources.
+ *
+ * A write is validated and resolved to concrete (node, name) ops first, then planned on
+ * an overlay of the registry (so ops of one batch see each other), then committed as one
+ * event: storage first, memory after, so a failed write leaves nothing applied. Capacity
+ * changes follow capacity.h, the same rule the raylets apply. */
+#include "gcs.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capacity.h"
+#include "log.h"
+#include "names.h"
+#include "pbutil.h"
+#include "qty.h"
+
+#define KEY_MAX (ESC_FULLNAME_MAX + 48)
+
+void gcs_registry_key(const char *node_id, const char *name, char *out, size_t len)
+{
+    snprintf(out, len, "%s|%s", node_id, name);
+}
+
+/* ------------------------------------------------------------------ plans */
+
+typedef struct {
+    const Escher__RegistryEntry *before; /* borrowed from the registry; NULL if absent */
+    esc_capacity cap;
+    char *node_id, *name, *ns, *owner;
+} plan_row;
+
+typedef struct {
+    esc_strmap *rows;   /* registry key -> plan_row */
+    Escher__LogOp **ops;
+    size_t nops, cap;
+} plan;
+
+static void plan_init(plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->rows = esc_strmap_new();
+}
+
+static void plan_free(plan *p)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(p->rows, &pos, &k, &v)) {
+        plan_row *r = v;
+        free(r->node_id);
+        free(r->name);
+        free(r->ns);
+        free(r->owner);
+        free(r);
+    }
+    esc_strmap_free(p->rows);
+    for (size_t i = 0; i < p->nops; i++)
+        protobuf_c_message_free_unpacked(&p->ops[i]->base, NULL);
+    free(p->ops);
+}
+
+static plan_row *plan_row_for(gcs *g, plan *p, const char *node_id, const char *name,
+                              const char *ns, const char *owner)
+{
+    char key[KEY_MAX];
+    gcs_registry_key(node_id, name, key, sizeof key);
+    plan_row *r = esc_strmap_get(p->rows, key);
+    if (r)
+        return r;
+    r = calloc(1, sizeof *r);
+    r->before = esc_strmap_get(g->registry, key);
+    r->node_id = strdup(node_id);
+    r->name = strdup(name);
+    if (r->before) {
+        r->cap = (esc_capacity){true, r->before->unbounded, r->before->total};
+        r->ns = strdup(r->before->namespace_);
+        r->owner = strdup(r->before->owner_job);
+    } else {
+        r->ns = strdup(ns);
+        r->owner = strdup(owner);
+    }
+    esc_strmap_put(p->rows, key, r);
+    return r;
+}
+
+static void plan_push_op(plan *p, const char *node_id, const char *name, int kind,
+                         int64_t value, bool unbounded)
+{
+    Escher__LogOp *op = malloc(sizeof *op);
+    escher__log_op__init(op);
+    op->kind = (Escher__OpKind)kind;
+    op->node_id = strdup(node_id);
+    op->name = strdup(name);
+    op->value = value;
+    op->unbounded = unbounded;
+    if (p->nops == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 16;
+        p->ops = realloc(p->ops, p->cap * sizeof *p->ops);
+    }
+    p->ops[p->nops++] = op;
+}
+
+/* Plans one op on one node. Returns false for a DELETE of a resource that is absent. */
+static bool plan_op(gcs *g, plan *p, const char *node_id, const char *name, const char *ns,
+                    const char *owner, int kind, int64_t value, bool unbounded)
+{
+    plan_row *r = plan_row_for(g, p, node_id, name, ns, owner);
+    if (kind == ESC_CAP_DELETE && !r->cap.present)
+        return false;
+    bool was = r->cap.present;
+    esc_capacity_apply(&r->cap, kind, value, unbounded);
+    if (!was && r->cap.present && !r->before) {
+        free(r->owner);
+        r->owner = strdup(owner);
+    }
+    plan_push_op(p, node_id, name, kind, value, unbounded);
+    return true;
+}
+
+static Escher__RegistryEntry *entry_from_row(const plan_row *r)
+{
+    Escher__RegistryEntry *e = malloc(sizeof *e);
+    escher__registry_entry__init(e);
+    e->node_id = strdup(r->node_id);
+    e->name = strdup(r->name);
+    e->namespace_ = strdup(r->ns);
+    e->owner_job = strdup(r->owner);
+    e->total = r->cap.total;
+    e->unbounded = r->cap.unbounded;
+    return e;
+}
+
+static intptr_t ns_rows(gcs *g, const char *ns)
+{
+    return (intptr_t)esc_strmap_get(g->ns_rows, ns);
+}
+
+static void ns_rows_add(gcs *g, const char *ns, intptr_t delta)
+{
+    intptr_t n = ns_rows(g, ns) + delta;
+    if (n > 0)
+        esc_strmap_put(g->ns_rows, ns, (void *)n);
+    else
+        esc_strmap_del(g->ns_rows, ns);
+}
+
+/* Rows each namespace gains; returns the namespace over quota, or NULL. */
+static const char *plan_over_quota(gcs *g, plan *p)
+{
+    esc_strmap *gain = esc_strmap_new();
+    const char *over = NULL;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(p->rows, &pos, &k, &v)) {
+        plan_row *r = v;
+        intptr_t d = (intptr_t)r->cap.present - (intptr_t)(r->before != NULL);
+        intptr_t n = (intptr_t)esc_strmap_get(gain, r->ns) + d;
+        esc_strmap_put(gain, r->ns, (void *)n);
+        if (d > 0 && ns_rows(g, r->ns) + n > g->cfg.max_resources_per_job)
+            over = r->ns;
+    }
+    esc_strmap_free(gain);
+    return over;
+}
+
+static void plan_to_batch(plan *p, esc_storage_batch *b)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(p->rows, &pos, &k, &v)) {
+        plan_row *r = v;
+        if (r->cap.present) {
+            Escher__RegistryEntry *e = entry_from_row(r);
+            gcs_put_msg(b, GCS_T_REGISTRY, k, &e->base);
+            protobuf_c_message_free_unpacked(&e->base, NULL);
+        } else if (r->before) {
+            esc_storage_del(b, GCS_T_REGISTRY, k);
+        }
+    }
+}
+
+/* The in-memory half of a commit: swap the planned rows into the registry. */
+static void plan_apply(gcs *g, void *ud)
+{
+    plan *p = ud;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(p->rows, &pos, &k, &v)) {
+        plan_row *r = v;
+        Escher__RegistryEntry *old = esc_strmap_del(g->registry, k);
+        if (old) {
+            ns_rows_add(g, old->namespace_, -1);
+            protobuf_c_message_free_unpacked(&old->base, NULL);
+        }
+        if (r->cap.present) {
+            esc_strmap_put(g->registry, k, entry_from_row(r));
+            ns_rows_add(g, r->ns, 1);
+        }
+    }
+}
+
+/* Moves the plan's ops into ev and commits both. */
+static uint64_t plan_commit(gcs *g, plan *p, Escher__Event *ev, esc_storage_batch *b,
+                            char *err, size_t errlen)
+{
+    plan_to_batch(p, b);
+    ev->ops = p->ops;
+    ev->n_ops = p->nops;
+    p->ops = NULL;
+    p->nops = p->cap = 0;
+    return gcs_commit(g, ev, b, plan_apply, p, err, errlen);
+}
+
+/* ------------------------------------------------------------ target nodes */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Alive node ids in id order (deterministic choices); caller frees the array only. */
+static const char **alive_nodes(gcs *g, size_t *n)
+{
+    const char **ids = calloc(esc_strmap_count(g->nodes) + 1, sizeof *ids);
+    size_t pos = 0, k = 0;
+    const char *key;
+    void *val;
+    while (esc_strmap_next(g->nodes, &pos, &key, &val))
+        if (gcs_node_alive(val))
+            ids[k++] = key;
+    qsort(ids, k, sizeof *ids, cmp_str);
+    *n = k;
+    return ids;
+}
+
+/* What a node has available of `name`, from its last report (or its physical resources
+ * before the first report). Returns false when the node lacks the name. */
+static bool node_available(const gcs_node *n, const char *name, int64_t *avail, bool *unbounded)
+{
+    if (n->report) {
+        for (size_t i = 0; i < n->report->n_resources; i++) {
+            const Escher__ResourceState *r = n->report->resources[i];
+            if (strcmp(r->name, name) != 0 || r->deleted)
+                continue;
+            *avail = r->total - r->held;
+            *unbounded = r->unbounded;
+            return true;
+        }
+        return false;
+    }
+    for (size_t i = 0; i < n->info->n_physical; i++) {
+        const Escher__Amount *a = n->info->physical[i];
+        if (strcmp(a->name, name) == 0) {
+            *avail = a->value;
+            *unbounded = a->unbounded;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool node_covers(const gcs_node *n, const Escher__Amount *w, const char *ns)
+{
+    int64_t avail;
+    bool unb;
+    bool found = node_available(n, w->name, &avail, &unb);
+    if (!found && !strchr(w->name, '/') && !esc_name_is_physical(w->name)) {
+        char full[ESC_FULLNAME_MAX];
+        if (esc_name_join(ns, w->name, full, sizeof full) == 0)
+            found = node_available(n, full, &avail, &unb);
+    }
+    return found && (unb || w->unbounded ? unb : avail >= w->value);
+}
+
+typedef struct {
+    const char **ids;
+    size_t n;
+} node_list;
+
+static int resolve_selector(gcs *g, const Escher__Target *t, const char *ns, node_list *out,
+                            esc_status *st)
+{
+    unsigned want = t->num_nodes ? t->num_nodes : 1;
+    size_t n;
+    const char **alive = alive_nodes(g, &n);
+    out->ids = calloc(n + 1, sizeof *out->ids);
+    for (size_t i = 0; i < n && out->n < want; i++) {
+        gcs_node *node = gcs_node_find(g, alive[i]);
+        bool ok = true;
+        for (size_t w = 0; w < t->n_where && ok; w++)
+            ok = node_covers(node, t->where[w], ns);
+        if (ok)
+            out->ids[out->n++] = alive[i];
+    }
+    free(alive);
+    if (out->n < want)
+        return esc_status_set(st, ESC_FAILED_PRECONDITION,
+                              "selector matched %zu of the %u nodes asked for", out->n, want);
+    return ESC_OK;
+}
+
+static int resolve_one(gcs *g, const char *id, node_list *out, esc_status *st)
+{
+    if (!id || !*id)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "no node given (client has no local node)");
+    gcs_node *n = gcs_node_find(g, id);
+    if (!n)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "unknown node %.40s", id);
+    if (!gcs_node_alive(n))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "node %.40s is dead", id);
+    out->ids = calloc(2, sizeof *out->ids);
+    out->ids[0] = n->info->node_id;
+    out->n = 1;
+    return ESC_OK;
+}
+
+static int resolve_target(gcs *g, const Escher__UpdateResourcesRequest *req,
+                          const Escher__Target *t, const char *ns, node_list *out, esc_status *st)
+{
+    memset(out, 0, sizeof *out);
+    Escher__TargetKind kind = t ? t->kind : ESCHER__TARGET_KIND__TARGET_LOCAL;
+    switch (kind) {
+    case ESCHER__TARGET_KIND__TARGET_LOCAL:
+        return resolve_one(g, req->local_node_id, out, st);
+    case ESCHER__TARGET_KIND__TARGET_NODE:
+        return resolve_one(g, t->node_id, out, st);
+    case ESCHER__TARGET_KIND__TARGET_SELECTOR:
+        return resolve_selector(g, t, ns, out, st);
+    case ESCHER__TARGET_KIND__TARGET_ALL:
+        out->ids = alive_nodes(g, &out->n);
+        if (out->n == 0)
+            return esc_status_set(st, ESC_FAILED_PRECONDITION, "no alive nodes");
+        return ESC_OK;
+    default:
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "unknown target kind %d", (int)kind);
+    }
+}
+
+/* ------------------------------------------------------------- validation */
+
+static int check_op(const Escher__ResourceOp *op, const char *job_ns, esc_status *st)
+{
+    if (esc_name_is_physical(op->name))
+        return esc_status_set(st, ESC_PERMISSION_DENIED,
+                              "%.64s is a physical resource; only its raylet sets it", op->name);
+    if (!esc_name_valid(op->name))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "invalid resource name '%.80s' (1-64 of A-Z a-z 0-9 _ . -)",
+                              op->name);
+    if (op->namespace_ && *op->namespace_ && strcmp(op->namespace_, job_ns) != 0)
+        return esc_status_set(st, ESC_PERMISSION_DENIED,
+                              "namespace %.64s belongs to another job (this job's is %.64s)",
+                              op->namespace_, job_ns);
+    if (op->kind > ESCHER__OP_KIND__OP_DELETE)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "unknown operation %d", (int)op->kind);
+    if (op->kind == ESCHER__OP_KIND__OP_SET && !op->unbounded && op->value < 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "negative capacity for %.64s", op->name);
+    if (op->kind == ESCHER__OP_KIND__OP_ADD && op->unbounded)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "add takes a number, not inf");
+    if (op->value > ESC_QTY_MAX || op->value < -ESC_QTY_MAX)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "quantity out of range for %.64s",
+                              op->name);
+    return ESC_OK;
+}
+
+/* Plans every op of the request; on error nothing is kept. */
+static int plan_request(gcs *g, const Escher__UpdateResourcesRequest *req, const gcs_job *job,
+                        plan *p, esc_status *st)
+{
+    const char *ns = job->info->namespace_;
+    const char *owner = req->detached ? "" : job->info->job_id;
+    for (size_t i = 0; i < req->n_ops; i++) {
+        const Escher__ResourceOp *op = req->ops[i];
+        int rc = check_op(op, ns, st);
+        if (rc)
+            return rc;
+        char full[ESC_FULLNAME_MAX];
+        esc_name_join(ns, op->name, full, sizeof full);
+        node_list nodes;
+        rc = resolve_target(g, req, op->target, ns, &nodes, st);
+        size_t hits = 0;
+        for (size_t k = 0; rc == ESC_OK && k < nodes.n; k++)
+            hits += plan_op(g, p, nodes.ids[k], full, ns, owner, (int)op->kind, op->value,
+                            op->unbounded);
+        free(nodes.ids);
+        if (rc)
+            return rc;
+        if (hits == 0)
+            return esc_status_set(st, ESC_NOT_FOUND, "%.130s does not exist on the target node",
+                                  full);
+    }
+    const char *over = plan_over_quota(g, p);
+    if (over)
+        return esc_status_set(st, ESC_RESOURCE_EXHAUSTED,
+                              "namespace %.64s would exceed its quota of %ld resources", over,
+                              g->cfg.max_resources_per_job);
+    return ESC_OK;
+}
+
+static void handle_update(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__UpdateResourcesRequest *req = (const Escher__UpdateResourcesRequest *)msg;
+    esc_status st = {0};
+    gcs_job *job = gcs_job_find(g, req->job_id);
+    if (!job || job->info->state != ESCHER__JOB_STATE__JOB_RUNNING) {
+        esc_rpc_finish(call, ESC_FAILED_PRECONDITION, job ? "job has ended" : "unknown job");
+        return;
+    }
+    if (req->n_ops == 0) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "empty batch");
+        return;
+    }
+    plan p;
+    plan_init(&p);
+    int rc = plan_request(g, req, job, &p, &st);
+    if (rc) {
+        plan_free(&p);
+        esc_rpc_finish(call, rc, st.message);
+        return;
+    }
+    Escher__UpdateResourcesReply rep = ESCHER__UPDATE_RESOURCES_REPLY__INIT;
+    /* Node ids for the reply are collected before the ops move into the event. */
+    esc_strmap *touched = esc_strmap_new();
+    for (size_t i = 0; i < p.nops; i++)
+        esc_strmap_put(touched, p.ops[i]->node_id, (void *)1);
+    char err[256];
+    uint64_t seq = plan_commit(g, &p, gcs_event_new(ESCHER__EVENT_KIND__EV_RESOURCES),
+                               esc_storage_batch_new(), err, sizeof err);
+    plan_free(&p);
+    if (!seq) {
+        esc_strmap_free(touched);
+        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
+        return;
+    }
+    rep.seq = seq;
+    rep.n_node_ids = esc_strmap_count(touched);
+    rep.node_ids = calloc(rep.n_node_ids + 1, sizeof *rep.node_ids);
+    size_t pos = 0, k = 0;
+    const char *key;
+    void *val;
+    while (esc_strmap_next(touched, &pos, &key, &val))
+        rep.node_ids[k++] = (char *)key;
+    esc_rpc_reply(call, &rep.base);
+    free(rep.node_ids);
+    esc_strmap_free(touched);
+}
+
+uint64_t gcs_registry_remove_where(gcs *g, const char *node_id, const char *owner_job,
+                                   Escher__Event *ev, esc_storage_batch *b, char *err,
+                                   size_t errlen)
+{
+    plan p;
+    plan_init(&p);
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->registry, &pos, &k, &v)) {
+        const Escher__RegistryEntry *e = v;
+        if (node_id && strcmp(e->node_id, node_id) != 0)
+            continue;
+        if (owner_job && strcmp(e->owner_job, owner_job) != 0)
+            continue;
+        plan_op(g, &p, e->node_id, e->name, e->namespace_, e->owner_job, ESC_CAP_DELETE, 0,
+                false);
+    }
+    uint64_t seq = plan_commit(g, &p, ev, b, err, errlen);
+    plan_free(&p);
+    return seq;
+}
+
+void gcs_registry_load(gcs *g, Escher__RegistryEntry *e)
+{
+    char key[KEY_MAX];
+    gcs_registry_key(e->node_id, e->name, key, sizeof key);
+    Escher__RegistryEntry *old = esc_strmap_put(g->registry, key, e);
+    if (old) {
+        ns_rows_add(g, old->namespace_, -1);
+        protobuf_c_message_free_unpacked(&old->base, NULL);
+    }
+    ns_rows_add(g, e->namespace_, 1);
+}
+
+void gcs_registry_free(gcs *g)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->registry, &pos, &k, &v))
+        protobuf_c_message_free_unpacked(v, NULL);
+    esc_strmap_free(g->registry);
+    esc_strmap_free(g->ns_rows);
+}
+
+void gcs_registry_register(gcs *g)
+{
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "UpdateResources", handle_update, g);
+}

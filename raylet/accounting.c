@@ -1,0 +1,445 @@
+/* accounting.c: the node's authoritative resource table.
+ *
+ * Names are interned; slots[id] holds the state of resource id. A slot is "present"
+ * when the resource has a row: physical, ephemeral and live, or ephemeral, deleted
+ * and still held. order[] lists the present ids in creation order, which is the
+ * listing order (stable between mutations, as the header promises).
+ *
+ * Choices the header leaves open, made so that replaying the log and loading a
+ * registry snapshot give the same table (the GCS registry must follow the same rules):
+ *  - capacities are kept canonical: an unbounded row has total 0, and a row deleted
+ *    while held has total 0 and is bounded (it admits nothing anyway);
+ *  - SET clamps its value into [0, ESC_QTY_MAX]; a snapshot's totals are states, not
+ *    SETs, and are loaded as they are (a registry total may be negative after ADDs);
+ *  - ADD on an absent or deleted resource is SET of max(delta, 0), as if it were new;
+ *    ADD on a live bounded resource adds without clamping at 0, so deltas commute and
+ *    concurrent writers never lose each other's updates (a negative total only means
+ *    nothing is admitted); ADD on an unbounded resource leaves it unbounded; ADD with
+ *    the unbounded flag makes the resource unbounded;
+ *  - DELETE of an absent resource is a no-op (returns 0);
+ *  - log ops and snapshots may only name ephemeral resources, "<ns>/<name>" with both
+ *    parts valid: a name without a namespace is a static custom resource, which is
+ *    physical (names.h); ops on anything else return -1 and change nothing;
+ *  - requests must have 0 < qty <= ESC_QTY_MAX, else they never fit; repeated names in
+ *    one request are summed, so a request can not slip past capacity by splitting;
+ *  - op->node_id is not checked here: the raylet routes only its own node's ops.
+ * Running out of memory aborts: a dropped log op would silently corrupt the table that
+ * admission relies on, which is worse than a crash the raylet restarts from. */
+#include "accounting.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capacity.h"
+#include "intern.h"
+#include "names.h"
+#include "qty.h"
+
+typedef struct {
+    int64_t total;
+    int64_t held;
+    uint64_t mark;      /* reset epoch that last listed this name in a snapshot */
+    size_t pos;         /* index in order[] while present */
+    bool present;
+    bool unbounded;
+    bool deleted;
+    bool physical;
+} slot;
+
+struct esc_acct {
+    esc_intern *names;
+    slot *slots;        /* indexed by interned id; slots past nslots are absent */
+    size_t nslots;
+    int32_t *order;     /* present ids, in creation order */
+    size_t norder;
+    size_t order_cap;
+    uint64_t epoch;     /* bumped by each esc_acct_reset_ephemeral */
+    uint64_t version;
+};
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n);
+    if (q == NULL) {
+        fprintf(stderr, "escher: accounting out of memory\n");
+        abort();
+    }
+    return q;
+}
+
+esc_acct *esc_acct_new(void)
+{
+    esc_acct *a = calloc(1, sizeof *a);
+    if (a == NULL)
+        return NULL;
+    a->names = esc_intern_new();
+    if (a->names == NULL) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+void esc_acct_free(esc_acct *a)
+{
+    if (a == NULL)
+        return;
+    esc_intern_free(a->names);
+    free(a->slots);
+    free(a->order);
+    free(a);
+}
+
+/* ---- slots and rows ---- */
+
+/* Interns name and makes sure slots[id] exists (new slots start absent). */
+static int32_t slot_id(esc_acct *a, const char *name)
+{
+    int32_t id = esc_intern_id(a->names, name);
+    if (id < 0) {
+        fprintf(stderr, "escher: accounting out of memory\n");
+        abort();
+    }
+    if ((size_t)id >= a->nslots) {
+        size_t n = a->nslots ? a->nslots * 2 : 16;
+        while (n <= (size_t)id)
+            n *= 2;
+        a->slots = xrealloc(a->slots, n * sizeof *a->slots);
+        memset(a->slots + a->nslots, 0, (n - a->nslots) * sizeof *a->slots);
+        a->nslots = n;
+    }
+    return id;
+}
+
+/* The id of name's present row, or -1; never interns, so it works on a const table. */
+static int32_t row_id(const esc_acct *a, const char *name)
+{
+    int32_t id = esc_intern_find(a->names, name);
+    if (id < 0 || (size_t)id >= a->nslots || !a->slots[id].present)
+        return -1;
+    return id;
+}
+
+static void row_add(esc_acct *a, int32_t id)
+{
+    if (a->norder == a->order_cap) {
+        a->order_cap = a->order_cap ? a->order_cap * 2 : 16;
+        a->order = xrealloc(a->order, a->order_cap * sizeof *a->order);
+    }
+    slot *s = &a->slots[id];
+    memset(s, 0, sizeof *s);
+    s->present = true;
+    s->pos = a->norder;
+    a->order[a->norder++] = id;
+}
+
+/* Removes the row, keeping the others in their relative order. */
+static void row_remove(esc_acct *a, int32_t id)
+{
+    size_t pos = a->slots[id].pos;
+    memmove(a->order + pos, a->order + pos + 1, (a->norder - pos - 1) * sizeof *a->order);
+    a->norder--;
+    for (size_t i = pos; i < a->norder; i++)
+        a->slots[a->order[i]].pos = i;
+    memset(&a->slots[id], 0, sizeof a->slots[id]);
+}
+
+/* A snapshot of the observable state of a slot, to tell whether an op changed it. */
+static slot observe(const esc_acct *a, int32_t id)
+{
+    slot s = {0};
+    if (id >= 0 && (size_t)id < a->nslots && a->slots[id].present) {
+        s = a->slots[id];
+        s.pos = 0;
+        s.mark = 0;
+    }
+    return s;
+}
+
+static bool same(const slot *x, const slot *y)
+{
+    return x->present == y->present && x->total == y->total && x->held == y->held &&
+           x->unbounded == y->unbounded && x->deleted == y->deleted &&
+           x->physical == y->physical;
+}
+
+static int64_t clamp_capacity(int64_t v)
+{
+    if (v < 0)
+        return 0;
+    return v > ESC_QTY_MAX ? ESC_QTY_MAX : v;
+}
+
+/* ---- ephemeral changes ---- */
+
+/* Log ops may only touch "<ns>/<name>" names that are not rows set as physical. */
+static bool ephemeral_writable(const esc_acct *a, const char *name)
+{
+    char ns[ESC_NAME_MAX + 1], short_name[ESC_NAME_MAX + 1];
+    if (name == NULL || esc_name_is_physical(name))
+        return false;
+    if (esc_name_split(name, ns, short_name) != 0)
+        return false;
+    int32_t id = row_id(a, name);
+    return id < 0 || !a->slots[id].physical;
+}
+
+/* Gives a row its capacity, reviving a deleted row with its holders still counted.
+ * total must already be in range. */
+static void put_capacity(esc_acct *a, int32_t id, int64_t total, bool unbounded)
+{
+    slot *s = &a->slots[id];
+    if (!s->present)
+        row_add(a, id);
+    s->deleted = false;
+    s->unbounded = unbounded;
+    s->total = unbounded ? 0 : total;
+}
+
+/* SET and ADD follow the rule shared with the GCS registry (capacity.h); a row deleted
+ * while held counts as absent there, so an ADD revives it as if it were new. */
+static void apply_capacity_op(esc_acct *a, int32_t id, int op, int64_t value, bool unbounded)
+{
+    slot *s = &a->slots[id];
+    esc_capacity cap = {.present = s->present && !s->deleted, .unbounded = s->unbounded,
+                        .total = s->total};
+    esc_capacity_apply(&cap, op, value, unbounded);
+    put_capacity(a, id, cap.total, cap.unbounded);
+}
+
+/* DELETE: gone at once when nobody holds it, else kept (admitting nothing) until the
+ * last holder releases. */
+static void do_delete(esc_acct *a, int32_t id)
+{
+    slot *s = &a->slots[id];
+    if (!s->present)
+        return;
+    if (s->held == 0) {
+        row_remove(a, id);
+        return;
+    }
+    s->deleted = true;
+    s->unbounded = false;
+    s->total = 0;
+}
+
+int esc_acct_apply(esc_acct *a, const Escher__LogOp *op)
+{
+    if (a == NULL || op == NULL || !ephemeral_writable(a, op->name))
+        return -1;
+    int32_t id;
+    if (op->kind == ESCHER__OP_KIND__OP_DELETE) {
+        if ((id = row_id(a, op->name)) < 0)
+            return 0;    /* not interned just to delete nothing */
+    } else if (op->kind == ESCHER__OP_KIND__OP_SET || op->kind == ESCHER__OP_KIND__OP_ADD) {
+        id = slot_id(a, op->name);
+    } else {
+        return -1;
+    }
+    slot before = observe(a, id);
+    if (op->kind == ESCHER__OP_KIND__OP_DELETE)
+        do_delete(a, id);
+    else
+        apply_capacity_op(a, id, (int)op->kind, op->value, op->unbounded);
+    slot after = observe(a, id);
+    if (!same(&before, &after))
+        a->version++;
+    return 0;
+}
+
+/* Loads the snapshot's rows (reviving deleted ones) and marks them with this epoch. */
+static bool reset_set_listed(esc_acct *a, const char *const *names, const int64_t *totals,
+                             const bool *unbounded, size_t n)
+{
+    bool changed = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!ephemeral_writable(a, names[i]))
+            continue;
+        int32_t id = slot_id(a, names[i]);
+        slot before = observe(a, id);
+        /* A registry total is a state, not a SET: it may be negative after ADDs,
+         * and is loaded as is (only clamped into +-ESC_QTY_MAX by esc_qty_add) so
+         * the table matches one built from the log. */
+        int64_t total = esc_qty_add(totals ? totals[i] : 0, 0);
+        put_capacity(a, id, total, unbounded ? unbounded[i] : false);
+        a->slots[id].mark = a->epoch;
+        slot after = observe(a, id);
+        changed |= !same(&before, &after);
+    }
+    return changed;
+}
+
+/* Deletes every live ephemeral row the snapshot did not list. */
+static bool reset_delete_unlisted(esc_acct *a)
+{
+    bool changed = false;
+    /* Walk ids, not order[]: deleting rewrites order[]. */
+    for (size_t id = 0; id < a->nslots; id++) {
+        slot *s = &a->slots[id];
+        if (!s->present || s->physical || s->deleted || s->mark == a->epoch)
+            continue;
+        do_delete(a, (int32_t)id);
+        changed = true;
+    }
+    return changed;
+}
+
+void esc_acct_reset_ephemeral(esc_acct *a, const char *const *names, const int64_t *totals,
+                              const bool *unbounded, size_t n)
+{
+    if (a == NULL || (names == NULL && n > 0))
+        return;
+    a->epoch++;
+    bool changed = reset_set_listed(a, names, totals, unbounded, n);
+    changed |= reset_delete_unlisted(a);
+    if (changed)
+        a->version++;
+}
+
+void esc_acct_set_physical(esc_acct *a, const char *name, int64_t total, bool unbounded)
+{
+    if (a == NULL || name == NULL)
+        return;
+    int32_t id = slot_id(a, name);
+    slot before = observe(a, id);
+    slot *s = &a->slots[id];
+    if (!s->present)
+        row_add(a, id);
+    s->physical = true;
+    s->deleted = false;
+    s->unbounded = unbounded;
+    s->total = unbounded ? 0 : clamp_capacity(total);
+    slot after = observe(a, id);
+    if (!same(&before, &after))
+        a->version++;
+}
+
+/* ---- admission ---- */
+
+static bool req_valid(const esc_acct_req *r)
+{
+    return r->name != NULL && r->qty > 0 && r->qty <= ESC_QTY_MAX;
+}
+
+/* Sum of the quantities asked for name req[i] by entries i.., or -1 when an earlier
+ * entry already named it (that entry counted them all). */
+static int64_t need_from(const esc_acct_req *req, size_t n, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(req[j].name, req[i].name) == 0)
+            return -1;
+    int64_t need = 0;
+    for (size_t j = i; j < n; j++)
+        if (strcmp(req[j].name, req[i].name) == 0)
+            need = esc_qty_add(need, req[j].qty);
+    return need;
+}
+
+/* The common check of fits and feasible: each name present, live and, unless
+ * unbounded, with its summed quantity within the limit (available or total). */
+static bool check(const esc_acct *a, const esc_acct_req *req, size_t n, bool against_total)
+{
+    if (a == NULL || (req == NULL && n > 0))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!req_valid(&req[i]))
+            return false;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = row_id(a, req[i].name);
+        if (id < 0 || a->slots[id].deleted)
+            return false;
+        const slot *s = &a->slots[id];
+        int64_t need = need_from(req, n, i);
+        if (need < 0 || s->unbounded)
+            continue;
+        int64_t limit = against_total ? s->total : s->total - s->held;
+        if (need > limit)
+            return false;
+    }
+    return true;
+}
+
+bool esc_acct_fits(const esc_acct *a, const esc_acct_req *req, size_t n)
+{
+    return check(a, req, n, false);
+}
+
+bool esc_acct_feasible(const esc_acct *a, const esc_acct_req *req, size_t n)
+{
+    return check(a, req, n, true);
+}
+
+bool esc_acct_acquire(esc_acct *a, const esc_acct_req *req, size_t n)
+{
+    if (!esc_acct_fits(a, req, n))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = row_id(a, req[i].name);    /* fits guarantees the row */
+        a->slots[id].held = esc_qty_add(a->slots[id].held, req[i].qty);
+    }
+    if (n > 0)
+        a->version++;
+    return true;
+}
+
+void esc_acct_release(esc_acct *a, const esc_acct_req *req, size_t n)
+{
+    if (a == NULL || req == NULL)
+        return;
+    bool changed = false;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = req_valid(&req[i]) ? row_id(a, req[i].name) : -1;
+        if (id < 0)
+            continue;    /* never acquired: nothing to give back */
+        slot *s = &a->slots[id];
+        /* Clamp at 0 so a caller's double release can not fake free capacity. */
+        s->held = s->held > req[i].qty ? s->held - req[i].qty : 0;
+        if (s->deleted && s->held == 0)
+            row_remove(a, id);
+        changed = true;
+    }
+    if (changed)
+        a->version++;
+}
+
+/* ---- listing ---- */
+
+static void fill_row(const esc_acct *a, int32_t id, esc_acct_row *row)
+{
+    const slot *s = &a->slots[id];
+    row->name = esc_intern_name(a->names, id);
+    row->total = s->total;
+    row->held = s->held;
+    row->unbounded = s->unbounded;
+    row->deleted = s->deleted;
+    row->physical = s->physical;
+}
+
+size_t esc_acct_count(const esc_acct *a)
+{
+    return a ? a->norder : 0;
+}
+
+bool esc_acct_row_at(const esc_acct *a, size_t i, esc_acct_row *row)
+{
+    if (a == NULL || row == NULL || i >= a->norder)
+        return false;
+    fill_row(a, a->order[i], row);
+    return true;
+}
+
+bool esc_acct_get(const esc_acct *a, const char *name, esc_acct_row *row)
+{
+    int32_t id = (a != NULL && name != NULL) ? row_id(a, name) : -1;
+    if (id < 0)
+        return false;
+    if (row != NULL)
+        fill_row(a, id, row);
+    return true;
+}
+
+uint64_t esc_acct_version(const esc_acct *a)
+{
+    return a ? a->version : 0;
+}

@@ -1,0 +1,32 @@
+/* capacity.h: the one rule for how a log op changes an ephemeral resource's capacity.
+ *
+ * Both the GCS registry and each raylet's accounting apply log ops through this
+ * function, so a table rebuilt from a registry snapshot equals one built from the log:
+ *  - SET: capacity becomes value clamped into [0, ESC_QTY_MAX] (or unbounded);
+ *  - ADD on an absent resource: a SET of max(delta, 0);
+ *  - ADD on a live bounded resource: total + delta, saturating but not clamped at 0,
+ *    so deltas commute and concurrent writers never lose updates (a negative total
+ *    just admits nothing);
+ *  - ADD on an unbounded resource, or an ADD flagged unbounded: unbounded;
+ *  - DELETE: absent.
+ * An unbounded capacity always has total 0, so equal states compare equal.
+ */
+#ifndef ESC_CAPACITY_H
+#define ESC_CAPACITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+    bool present;
+    bool unbounded;
+    int64_t total;
+} esc_capacity;
+
+typedef enum { ESC_CAP_SET = 0, ESC_CAP_ADD = 1, ESC_CAP_DELETE = 2 } esc_cap_op;
+
+/* Applies one op to *c (op values match the proto's OpKind). Returns 0, or -1 for an
+ * unknown op (then *c is unchanged). */
+int esc_capacity_apply(esc_capacity *c, int op, int64_t value, bool unbounded);
+
+#endif

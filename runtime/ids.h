@@ -1,0 +1,20 @@
+/* ids.h: random identifiers and the cluster token. */
+#ifndef ESC_IDS_H
+#define ESC_IDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ESC_ID_HEX 16     /* node and job ids: 8 random bytes as hex */
+#define ESC_TOKEN_HEX 64  /* cluster token: 32 random bytes as hex */
+
+/* Writes nbytes random bytes from the kernel as 2*nbytes hex chars plus NUL into out.
+ * Returns 0, or -1 when the kernel gives no randomness. */
+int esc_random_hex(char *out, size_t nbytes);
+
+/* Monotonic and wall clocks in milliseconds. */
+uint64_t esc_now_ms(void);
+uint64_t esc_wall_ms(void);
+double esc_now_s(void);
+
+#endif

@@ -1,0 +1,164 @@
+/* rpc.h: one generic binding that serves and calls any protobuf-c service over gRPC core.
+ *
+ * Methods are found by name in the service's ProtobufCServiceDescriptor; requests and
+ * replies are packed and unpacked with the descriptors, so no method has hand-written
+ * serialization. Every call carries the cluster token in the "x-escher-token" metadata
+ * entry; a server with a token answers UNAUTHENTICATED to calls without it.
+ *
+ * Server threading: one completion-queue thread receives calls and hands each one, with
+ * its unpacked request, to the owner's event loop through a post function. Handlers run
+ * there and answer from there (or from any thread) with esc_rpc_reply / esc_rpc_send /
+ * esc_rpc_finish. Client calls are blocking and may be made from any thread.
+ */
+#ifndef ESC_RPC_H
+#define ESC_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+/* gRPC status codes used by escher (same numbers as grpc_status_code). */
+enum {
+    ESC_OK = 0,
+    ESC_CANCELLED = 1,
+    ESC_UNKNOWN = 2,
+    ESC_INVALID_ARGUMENT = 3,
+    ESC_DEADLINE_EXCEEDED = 4,
+    ESC_NOT_FOUND = 5,
+    ESC_ALREADY_EXISTS = 6,
+    ESC_PERMISSION_DENIED = 7,
+    ESC_RESOURCE_EXHAUSTED = 8,
+    ESC_FAILED_PRECONDITION = 9,
+    ESC_ABORTED = 10,
+    ESC_UNIMPLEMENTED = 12,
+    ESC_INTERNAL = 13,
+    ESC_UNAVAILABLE = 14,
+    ESC_UNAUTHENTICATED = 16,
+};
+
+/* The outcome of a call: a status code and a one-line message. */
+typedef struct {
+    int code;
+    char message[256];
+} esc_status;
+
+/* Fills st (when not NULL) with code and a printf-formatted message; returns code. */
+int esc_status_set(esc_status *st, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The canonical name of a status code ("INVALID_ARGUMENT"). */
+const char *esc_status_name(int code);
+
+/* Largest message accepted by servers and clients (bigger ones: RESOURCE_EXHAUSTED). */
+#define ESC_RPC_MAX_MESSAGE (64 * 1024 * 1024)
+
+/* ---------------------------------------------------------------- server */
+
+typedef struct esc_rpc_server esc_rpc_server;
+typedef struct esc_rpc_ctx esc_rpc_ctx;
+
+/* Runs fn(arg) on the owner's thread; must be thread-safe (esc_loop_post is one). */
+typedef void (*esc_rpc_post_fn)(void *post_ud, void (*fn)(void *), void *arg);
+
+/* A method handler. Runs on the owner's thread with the unpacked request, which it
+ * does not own (freed after the call ends). It must eventually answer with
+ * esc_rpc_reply or esc_rpc_finish (possibly later, from any thread), and may first
+ * send stream messages with esc_rpc_send. */
+typedef void (*esc_rpc_handler)(esc_rpc_ctx *call, const ProtobufCMessage *req, void *ud);
+
+/* Runs on the owner's thread when the peer cancels or disconnects before the call was
+ * finished. After it returns, the handler's side must not use the call again except
+ * through esc_rpc_finish/esc_rpc_finish, which stay safe. */
+typedef void (*esc_rpc_cancel_fn)(esc_rpc_ctx *call, void *ud);
+
+/* Creates a server listening on addr ("127.0.0.1:0" picks a free port). token may be
+ * NULL (no authentication). Returns NULL on failure with a reason in err. */
+esc_rpc_server *esc_rpc_server_new(const char *addr, const char *token, esc_rpc_post_fn post,
+                                   void *post_ud, char *err, size_t errlen);
+
+/* The port the server is bound to. */
+int esc_rpc_server_port(const esc_rpc_server *s);
+
+/* Registers the handler of one method of a service (by its proto name, "Subscribe").
+ * Must be called before esc_rpc_server_start. Returns 0, or -1 when the method is
+ * unknown. ud is passed to the handler. */
+int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *svc,
+                          const char *method, esc_rpc_handler fn, void *ud);
+
+/* Starts serving (spawns the completion-queue thread). Returns 0 or -1. */
+int esc_rpc_server_start(esc_rpc_server *s);
+
+/* Stops accepting calls, cancels the calls in progress, joins the thread and frees the
+ * server. Calls still referenced by handlers stay valid until released. */
+void esc_rpc_server_free(esc_rpc_server *s);
+
+/* Metadata of an incoming call: the peer ("ipv4:127.0.0.1:5555"), owned by the call. */
+const char *esc_rpc_ctx_peer(const esc_rpc_ctx *call);
+
+/* Sets the function called when the peer goes away before the call is finished. */
+void esc_rpc_ctx_on_cancel(esc_rpc_ctx *call, esc_rpc_cancel_fn fn, void *ud);
+
+/* True once the peer cancelled or the server is shutting down. */
+bool esc_rpc_ctx_cancelled(const esc_rpc_ctx *call);
+
+/* Sends one reply and OK, ending a unary call. The message is packed at once (the
+ * caller keeps ownership of msg). Releases the handler's reference to the call. */
+void esc_rpc_reply(esc_rpc_ctx *call, const ProtobufCMessage *msg);
+
+/* Queues one stream message (packed at once; messages go out in order). Returns 0, or
+ * -1 when the call is already cancelled or finished. */
+int esc_rpc_send(esc_rpc_ctx *call, const ProtobufCMessage *msg);
+
+/* Ends the call with a status (after any queued messages) and releases the handler's
+ * reference. message may be NULL. */
+void esc_rpc_finish(esc_rpc_ctx *call, int code, const char *message);
+
+/* ---------------------------------------------------------------- client */
+
+typedef struct esc_rpc_channel esc_rpc_channel;
+
+/* Opens a channel to target ("host:port") with the token (may be NULL). Connection is
+ * lazy and automatic, with reconnect backoff capped at one second. Thread-safe. */
+esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token);
+void esc_rpc_channel_free(esc_rpc_channel *ch);
+
+/* The target given at creation (owned by the channel). */
+const char *esc_rpc_channel_target(const esc_rpc_channel *ch);
+
+/* Flags of esc_rpc_call. */
+enum {
+    /* Safe to repeat: retried with backoff on UNAVAILABLE until the deadline, and
+     * waits for the server to come up instead of failing at once. */
+    ESC_RPC_IDEMPOTENT = 1,
+};
+
+/* Makes a unary call of `method` with req and waits at most timeout_ms. On ESC_OK,
+ * *reply holds the unpacked reply, which the caller frees with
+ * protobuf_c_message_free_unpacked. Returns the status code; st (may be NULL) gets
+ * code and message. */
+int esc_rpc_call(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc, const char *method,
+                 const ProtobufCMessage *req, ProtobufCMessage **reply, int timeout_ms,
+                 int flags, esc_status *st);
+
+typedef struct esc_rpc_stream esc_rpc_stream;
+
+/* Starts a server-streaming call. Returns NULL (and st) when the call can not start.
+ * The stream has no deadline; end it with esc_rpc_stream_cancel from any thread. */
+esc_rpc_stream *esc_rpc_stream_open(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
+                                    const char *method, const ProtobufCMessage *req,
+                                    esc_status *st);
+
+/* Blocks for the next message. Returns 1 with *msg (caller frees with
+ * protobuf_c_message_free_unpacked), or 0 when the stream ended, with its final
+ * status in st (ESC_OK for a clean end). */
+int esc_rpc_stream_next(esc_rpc_stream *s, ProtobufCMessage **msg, esc_status *st);
+
+/* Cancels the stream; a blocked esc_rpc_stream_next returns 0 soon after. Thread-safe. */
+void esc_rpc_stream_cancel(esc_rpc_stream *s);
+
+/* Frees a stream (cancelling it if it is still open). */
+void esc_rpc_stream_free(esc_rpc_stream *s);
+
+#endif

@@ -1,0 +1,357 @@
+/* rpc_client.c: blocking unary and server-streaming calls of protobuf-c services over
+ * gRPC core. Each call plucks its own completion queue, so calls from many threads
+ * share one channel without coordination. */
+#include "rpc_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+
+typedef struct reg_call {
+    const ProtobufCMethodDescriptor *md;
+    void *handle;
+} reg_call;
+
+struct esc_rpc_channel {
+    grpc_channel *ch;
+    char *target;
+    char *token;
+    pthread_mutex_t mu;
+    reg_call *calls;
+    size_t ncalls;
+};
+
+esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token)
+{
+    esc_rpc_grpc_ref();
+    esc_rpc_channel *c = calloc(1, sizeof *c);
+    c->target = strdup(target);
+    c->token = token ? strdup(token) : NULL;
+    pthread_mutex_init(&c->mu, NULL);
+    grpc_arg args[6];
+    int n = 0;
+    args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                           .value.integer = ESC_RPC_MAX_MESSAGE};
+    args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+                           .value.integer = ESC_RPC_MAX_MESSAGE};
+    /* A restarted GCS should be found again within a second, not after minutes. */
+    args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+                           .value.integer = 100};
+    args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                           .value.integer = 100};
+    args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+                           .value.integer = 1000};
+    /* Long streams notice a peer that vanished without closing its socket. */
+    args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_KEEPALIVE_TIME_MS,
+                           .value.integer = 10000};
+    grpc_channel_args cargs = {.num_args = (size_t)n, .args = args};
+    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
+    c->ch = grpc_channel_create(target, creds, &cargs);
+    grpc_channel_credentials_release(creds);
+    return c;
+}
+
+void esc_rpc_channel_free(esc_rpc_channel *c)
+{
+    if (!c)
+        return;
+    grpc_channel_destroy(c->ch);
+    free(c->calls);
+    free(c->target);
+    free(c->token);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    esc_rpc_grpc_unref();
+}
+
+const char *esc_rpc_channel_target(const esc_rpc_channel *c)
+{
+    return c->target;
+}
+
+/* The registered-call handle of a method (registered once per channel). */
+static void *method_handle(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc,
+                           const char *method, const ProtobufCMethodDescriptor **md)
+{
+    *md = protobuf_c_service_descriptor_get_method_by_name(svc, method);
+    if (!*md)
+        return NULL;
+    void *h = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->ncalls && !h; i++)
+        if (c->calls[i].md == *md)
+            h = c->calls[i].handle;
+    if (!h) {
+        const ProtobufCMethodDescriptor *ignored;
+        char *path = esc_rpc_method_path(svc, method, &ignored);
+        h = grpc_channel_register_call(c->ch, path, NULL, NULL);
+        free(path);
+        c->calls = realloc(c->calls, (c->ncalls + 1) * sizeof *c->calls);
+        c->calls[c->ncalls++] = (reg_call){*md, h};
+    }
+    pthread_mutex_unlock(&c->mu);
+    return h;
+}
+
+static void token_metadata(const esc_rpc_channel *c, grpc_metadata *md)
+{
+    memset(md, 0, sizeof *md);
+    md->key = grpc_slice_from_static_string(ESC_TOKEN_KEY);
+    md->value = grpc_slice_from_copied_string(c->token ? c->token : "");
+}
+
+static void fill_status(esc_status *st, grpc_status_code code, grpc_slice details)
+{
+    if (!st)
+        return;
+    st->code = (int)code;
+    size_t len = GRPC_SLICE_LENGTH(details);
+    if (len >= sizeof st->message)
+        len = sizeof st->message - 1;
+    memcpy(st->message, GRPC_SLICE_START_PTR(details), len);
+    st->message[len] = 0;
+}
+
+static void destroy_cq(grpc_completion_queue *cq)
+{
+    grpc_completion_queue_shutdown(cq);
+    grpc_completion_queue_destroy(cq);
+}
+
+/* One attempt of a unary call. */
+static int unary_once(esc_rpc_channel *c, void *handle, const ProtobufCMethodDescriptor *md,
+                      const ProtobufCMessage *req, ProtobufCMessage **reply,
+                      gpr_timespec deadline, bool wait_ready, esc_status *st)
+{
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+    grpc_call *call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS,
+                                                          cq, handle, deadline, NULL);
+    grpc_metadata token;
+    token_metadata(c, &token);
+    grpc_byte_buffer *send = esc_rpc_pack(req);
+    grpc_byte_buffer *recv = NULL;
+    grpc_metadata_array init_md, trailing;
+    grpc_metadata_array_init(&init_md);
+    grpc_metadata_array_init(&trailing);
+    grpc_status_code code = GRPC_STATUS_UNKNOWN;
+    grpc_slice details = grpc_empty_slice();
+    const char *error_string = NULL;
+
+    grpc_op ops[6];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = 1;
+    ops[0].data.send_initial_metadata.metadata = &token;
+    ops[0].flags = wait_ready ? GRPC_INITIAL_METADATA_WAIT_FOR_READY : 0;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &init_md;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &recv;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &trailing;
+    ops[5].data.recv_status_on_client.status = &code;
+    ops[5].data.recv_status_on_client.status_details = &details;
+    ops[5].data.recv_status_on_client.error_string = &error_string;
+
+    int rc;
+    if (grpc_call_start_batch(call, ops, 6, call, NULL) != GRPC_CALL_OK) {
+        rc = esc_status_set(st, ESC_INTERNAL, "cannot start call");
+    } else {
+        grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        fill_status(st, code, details);
+        rc = (int)code;
+        if (rc == ESC_OK) {
+            *reply = recv ? esc_rpc_unpack(md->output, recv) : NULL;
+            if (!*reply)
+                rc = esc_status_set(st, ESC_INTERNAL, "malformed %s reply", md->name);
+        }
+    }
+    if (rc == ESC_UNAVAILABLE && st && !st->message[0])
+        esc_status_set(st, rc, "cannot reach %s", c->target);
+    if (recv)
+        grpc_byte_buffer_destroy(recv);
+    grpc_byte_buffer_destroy(send);
+    grpc_slice_unref(details);
+    grpc_slice_unref(token.value);
+    gpr_free((void *)error_string);
+    grpc_metadata_array_destroy(&init_md);
+    grpc_metadata_array_destroy(&trailing);
+    grpc_call_unref(call);
+    destroy_cq(cq);
+    return rc;
+}
+
+static gpr_timespec deadline_after(int64_t ms)
+{
+    return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(ms, GPR_TIMESPAN));
+}
+
+static int64_t ms_left(gpr_timespec deadline)
+{
+    gpr_timespec d = gpr_time_sub(deadline, gpr_now(GPR_CLOCK_MONOTONIC));
+    return (int64_t)d.tv_sec * 1000 + d.tv_nsec / 1000000;
+}
+
+int esc_rpc_call(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc, const char *method,
+                 const ProtobufCMessage *req, ProtobufCMessage **reply, int timeout_ms,
+                 int flags, esc_status *st)
+{
+    *reply = NULL;
+    const ProtobufCMethodDescriptor *md;
+    void *handle = method_handle(c, svc, method, &md);
+    if (!handle)
+        return esc_status_set(st, ESC_UNIMPLEMENTED, "no method %s in %s", method, svc->name);
+    bool idempotent = flags & ESC_RPC_IDEMPOTENT;
+    gpr_timespec deadline = deadline_after(timeout_ms);
+    int64_t backoff = 20;
+    for (;;) {
+        int rc = unary_once(c, handle, md, req, reply, deadline, idempotent, st);
+        if (rc != ESC_UNAVAILABLE || !idempotent)
+            return rc;
+        int64_t left = ms_left(deadline);
+        if (left <= 0)
+            return rc;
+        int64_t nap = backoff < left ? backoff : left;
+        struct timespec ts = {nap / 1000, (nap % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+    }
+}
+
+/* ----------------------------------------------------------------- streams */
+
+struct esc_rpc_stream {
+    grpc_call *call;
+    grpc_completion_queue *cq;
+    const ProtobufCMethodDescriptor *md;
+    grpc_metadata token;
+    grpc_byte_buffer *send;
+    grpc_metadata_array init_md, trailing;
+    grpc_status_code code;
+    grpc_slice details;
+    const char *error_string;
+    bool status_done;
+    int start_tag, recv_tag;
+};
+
+esc_rpc_stream *esc_rpc_stream_open(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc,
+                                    const char *method, const ProtobufCMessage *req,
+                                    esc_status *st)
+{
+    const ProtobufCMethodDescriptor *md;
+    void *handle = method_handle(c, svc, method, &md);
+    if (!handle) {
+        esc_status_set(st, ESC_UNIMPLEMENTED, "no method %s in %s", method, svc->name);
+        return NULL;
+    }
+    esc_rpc_stream *s = calloc(1, sizeof *s);
+    s->md = md;
+    s->cq = grpc_completion_queue_create_for_pluck(NULL);
+    s->call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
+                                                  handle, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    token_metadata(c, &s->token);
+    s->send = esc_rpc_pack(req);
+    grpc_metadata_array_init(&s->init_md);
+    grpc_metadata_array_init(&s->trailing);
+    s->details = grpc_empty_slice();
+    s->code = GRPC_STATUS_UNKNOWN;
+
+    /* The status op is started now and completes when the stream ends. */
+    grpc_op ops[5];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = 1;
+    ops[0].data.send_initial_metadata.metadata = &s->token;
+    ops[0].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = s->send;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &s->init_md;
+    ops[4].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[4].data.recv_status_on_client.trailing_metadata = &s->trailing;
+    ops[4].data.recv_status_on_client.status = &s->code;
+    ops[4].data.recv_status_on_client.status_details = &s->details;
+    ops[4].data.recv_status_on_client.error_string = &s->error_string;
+    if (grpc_call_start_batch(s->call, ops, 5, &s->start_tag, NULL) != GRPC_CALL_OK) {
+        s->status_done = true;
+        esc_rpc_stream_free(s);
+        esc_status_set(st, ESC_INTERNAL, "cannot start stream");
+        return NULL;
+    }
+    return s;
+}
+
+static void wait_status(esc_rpc_stream *s)
+{
+    if (s->status_done)
+        return;
+    grpc_completion_queue_pluck(s->cq, &s->start_tag, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    s->status_done = true;
+}
+
+int esc_rpc_stream_next(esc_rpc_stream *s, ProtobufCMessage **msg, esc_status *st)
+{
+    *msg = NULL;
+    if (s->status_done) {
+        fill_status(st, s->code, s->details);
+        return 0;
+    }
+    grpc_byte_buffer *recv = NULL;
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &recv;
+    if (grpc_call_start_batch(s->call, &op, 1, &s->recv_tag, NULL) != GRPC_CALL_OK) {
+        grpc_call_cancel(s->call, NULL);
+        wait_status(s);
+        fill_status(st, s->code, s->details);
+        return 0;
+    }
+    grpc_completion_queue_pluck(s->cq, &s->recv_tag, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    if (recv) {
+        *msg = esc_rpc_unpack(s->md->output, recv);
+        grpc_byte_buffer_destroy(recv);
+        if (*msg)
+            return 1;
+        grpc_call_cancel(s->call, NULL);
+        wait_status(s);
+        esc_status_set(st, ESC_INTERNAL, "malformed %s stream message", s->md->name);
+        return 0;
+    }
+    wait_status(s);
+    fill_status(st, s->code, s->details);
+    return 0;
+}
+
+void esc_rpc_stream_cancel(esc_rpc_stream *s)
+{
+    grpc_call_cancel(s->call, NULL);
+}
+
+void esc_rpc_stream_free(esc_rpc_stream *s)
+{
+    if (!s)
+        return;
+    if (!s->status_done) {
+        grpc_call_cancel(s->call, NULL);
+        wait_status(s);
+    }
+    grpc_call_unref(s->call);
+    destroy_cq(s->cq);
+    grpc_byte_buffer_destroy(s->send);
+    grpc_slice_unref(s->token.value);
+    grpc_slice_unref(s->details);
+    gpr_free((void *)s->error_string);
+    grpc_metadata_array_destroy(&s->init_md);
+    grpc_metadata_array_destroy(&s->trailing);
+    free(s);
+}

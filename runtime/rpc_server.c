@@ -1,0 +1,597 @@
+/* rpc_server.c: serves protobuf-c services over gRPC core.
+ *
+ * One completion-queue thread owns every grpc completion. For each registered method one
+ * request is always armed; when a call arrives the thread checks the token, unpacks the
+ * request with the method's input descriptor and posts the handler to the owner's loop.
+ * Answers are queued on the call (an outbox) and go out one batch at a time, because
+ * gRPC allows only one send in flight per call.
+ */
+#include "rpc_internal.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/string_util.h>
+
+typedef enum { TAG_NEW_CALL, TAG_CLOSE, TAG_SEND, TAG_SHUTDOWN } tag_kind;
+
+typedef struct tag {
+    tag_kind kind;
+    void *owner;
+} tag;
+
+typedef struct method_reg {
+    esc_rpc_server *srv;
+    const ProtobufCMethodDescriptor *md;
+    char *path;
+    void *handle;
+    esc_rpc_handler fn;
+    void *ud;
+} method_reg;
+
+/* One armed request: grpc fills it when a call for the method arrives. */
+typedef struct pending {
+    tag t;
+    method_reg *m;
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_metadata_array md;
+    grpc_byte_buffer *payload;
+} pending;
+
+typedef struct out_item {
+    struct out_item *next;
+    grpc_byte_buffer *msg;
+    bool has_status;
+    int code;
+    grpc_slice details;
+} out_item;
+
+struct esc_rpc_ctx {
+    tag close_tag;
+    tag send_tag;
+    esc_rpc_server *srv;
+    struct esc_rpc_ctx *prev_live, *next_live;
+    method_reg *m;
+    grpc_call *call;
+    grpc_metadata_array req_md;
+    ProtobufCMessage *req;
+    char *peer;
+    pthread_mutex_t mu;
+    int refs;
+    int close_cancelled;
+    bool initial_md_sent;
+    bool send_inflight;
+    bool finished;
+    bool cancelled;
+    out_item *out_head, *out_tail, *inflight;
+    esc_rpc_cancel_fn on_cancel;
+    void *cancel_ud;
+};
+
+struct esc_rpc_server {
+    grpc_server *server;
+    grpc_completion_queue *cq;
+    char *token;
+    int port;
+    esc_rpc_post_fn post;
+    void *post_ud;
+    method_reg **methods;
+    size_t nmethods;
+    pthread_t thread;
+    bool started;
+    volatile int shutting_down;
+    tag shutdown_tag;
+    pthread_mutex_t live_mu;
+    esc_rpc_ctx *live;   /* every call not yet freed, so shutdown can orphan them */
+};
+
+/* ------------------------------------------------------------------ calls */
+
+static void out_item_free(out_item *it)
+{
+    if (it->msg)
+        grpc_byte_buffer_destroy(it->msg);
+    if (it->has_status)
+        grpc_slice_unref(it->details);
+    free(it);
+}
+
+static void call_free(esc_rpc_ctx *c)
+{
+    esc_rpc_server *s = c->srv;
+    if (s) {
+        pthread_mutex_lock(&s->live_mu);
+        if (c->prev_live)
+            c->prev_live->next_live = c->next_live;
+        else
+            s->live = c->next_live;
+        if (c->next_live)
+            c->next_live->prev_live = c->prev_live;
+        pthread_mutex_unlock(&s->live_mu);
+    }
+    while (c->out_head) {
+        out_item *n = c->out_head->next;
+        out_item_free(c->out_head);
+        c->out_head = n;
+    }
+    if (c->inflight)
+        out_item_free(c->inflight);
+    grpc_call_unref(c->call);
+    grpc_metadata_array_destroy(&c->req_md);
+    if (c->req)
+        protobuf_c_message_free_unpacked(c->req, NULL);
+    gpr_free(c->peer);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    esc_rpc_grpc_unref(); /* a call may outlive its server; grpc must outlive the call */
+}
+
+static void call_unref(esc_rpc_ctx *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int left = --c->refs;
+    pthread_mutex_unlock(&c->mu);
+    if (left == 0)
+        call_free(c);
+}
+
+static void drop_outbox_locked(esc_rpc_ctx *c)
+{
+    while (c->out_head) {
+        out_item *n = c->out_head->next;
+        out_item_free(c->out_head);
+        c->out_head = n;
+    }
+    c->out_tail = NULL;
+}
+
+/* Starts the next queued send if none is in flight. Called with c->mu held. */
+static void pump_locked(esc_rpc_ctx *c)
+{
+    if (c->send_inflight || !c->out_head)
+        return;
+    if (c->cancelled) {
+        drop_outbox_locked(c);
+        return;
+    }
+    out_item *it = c->out_head;
+    c->out_head = it->next;
+    if (!c->out_head)
+        c->out_tail = NULL;
+
+    grpc_op ops[3];
+    memset(ops, 0, sizeof ops);
+    size_t n = 0;
+    if (!c->initial_md_sent) {
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        n++;
+        c->initial_md_sent = true;
+    }
+    if (it->msg) {
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = it->msg;
+        n++;
+    }
+    if (it->has_status) {
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = (grpc_status_code)it->code;
+        ops[n].data.send_status_from_server.status_details = &it->details;
+        n++;
+    }
+    c->inflight = it;
+    c->send_inflight = true;
+    c->refs++;
+    if (grpc_call_start_batch(c->call, ops, n, &c->send_tag, NULL) != GRPC_CALL_OK) {
+        c->inflight = NULL;
+        c->send_inflight = false;
+        c->refs--;
+        c->cancelled = true;
+        out_item_free(it);
+        drop_outbox_locked(c);
+    }
+}
+
+static void enqueue_locked(esc_rpc_ctx *c, out_item *it)
+{
+    if (c->out_tail)
+        c->out_tail->next = it;
+    else
+        c->out_head = it;
+    c->out_tail = it;
+    pump_locked(c);
+}
+
+static out_item *status_item(int code, const char *message)
+{
+    out_item *it = calloc(1, sizeof *it);
+    it->has_status = true;
+    it->code = code;
+    it->details = grpc_slice_from_copied_string(message ? message : "");
+    return it;
+}
+
+/* Ends the handler's part of the call: queues the final item and drops its reference. */
+static void finish_with(esc_rpc_ctx *c, out_item *it)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->finished) {
+        pthread_mutex_unlock(&c->mu);
+        out_item_free(it);
+        return;
+    }
+    c->finished = true;
+    enqueue_locked(c, it);
+    pthread_mutex_unlock(&c->mu);
+    call_unref(c);
+}
+
+void esc_rpc_reply(esc_rpc_ctx *c, const ProtobufCMessage *msg)
+{
+    out_item *it = status_item(ESC_OK, NULL);
+    it->msg = esc_rpc_pack(msg);
+    finish_with(c, it);
+}
+
+void esc_rpc_finish(esc_rpc_ctx *c, int code, const char *message)
+{
+    finish_with(c, status_item(code, message));
+}
+
+int esc_rpc_send(esc_rpc_ctx *c, const ProtobufCMessage *msg)
+{
+    grpc_byte_buffer *bb = esc_rpc_pack(msg);
+    pthread_mutex_lock(&c->mu);
+    if (c->finished || c->cancelled) {
+        pthread_mutex_unlock(&c->mu);
+        grpc_byte_buffer_destroy(bb);
+        return -1;
+    }
+    out_item *it = calloc(1, sizeof *it);
+    it->msg = bb;
+    enqueue_locked(c, it);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+const char *esc_rpc_ctx_peer(const esc_rpc_ctx *c)
+{
+    return c->peer ? c->peer : "";
+}
+
+bool esc_rpc_ctx_cancelled(const esc_rpc_ctx *c)
+{
+    esc_rpc_ctx *m = (esc_rpc_ctx *)c;
+    pthread_mutex_lock(&m->mu);
+    bool v = m->cancelled;
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
+/* Runs on the owner's loop: tells the handler side that the peer went away. */
+static void run_cancel(void *arg)
+{
+    esc_rpc_ctx *c = arg;
+    pthread_mutex_lock(&c->mu);
+    bool tell = !c->finished && c->on_cancel;
+    esc_rpc_cancel_fn fn = c->on_cancel;
+    void *ud = c->cancel_ud;
+    pthread_mutex_unlock(&c->mu);
+    if (tell)
+        fn(c, ud);
+    call_unref(c);
+}
+
+/* Posts run_cancel, holding a reference for it. Called with c->mu held. */
+static void post_cancel_locked(esc_rpc_ctx *c)
+{
+    esc_rpc_server *s = c->srv;
+    if (!s || s->shutting_down || !c->on_cancel || c->finished)
+        return;
+    c->refs++;
+    s->post(s->post_ud, run_cancel, c);
+}
+
+void esc_rpc_ctx_on_cancel(esc_rpc_ctx *c, esc_rpc_cancel_fn fn, void *ud)
+{
+    pthread_mutex_lock(&c->mu);
+    c->on_cancel = fn;
+    c->cancel_ud = ud;
+    if (c->cancelled)
+        post_cancel_locked(c);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ------------------------------------------------------------ completions */
+
+static void on_close(esc_rpc_ctx *c)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->close_cancelled) {
+        c->cancelled = true;
+        drop_outbox_locked(c);
+        post_cancel_locked(c);
+    }
+    pthread_mutex_unlock(&c->mu);
+    call_unref(c);
+}
+
+static void on_send(esc_rpc_ctx *c, bool ok)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->inflight) {
+        out_item_free(c->inflight);
+        c->inflight = NULL;
+    }
+    c->send_inflight = false;
+    if (!ok)
+        c->cancelled = true;
+    pump_locked(c);
+    pthread_mutex_unlock(&c->mu);
+    call_unref(c);
+}
+
+static void arm(method_reg *m);
+
+static bool token_ok(const esc_rpc_server *s, const grpc_metadata_array *md)
+{
+    if (!s->token)
+        return true;
+    size_t want = strlen(s->token);
+    for (size_t i = 0; i < md->count; i++) {
+        const grpc_metadata *e = &md->metadata[i];
+        if (GRPC_SLICE_LENGTH(e->key) != strlen(ESC_TOKEN_KEY) ||
+            memcmp(GRPC_SLICE_START_PTR(e->key), ESC_TOKEN_KEY, strlen(ESC_TOKEN_KEY)) != 0)
+            continue;
+        if (GRPC_SLICE_LENGTH(e->value) != want)
+            return false;
+        /* Constant time, so the comparison leaks nothing about the token. */
+        unsigned diff = 0;
+        const unsigned char *v = GRPC_SLICE_START_PTR(e->value);
+        for (size_t k = 0; k < want; k++)
+            diff |= v[k] ^ (unsigned char)s->token[k];
+        return diff == 0;
+    }
+    return false;
+}
+
+static void dispatch(void *arg)
+{
+    esc_rpc_ctx *c = arg;
+    c->m->fn(c, c->req, c->m->ud);
+}
+
+static esc_rpc_ctx *call_from_pending(pending *p)
+{
+    esc_rpc_ctx *c = calloc(1, sizeof *c);
+    c->close_tag = (tag){TAG_CLOSE, c};
+    c->send_tag = (tag){TAG_SEND, c};
+    c->srv = p->m->srv;
+    c->m = p->m;
+    c->call = p->call;
+    c->req_md = p->md;
+    c->peer = grpc_call_get_peer(p->call);
+    pthread_mutex_init(&c->mu, NULL);
+    c->refs = 2; /* the close op and the handler */
+    esc_rpc_grpc_ref();
+    esc_rpc_server *s = c->srv;
+    pthread_mutex_lock(&s->live_mu);
+    c->next_live = s->live;
+    if (s->live)
+        s->live->prev_live = c;
+    s->live = c;
+    pthread_mutex_unlock(&s->live_mu);
+    return c;
+}
+
+static void on_new_call(pending *p, bool ok)
+{
+    method_reg *m = p->m;
+    esc_rpc_server *s = m->srv;
+    if (!ok) {
+        grpc_metadata_array_destroy(&p->md);
+        if (p->payload)
+            grpc_byte_buffer_destroy(p->payload);
+        free(p);
+        return;
+    }
+    esc_rpc_ctx *c = call_from_pending(p);
+    grpc_byte_buffer *payload = p->payload;
+    free(p);
+    if (!s->shutting_down)
+        arm(m);
+
+    grpc_op close_op;
+    memset(&close_op, 0, sizeof close_op);
+    close_op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    close_op.data.recv_close_on_server.cancelled = &c->close_cancelled;
+    if (grpc_call_start_batch(c->call, &close_op, 1, &c->close_tag, NULL) != GRPC_CALL_OK)
+        c->refs--; /* cannot happen on a fresh call; keep the count right anyway */
+
+    if (!token_ok(s, &c->req_md)) {
+        if (payload)
+            grpc_byte_buffer_destroy(payload);
+        esc_rpc_finish(c, ESC_UNAUTHENTICATED, "missing or wrong cluster token");
+        return;
+    }
+    if (!payload) {
+        esc_rpc_finish(c, ESC_INVALID_ARGUMENT, "no request message");
+        return;
+    }
+    c->req = esc_rpc_unpack(m->md->input, payload);
+    grpc_byte_buffer_destroy(payload);
+    if (!c->req) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "malformed %s request", m->md->name);
+        esc_rpc_finish(c, ESC_INVALID_ARGUMENT, msg);
+        return;
+    }
+    s->post(s->post_ud, dispatch, c);
+}
+
+static void arm(method_reg *m)
+{
+    pending *p = calloc(1, sizeof *p);
+    p->t = (tag){TAG_NEW_CALL, p};
+    p->m = m;
+    grpc_metadata_array_init(&p->md);
+    grpc_call_error e = grpc_server_request_registered_call(
+        m->srv->server, m->handle, &p->call, &p->deadline, &p->md, &p->payload, m->srv->cq,
+        m->srv->cq, &p->t);
+    if (e != GRPC_CALL_OK) {
+        grpc_metadata_array_destroy(&p->md);
+        free(p);
+    }
+}
+
+static void *cq_thread(void *arg)
+{
+    esc_rpc_server *s = arg;
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type != GRPC_OP_COMPLETE)
+            continue;
+        tag *t = ev.tag;
+        switch (t->kind) {
+        case TAG_NEW_CALL:
+            on_new_call(t->owner, ev.success);
+            break;
+        case TAG_CLOSE:
+            on_close(t->owner);
+            break;
+        case TAG_SEND:
+            on_send(t->owner, ev.success);
+            break;
+        case TAG_SHUTDOWN:
+            grpc_completion_queue_shutdown(s->cq);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* ----------------------------------------------------------------- server */
+
+esc_rpc_server *esc_rpc_server_new(const char *addr, const char *token, esc_rpc_post_fn post,
+                                   void *post_ud, char *err, size_t errlen)
+{
+    esc_rpc_grpc_ref();
+    esc_rpc_server *s = calloc(1, sizeof *s);
+    s->token = token && *token ? strdup(token) : NULL;
+    s->post = post;
+    s->post_ud = post_ud;
+    s->shutdown_tag = (tag){TAG_SHUTDOWN, s};
+    pthread_mutex_init(&s->live_mu, NULL);
+
+    grpc_arg args[3];
+    args[0] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                         .value.integer = ESC_RPC_MAX_MESSAGE};
+    args[1] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
+                         .value.integer = ESC_RPC_MAX_MESSAGE};
+    /* Clients ping every 10 s on long streams; accept that instead of answering GOAWAY. */
+    args[2] = (grpc_arg){.type = GRPC_ARG_INTEGER,
+                         .key = GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                         .value.integer = 5000};
+    grpc_channel_args cargs = {.num_args = 3, .args = args};
+    s->server = grpc_server_create(&cargs, NULL);
+    s->cq = grpc_completion_queue_create_for_next(NULL);
+    grpc_server_register_completion_queue(s->server, s->cq, NULL);
+
+    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    s->port = grpc_server_add_http2_port(s->server, addr, creds);
+    grpc_server_credentials_release(creds);
+    if (s->port == 0) {
+        if (err)
+            snprintf(err, errlen, "cannot listen on %s (address in use or invalid)", addr);
+        esc_rpc_server_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int esc_rpc_server_port(const esc_rpc_server *s)
+{
+    return s->port;
+}
+
+int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *svc,
+                          const char *method, esc_rpc_handler fn, void *ud)
+{
+    const ProtobufCMethodDescriptor *md;
+    char *path = esc_rpc_method_path(svc, method, &md);
+    if (!path)
+        return -1;
+    method_reg *m = calloc(1, sizeof *m);
+    m->srv = s;
+    m->md = md;
+    m->path = path;
+    m->fn = fn;
+    m->ud = ud;
+    m->handle = grpc_server_register_method(s->server, path, NULL,
+                                            GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    s->methods = realloc(s->methods, (s->nmethods + 1) * sizeof *s->methods);
+    s->methods[s->nmethods++] = m;
+    return 0;
+}
+
+int esc_rpc_server_start(esc_rpc_server *s)
+{
+    grpc_server_start(s->server);
+    for (size_t i = 0; i < s->nmethods; i++)
+        arm(s->methods[i]);
+    if (pthread_create(&s->thread, NULL, cq_thread, s) != 0)
+        return -1;
+    s->started = true;
+    return 0;
+}
+
+/* After the thread is gone, calls still referenced by their owners must not touch the
+ * server again: mark them cancelled and detach them. */
+static void orphan_live_calls(esc_rpc_server *s)
+{
+    pthread_mutex_lock(&s->live_mu);
+    for (esc_rpc_ctx *c = s->live; c; c = c->next_live) {
+        pthread_mutex_lock(&c->mu);
+        c->cancelled = true;
+        c->srv = NULL;
+        drop_outbox_locked(c);
+        pthread_mutex_unlock(&c->mu);
+    }
+    s->live = NULL;
+    pthread_mutex_unlock(&s->live_mu);
+}
+
+void esc_rpc_server_free(esc_rpc_server *s)
+{
+    if (!s)
+        return;
+    s->shutting_down = 1;
+    if (s->started) {
+        grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
+        grpc_server_cancel_all_calls(s->server);
+        pthread_join(s->thread, NULL);
+        orphan_live_calls(s);
+        grpc_server_destroy(s->server);
+    } else {
+        /* Never started: nothing is armed, so the queue can be shut down right away. */
+        grpc_server_destroy(s->server);
+        grpc_completion_queue_shutdown(s->cq);
+        cq_thread(s);
+    }
+    grpc_completion_queue_destroy(s->cq);
+    for (size_t i = 0; i < s->nmethods; i++) {
+        free(s->methods[i]->path);
+        free(s->methods[i]);
+    }
+    free(s->methods);
+    free(s->token);
+    pthread_mutex_destroy(&s->live_mu);
+    free(s);
+    esc_rpc_grpc_unref();
+}

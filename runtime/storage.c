@@ -1,0 +1,192 @@
+/* storage.c: URI dispatch, the write batch, and calls through the backend vtable.
+ * See storage.h for the contract and storage_backend.h for the backend side.
+ */
+#include "storage.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage_backend.h"
+
+#define REDIS_SCHEME "redis://"
+
+void esc_storage_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    for (char *p = err; *p != '\0'; p++) {
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    }
+}
+
+esc_storage *esc_storage_open(const char *uri, char *err, size_t errlen)
+{
+    if (uri == NULL || uri[0] == '\0' || strcmp(uri, "memory") == 0)
+        return esc_storage_memory_open(err, errlen);
+    if (strncmp(uri, REDIS_SCHEME, strlen(REDIS_SCHEME)) == 0)
+        return esc_storage_redis_open(uri, err, errlen);
+    esc_storage_seterr(err, errlen,
+                       "storage: unsupported URI \"%.200s\" (expected \"memory\" or "
+                       "\"redis://HOST:PORT[/DB]\")",
+                       uri);
+    return NULL;
+}
+
+void esc_storage_close(esc_storage *st)
+{
+    if (st != NULL)
+        st->vt->close(st);
+}
+
+int esc_storage_is_durable(const esc_storage *st)
+{
+    return st != NULL && st->vt->durable;
+}
+
+/* ---- batch ---- */
+
+esc_storage_batch *esc_storage_batch_new(void)
+{
+    return calloc(1, sizeof(esc_storage_batch));
+}
+
+static void op_free(esc_storage_op *op)
+{
+    free(op->table);
+    free(op->key);
+    free(op->value);
+}
+
+static void batch_free(esc_storage_batch *b)
+{
+    if (b == NULL)
+        return;
+    for (size_t i = 0; i < b->count; i++)
+        op_free(&b->ops[i]);
+    free(b->ops);
+    free(b);
+}
+
+/* put/del return nothing, so a write that cannot be recorded (bad argument,
+ * out of memory) poisons the batch instead: committing a batch that silently
+ * lost one of its writes would break "all or nothing". */
+static void batch_invalidate(esc_storage_batch *b, const char *why)
+{
+    if (b->invalid == NULL)
+        b->invalid = why;
+}
+
+static esc_storage_op *batch_append(esc_storage_batch *b)
+{
+    if (b->count == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 8;
+        esc_storage_op *ops = realloc(b->ops, cap * sizeof(*ops));
+        if (ops == NULL)
+            return NULL;
+        b->ops = ops;
+        b->cap = cap;
+    }
+    esc_storage_op *op = &b->ops[b->count];
+    memset(op, 0, sizeof(*op));
+    return op;
+}
+
+/* Records one write; value is NULL for a delete. */
+static void batch_add(esc_storage_batch *b, esc_storage_op_kind kind, const char *table,
+                      const char *key, const void *value, size_t len)
+{
+    esc_storage_op *op = batch_append(b);
+    if (op == NULL) {
+        batch_invalidate(b, "out of memory while building the batch");
+        return;
+    }
+    op->kind = kind;
+    op->table = strdup(table);
+    op->key = strdup(key);
+    if (kind == ESC_STORAGE_OP_PUT) {
+        /* Never NULL, so backends need no special case for empty values. */
+        op->value = malloc(len ? len : 1);
+        if (op->value != NULL && len > 0)
+            memcpy(op->value, value, len);
+        op->len = len;
+    }
+    if (op->table == NULL || op->key == NULL ||
+        (kind == ESC_STORAGE_OP_PUT && op->value == NULL)) {
+        op_free(op);
+        batch_invalidate(b, "out of memory while building the batch");
+        return;
+    }
+    b->count++;
+}
+
+void esc_storage_put(esc_storage_batch *b, const char *table, const char *key,
+                     const void *value, size_t len)
+{
+    if (b == NULL)
+        return;
+    b->writes++;
+    if (table == NULL || key == NULL || (value == NULL && len > 0)) {
+        batch_invalidate(b, "put with a NULL table, key or value");
+        return;
+    }
+    batch_add(b, ESC_STORAGE_OP_PUT, table, key, value, len);
+}
+
+void esc_storage_del(esc_storage_batch *b, const char *table, const char *key)
+{
+    if (b == NULL)
+        return;
+    b->writes++;
+    if (table == NULL || key == NULL) {
+        batch_invalidate(b, "delete with a NULL table or key");
+        return;
+    }
+    batch_add(b, ESC_STORAGE_OP_DEL, table, key, NULL, 0);
+}
+
+size_t esc_storage_batch_size(const esc_storage_batch *b)
+{
+    return b != NULL ? b->writes : 0;
+}
+
+int esc_storage_commit(esc_storage *st, esc_storage_batch *b, char *err, size_t errlen)
+{
+    int rc = -1;
+    if (st == NULL)
+        esc_storage_seterr(err, errlen, "storage: commit on a NULL store");
+    else if (b == NULL)
+        esc_storage_seterr(err, errlen, "storage: commit of a NULL batch "
+                                        "(esc_storage_batch_new failed?)");
+    else if (b->invalid != NULL)
+        esc_storage_seterr(err, errlen, "storage: commit refused: %s", b->invalid);
+    else if (b->count == 0)
+        rc = 0; /* nothing to apply; spare the backend a round trip */
+    else
+        rc = st->vt->commit(st, b, err, errlen);
+    batch_free(b);
+    return rc;
+}
+
+int esc_storage_get(esc_storage *st, const char *table, const char *key, void **value,
+                    size_t *len)
+{
+    if (st == NULL || table == NULL || key == NULL || value == NULL || len == NULL)
+        return -1;
+    *value = NULL;
+    *len = 0;
+    return st->vt->get(st, table, key, value, len);
+}
+
+long esc_storage_scan(esc_storage *st, const char *table, esc_storage_scan_fn fn, void *ud)
+{
+    if (st == NULL || table == NULL)
+        return -1;
+    return st->vt->scan(st, table, fn, ud);
+}
