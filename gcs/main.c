@@ -176,6 +176,7 @@ int main(int argc, char **argv)
         return 1;
     }
     g.loop = esc_loop_new();
+    esc_loop_stop_on_signals(g.loop);
     g.nodes = esc_strmap_new();
     g.registry = esc_strmap_new();
     g.ns_rows = esc_strmap_new();

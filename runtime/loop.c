@@ -16,6 +16,7 @@ struct esc_loop {
     ev_async wake;
     ev_async stop;
     ev_signal sigint, sigterm;
+    int signals;
     pthread_mutex_t mu;
     posted *head, *tail;
 };
@@ -67,12 +68,17 @@ esc_loop *esc_loop_new(void)
     ev_async_init(&l->stop, on_stop);
     ev_async_start(l->ev, &l->stop);
     ev_signal_init(&l->sigint, on_signal, SIGINT);
-    ev_signal_start(l->ev, &l->sigint);
     ev_signal_init(&l->sigterm, on_signal, SIGTERM);
+    return l;
+}
+
+void esc_loop_stop_on_signals(esc_loop *l)
+{
+    ev_signal_start(l->ev, &l->sigint);
     ev_signal_start(l->ev, &l->sigterm);
     ev_unref(l->ev); /* signal watchers alone do not keep the loop alive */
     ev_unref(l->ev);
-    return l;
+    l->signals = 1;
 }
 
 void esc_loop_free(esc_loop *l)
@@ -81,10 +87,12 @@ void esc_loop_free(esc_loop *l)
         return;
     /* Every posted function runs exactly once: what was queued owns references. */
     run_posted(l);
-    ev_ref(l->ev);
-    ev_ref(l->ev);
-    ev_signal_stop(l->ev, &l->sigint);
-    ev_signal_stop(l->ev, &l->sigterm);
+    if (l->signals) {
+        ev_ref(l->ev);
+        ev_ref(l->ev);
+        ev_signal_stop(l->ev, &l->sigint);
+        ev_signal_stop(l->ev, &l->sigterm);
+    }
     ev_async_stop(l->ev, &l->wake);
     ev_async_stop(l->ev, &l->stop);
     ev_loop_destroy(l->ev);

@@ -11,8 +11,12 @@
 
 typedef struct esc_loop esc_loop;
 
-/* Creates a loop (not yet running). SIGINT and SIGTERM stop it. */
+/* Creates a loop (not yet running). */
 esc_loop *esc_loop_new(void);
+
+/* Makes SIGINT and SIGTERM stop the loop (for a daemon's one main loop: libev lets
+ * only one loop per process watch signals). */
+void esc_loop_stop_on_signals(esc_loop *l);
 
 /* Frees the loop; functions posted but not run are dropped. */
 void esc_loop_free(esc_loop *l);

@@ -142,6 +142,12 @@ int esc_rpc_call(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc, con
                  const ProtobufCMessage *req, ProtobufCMessage **reply, int timeout_ms,
                  int flags, esc_status *st);
 
+/* Sends raw bytes as the request of `method` (no retry) and discards the reply: for
+ * tests and fuzzing of servers against malformed input. Returns the status code. */
+int esc_rpc_call_bytes(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
+                       const char *method, const void *bytes, size_t len, int timeout_ms,
+                       esc_status *st);
+
 typedef struct esc_rpc_stream esc_rpc_stream;
 
 /* Starts a server-streaming call. Returns NULL (and st) when the call can not start.

@@ -37,8 +37,9 @@ esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token)
     int n = 0;
     args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                            .value.integer = ESC_RPC_MAX_MESSAGE};
+    /* No send limit here: the server enforces its own and answers RESOURCE_EXHAUSTED. */
     args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
-                           .value.integer = ESC_RPC_MAX_MESSAGE};
+                           .value.integer = -1};
     /* A restarted GCS should be found again within a second, not after minutes. */
     args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
                            .value.integer = 100};
@@ -125,7 +126,7 @@ static void destroy_cq(grpc_completion_queue *cq)
 
 /* One attempt of a unary call. */
 static int unary_once(esc_rpc_channel *c, void *handle, const ProtobufCMethodDescriptor *md,
-                      const ProtobufCMessage *req, ProtobufCMessage **reply,
+                      grpc_byte_buffer *send, ProtobufCMessage **reply,
                       gpr_timespec deadline, bool wait_ready, esc_status *st)
 {
     grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
@@ -133,7 +134,6 @@ static int unary_once(esc_rpc_channel *c, void *handle, const ProtobufCMethodDes
                                                           cq, handle, deadline, NULL);
     grpc_metadata token;
     token_metadata(c, &token);
-    grpc_byte_buffer *send = esc_rpc_pack(req);
     grpc_byte_buffer *recv = NULL;
     grpc_metadata_array init_md, trailing;
     grpc_metadata_array_init(&init_md);
@@ -168,7 +168,7 @@ static int unary_once(esc_rpc_channel *c, void *handle, const ProtobufCMethodDes
         grpc_completion_queue_pluck(cq, call, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
         fill_status(st, code, details);
         rc = (int)code;
-        if (rc == ESC_OK) {
+        if (rc == ESC_OK && reply) {
             *reply = recv ? esc_rpc_unpack(md->output, recv) : NULL;
             if (!*reply)
                 rc = esc_status_set(st, ESC_INTERNAL, "malformed %s reply", md->name);
@@ -178,7 +178,6 @@ static int unary_once(esc_rpc_channel *c, void *handle, const ProtobufCMethodDes
         esc_status_set(st, rc, "cannot reach %s", c->target);
     if (recv)
         grpc_byte_buffer_destroy(recv);
-    grpc_byte_buffer_destroy(send);
     grpc_slice_unref(details);
     grpc_slice_unref(token.value);
     gpr_free((void *)error_string);
@@ -212,18 +211,42 @@ int esc_rpc_call(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc, cons
     bool idempotent = flags & ESC_RPC_IDEMPOTENT;
     gpr_timespec deadline = deadline_after(timeout_ms);
     int64_t backoff = 20;
+    grpc_byte_buffer *send = esc_rpc_pack(req);
     for (;;) {
-        int rc = unary_once(c, handle, md, req, reply, deadline, idempotent, st);
-        if (rc != ESC_UNAVAILABLE || !idempotent)
+        int rc = unary_once(c, handle, md, send, reply, deadline, idempotent, st);
+        if (rc != ESC_UNAVAILABLE || !idempotent) {
+            grpc_byte_buffer_destroy(send);
             return rc;
+        }
         int64_t left = ms_left(deadline);
-        if (left <= 0)
+        if (left <= 0) {
+            grpc_byte_buffer_destroy(send);
             return rc;
+        }
         int64_t nap = backoff < left ? backoff : left;
         struct timespec ts = {nap / 1000, (nap % 1000) * 1000000};
         nanosleep(&ts, NULL);
         backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
     }
+}
+
+int esc_rpc_call_bytes(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc,
+                       const char *method, const void *bytes, size_t len, int timeout_ms,
+                       esc_status *st)
+{
+    const ProtobufCMethodDescriptor *md;
+    void *handle = method_handle(c, svc, method, &md);
+    if (!handle)
+        return esc_status_set(st, ESC_UNIMPLEMENTED, "no method %s in %s", method, svc->name);
+    grpc_slice slice = grpc_slice_from_copied_buffer(bytes, len);
+    grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&slice, 1);
+    grpc_slice_unref(slice);
+    ProtobufCMessage *reply = NULL;
+    int rc = unary_once(c, handle, md, send, &reply, deadline_after(timeout_ms), false, st);
+    if (reply)
+        protobuf_c_message_free_unpacked(reply, NULL);
+    grpc_byte_buffer_destroy(send);
+    return rc;
 }
 
 /* ----------------------------------------------------------------- streams */

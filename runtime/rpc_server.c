@@ -17,7 +17,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/string_util.h>
 
-typedef enum { TAG_NEW_CALL, TAG_CLOSE, TAG_SEND, TAG_SHUTDOWN } tag_kind;
+typedef enum { TAG_NEW_CALL, TAG_UNKNOWN_CALL, TAG_CLOSE, TAG_SEND, TAG_SHUTDOWN, TAG_DONE } tag_kind;
 
 typedef struct tag {
     tag_kind kind;
@@ -448,6 +448,67 @@ static void arm(method_reg *m)
     }
 }
 
+/* Calls of methods nobody registered: answered UNIMPLEMENTED right here, so they never
+ * wait for a handler. */
+typedef struct unknown_call {
+    tag t;
+    tag done;
+    esc_rpc_server *srv;
+    grpc_call *call;
+    grpc_call_details details;
+    grpc_metadata_array md;
+    grpc_slice message;
+    int cancelled;
+} unknown_call;
+
+static void arm_unknown(esc_rpc_server *s)
+{
+    unknown_call *u = calloc(1, sizeof *u);
+    u->t = (tag){TAG_UNKNOWN_CALL, u};
+    u->done = (tag){TAG_DONE, u};
+    u->srv = s;
+    grpc_call_details_init(&u->details);
+    grpc_metadata_array_init(&u->md);
+    if (grpc_server_request_call(s->server, &u->call, &u->details, &u->md, s->cq, s->cq, &u->t) !=
+        GRPC_CALL_OK) {
+        grpc_call_details_destroy(&u->details);
+        grpc_metadata_array_destroy(&u->md);
+        free(u);
+    }
+}
+
+static void unknown_free(unknown_call *u)
+{
+    if (u->call)
+        grpc_call_unref(u->call);
+    grpc_call_details_destroy(&u->details);
+    grpc_metadata_array_destroy(&u->md);
+    grpc_slice_unref(u->message);
+    free(u);
+}
+
+static void on_unknown_call(unknown_call *u, bool ok)
+{
+    if (!ok) {
+        u->message = grpc_empty_slice();
+        unknown_free(u);
+        return;
+    }
+    if (!u->srv->shutting_down)
+        arm_unknown(u->srv);
+    u->message = grpc_slice_from_static_string("no such method");
+    grpc_op ops[3];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[1].data.send_status_from_server.status = GRPC_STATUS_UNIMPLEMENTED;
+    ops[1].data.send_status_from_server.status_details = &u->message;
+    ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[2].data.recv_close_on_server.cancelled = &u->cancelled;
+    if (grpc_call_start_batch(u->call, ops, 3, &u->done, NULL) != GRPC_CALL_OK)
+        unknown_free(u);
+}
+
 static void *cq_thread(void *arg)
 {
     esc_rpc_server *s = arg;
@@ -461,6 +522,12 @@ static void *cq_thread(void *arg)
         switch (t->kind) {
         case TAG_NEW_CALL:
             on_new_call(t->owner, ev.success);
+            break;
+        case TAG_UNKNOWN_CALL:
+            on_unknown_call(t->owner, ev.success);
+            break;
+        case TAG_DONE:
+            unknown_free(t->owner);
             break;
         case TAG_CLOSE:
             on_close(t->owner);
@@ -489,7 +556,7 @@ esc_rpc_server *esc_rpc_server_new(const char *addr, const char *token, esc_rpc_
     s->shutdown_tag = (tag){TAG_SHUTDOWN, s};
     pthread_mutex_init(&s->live_mu, NULL);
 
-    grpc_arg args[3];
+    grpc_arg args[4];
     args[0] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                          .value.integer = ESC_RPC_MAX_MESSAGE};
     args[1] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
@@ -498,7 +565,10 @@ esc_rpc_server *esc_rpc_server_new(const char *addr, const char *token, esc_rpc_
     args[2] = (grpc_arg){.type = GRPC_ARG_INTEGER,
                          .key = GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
                          .value.integer = 5000};
-    grpc_channel_args cargs = {.num_args = 3, .args = args};
+    /* Two servers on one port would split the traffic between them: refuse instead. */
+    args[3] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ALLOW_REUSEPORT,
+                         .value.integer = 0};
+    grpc_channel_args cargs = {.num_args = 4, .args = args};
     s->server = grpc_server_create(&cargs, NULL);
     s->cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(s->server, s->cq, NULL);
@@ -545,6 +615,7 @@ int esc_rpc_server_start(esc_rpc_server *s)
     grpc_server_start(s->server);
     for (size_t i = 0; i < s->nmethods; i++)
         arm(s->methods[i]);
+    arm_unknown(s);
     if (pthread_create(&s->thread, NULL, cq_thread, s) != 0)
         return -1;
     s->started = true;
@@ -572,18 +643,19 @@ void esc_rpc_server_free(esc_rpc_server *s)
     if (!s)
         return;
     s->shutting_down = 1;
-    if (s->started) {
+    if (!s->started) {
+        /* gRPC only destroys a server that was shut down, and only shuts down a started
+         * one: start it with nothing armed and let the thread see the shutdown through. */
+        grpc_server_start(s->server);
+        grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
+        cq_thread(s);
+    } else {
         grpc_server_shutdown_and_notify(s->server, s->cq, &s->shutdown_tag);
         grpc_server_cancel_all_calls(s->server);
         pthread_join(s->thread, NULL);
-        orphan_live_calls(s);
-        grpc_server_destroy(s->server);
-    } else {
-        /* Never started: nothing is armed, so the queue can be shut down right away. */
-        grpc_server_destroy(s->server);
-        grpc_completion_queue_shutdown(s->cq);
-        cq_thread(s);
     }
+    orphan_live_calls(s);
+    grpc_server_destroy(s->server);
     grpc_completion_queue_destroy(s->cq);
     for (size_t i = 0; i < s->nmethods; i++) {
         free(s->methods[i]->path);

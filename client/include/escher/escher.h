@@ -85,7 +85,9 @@ typedef struct {
     esc_target_kind kind;
     const char *node_id;
     const esc_amount *where;  /* names: physical ("CPU") or full ("ns/name"); a short
-                                 ephemeral name means the client's namespace */
+                                 ephemeral name means the client's namespace (so a
+                                 raylet's static custom resource can not be selected
+                                 by its bare name) */
     size_t nwhere;
     unsigned num_nodes;
 } esc_target;
@@ -100,6 +102,11 @@ typedef struct {
  * number of the committed log entry. target NULL means the local node. */
 int esc_resource_set(esc_client *c, const char *name, int64_t qty, const esc_target *target,
                      uint64_t *seq, esc_status *st);
+
+/* Like esc_resource_set, naming the namespace explicitly. Any namespace other than the
+ * client's own is refused with ESC_PERMISSION_DENIED: a job writes only its own. */
+int esc_resource_set_ns(esc_client *c, const char *ns, const char *name, int64_t qty,
+                        const esc_target *target, uint64_t *seq, esc_status *st);
 
 /* Sets an unbounded capacity. */
 int esc_resource_set_unbounded(esc_client *c, const char *name, const esc_target *target,
@@ -166,7 +173,9 @@ typedef struct {
     size_t nnodes;
 } esc_cluster_status;
 
-/* Fetches per-node total, held and available of every resource. *out is owned by the
+/* Fetches per-node total, held and available of every resource (available = total -
+ * held; it is negative after a shrink below what is held). Each node's resources are
+ * sorted: physical ones first, then ephemeral ones, each by name. *out is owned by the
  * caller (esc_cluster_status_free). */
 int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *st);
 void esc_cluster_status_free(esc_cluster_status *s);
@@ -174,7 +183,25 @@ void esc_cluster_status_free(esc_cluster_status *s);
 /* Finds one resource of a node in a status (NULL when absent). */
 const esc_resource_info *esc_node_resource(const esc_node_status *n, const char *name);
 
+/* ------------------------------------------------------------------ jobs */
+
+typedef struct {
+    char *id;
+    char *namespace_;
+    char *state;          /* "RUNNING", "FINISHED", "FAILED" */
+    char *entrypoint;     /* the driver's command line */
+    uint64_t start_ms, end_ms; /* wall clock; end_ms is 0 while running */
+    uint32_t driver_pid;
+} esc_job_info;
+
+/* Lists every job the GCS knows. On ESC_OK *jobs (owned by the caller, freed with
+ * esc_jobs_free) holds *n entries. */
+int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st);
+void esc_jobs_free(esc_job_info *jobs, size_t n);
+
 /* ------------------------------------------------------------------ key-value */
+
+/* In the key-value calls a NULL ns means the client's namespace. */
 
 /* Stores value under (ns, key). With overwrite false an existing key is kept and
  * *added (may be NULL) is false. */
@@ -185,6 +212,11 @@ int esc_kv_put(esc_client *c, const char *ns, const char *key, const void *value
 int esc_kv_get(esc_client *c, const char *ns, const char *key, void **value, size_t *len,
                esc_status *st);
 int esc_kv_del(esc_client *c, const char *ns, const char *key, bool *deleted, esc_status *st);
+/* Lists the keys of ns that start with prefix (NULL or "": all). On ESC_OK *keys (owned
+ * by the caller, freed with esc_kv_keys_free) holds *n strings. */
+int esc_kv_keys(esc_client *c, const char *ns, const char *prefix, char ***keys, size_t *n,
+                esc_status *st);
+void esc_kv_keys_free(char **keys, size_t n);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,261 @@
+/* harness.c: see harness.h. */
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+double h_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int h_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        close(fd);
+        return -1;
+    }
+    int port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static const char *bin_dir(void)
+{
+    const char *d = getenv("ESCHER_BIN_DIR");
+    return d ? d : "build";
+}
+
+void h_init(h_cluster *c, int node_timeout_ms)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->dir, sizeof c->dir, "/tmp/escher-test-XXXXXX");
+    if (!mkdtemp(c->dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    snprintf(c->token, sizeof c->token, "test-token-%d-%ld", (int)getpid(), (long)time(NULL));
+    snprintf(c->token_file, sizeof c->token_file, "%s/token", c->dir);
+    FILE *f = fopen(c->token_file, "w");
+    fputs(c->token, f);
+    fclose(f);
+    chmod(c->token_file, 0600);
+    c->node_timeout_ms = node_timeout_ms ? node_timeout_ms : 2000;
+    c->job_timeout_ms = 1500;
+    c->gcs_port = h_free_port();
+    snprintf(c->gcs_addr, sizeof c->gcs_addr, "127.0.0.1:%d", c->gcs_port);
+}
+
+/* fork + exec argv with stderr appended to logfile. */
+static pid_t spawn(char *const argv[], const char *logfile)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(logfile, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static bool file_nonempty(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t n = fread(out, 1, len - 1, f);
+    fclose(f);
+    out[n] = 0;
+    while (n && (out[n - 1] == '\n'))
+        out[--n] = 0;
+    return n > 0;
+}
+
+static bool wait_file(const char *path, char *out, size_t len, pid_t pid, int timeout_ms)
+{
+    double end = h_now_ms() + timeout_ms;
+    while (h_now_ms() < end) {
+        if (file_nonempty(path, out, len))
+            return true;
+        if (!h_alive(pid))
+            return false;
+        sleep_ms(10);
+    }
+    return false;
+}
+
+bool h_alive(pid_t pid)
+{
+    if (pid <= 0)
+        return false;
+    int status;
+    return waitpid(pid, &status, WNOHANG) == 0;
+}
+
+void h_kill(pid_t *pid, int sig)
+{
+    if (*pid <= 0)
+        return;
+    kill(*pid, sig);
+    if (sig == SIGKILL || sig == SIGTERM) {
+        int status;
+        waitpid(*pid, &status, 0);
+        *pid = 0;
+    }
+}
+
+int h_redis_start(h_cluster *c)
+{
+    c->redis_port = h_free_port();
+    char port[16], log[300];
+    snprintf(port, sizeof port, "%d", c->redis_port);
+    snprintf(log, sizeof log, "%s/redis.log", c->dir);
+    char *argv[] = {"/usr/bin/redis-server", "--port", port, "--bind", "127.0.0.1",
+                    "--save", "", "--appendonly", "no", NULL};
+    c->redis_pid = spawn(argv, log);
+    snprintf(c->storage, sizeof c->storage, "redis://127.0.0.1:%d", c->redis_port);
+    /* Ready when it accepts a connection. */
+    double end = h_now_ms() + 10000;
+    while (h_now_ms() < end) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->redis_port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok)
+            return 0;
+        sleep_ms(20);
+    }
+    return -1;
+}
+
+int h_gcs_start(h_cluster *c)
+{
+    char exe[512], port[16], portfile[300], log[300], nto[16], jto[16];
+    snprintf(exe, sizeof exe, "%s/gcs/escher-gcs", bin_dir());
+    snprintf(port, sizeof port, "%d", c->gcs_port);
+    snprintf(portfile, sizeof portfile, "%s/gcs.port", c->dir);
+    snprintf(log, sizeof log, "%s/gcs.log", c->dir);
+    snprintf(nto, sizeof nto, "%d", c->node_timeout_ms);
+    snprintf(jto, sizeof jto, "%d", c->job_timeout_ms);
+    unlink(portfile);
+    char *argv[] = {exe, "--bind", "127.0.0.1", "--port", port, "--port-file", portfile,
+                    "--token-file", c->token_file, "--storage", c->storage[0] ? c->storage : "memory",
+                    "--node-timeout-ms", nto, "--heartbeat-ms", "100", "--job-timeout-ms", jto,
+                    NULL};
+    c->gcs_pid = spawn(argv, log);
+    char buf[32];
+    return wait_file(portfile, buf, sizeof buf, c->gcs_pid, 15000) ? 0 : -1;
+}
+
+/* Splits extra flags on spaces into argv (no quoting needed by the tests). */
+static int split_words(char *s, char **out, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(s, " "); tok && n < max; tok = strtok(NULL, " "))
+        out[n++] = tok;
+    return n;
+}
+
+int h_raylet_start(h_cluster *c, int i, const char *extra)
+{
+    h_raylet *r = &c->raylets[i];
+    if (extra)
+        snprintf(r->extra, sizeof r->extra, "%s", extra);
+    if (!r->port)
+        r->port = h_free_port();
+    char exe[512], port[16], idfile[300], log[300], words[512];
+    snprintf(exe, sizeof exe, "%s/raylet/escher-raylet", bin_dir());
+    snprintf(port, sizeof port, "%d", r->port);
+    snprintf(idfile, sizeof idfile, "%s/node_id.%d", c->dir, i);
+    snprintf(log, sizeof log, "%s/raylet.%d.log", c->dir, i);
+    snprintf(words, sizeof words, "%s", r->extra);
+    unlink(idfile);
+    char *argv[64] = {exe, "--gcs-address", c->gcs_addr, "--token-file", c->token_file,
+                      "--bind", "127.0.0.1", "--port", port, "--node-id-file", idfile,
+                      "--num-cpus", "4", "--num-gpus", "0"};
+    int n = 15;
+    n += split_words(words, argv + n, 40);
+    argv[n] = NULL;
+    r->pid = spawn(argv, log);
+    if (i >= c->nraylets)
+        c->nraylets = i + 1;
+    return wait_file(idfile, r->node_id, sizeof r->node_id, r->pid, 15000) ? 0 : -1;
+}
+
+esc_client *h_connect(h_cluster *c, const char *ns, int local, bool detached)
+{
+    esc_connect_opts o = {.address = c->gcs_addr, .token = c->token, .namespace_ = ns,
+                          .node_id = local >= 0 ? c->raylets[local].node_id : "",
+                          .detached = detached, .session_dir = c->dir};
+    esc_client *cl = NULL;
+    esc_status st = {0};
+    if (esc_connect(&o, &cl, &st) != ESC_OK) {
+        fprintf(stderr, "connect failed: %s %s\n", esc_status_name(st.code), st.message);
+        exit(1);
+    }
+    return cl;
+}
+
+static void dump_logs(h_cluster *c)
+{
+    if (!getenv("H_DUMP_LOGS"))
+        return;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "tail -n 30 %s/*.log 1>&2", c->dir);
+    if (system(cmd) != 0)
+        return;
+}
+
+void h_stop(h_cluster *c)
+{
+    dump_logs(c);
+    for (int i = 0; i < c->nraylets; i++)
+        h_kill(&c->raylets[i].pid, SIGTERM);
+    h_kill(&c->gcs_pid, SIGTERM);
+    h_kill(&c->redis_pid, SIGTERM);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", c->dir);
+}
+
+bool h_wait_until(bool (*check)(void *), void *arg, int timeout_ms)
+{
+    double end = h_now_ms() + timeout_ms;
+    while (h_now_ms() < end) {
+        if (check(arg))
+            return true;
+        sleep_ms(20);
+    }
+    return check(arg);
+}

@@ -1,0 +1,72 @@
+/* harness.h: starts real escher processes on loopback for integration tests: one GCS,
+ * raylets, optionally a private redis-server, all in a temporary directory, and stops
+ * them at the end. Binaries come from $ESCHER_BIN_DIR (the build directory). */
+#ifndef ESC_HARNESS_H
+#define ESC_HARNESS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "escher/escher.h"
+
+#define H_MAX_RAYLETS 16
+
+typedef struct {
+    pid_t pid;
+    int port;
+    char node_id[80];
+    char extra[512];
+} h_raylet;
+
+typedef struct {
+    char dir[256];
+    char token[80];
+    char token_file[300];
+    char gcs_addr[64];
+    int gcs_port;
+    pid_t gcs_pid;
+    char storage[128];        /* "" = memory */
+    int node_timeout_ms;
+    int job_timeout_ms;
+    h_raylet raylets[H_MAX_RAYLETS];
+    int nraylets;
+    pid_t redis_pid;
+    int redis_port;
+} h_cluster;
+
+/* A free TCP port on loopback. */
+int h_free_port(void);
+
+/* Makes the directory and token; no process yet. node_timeout_ms 0 = 2000. */
+void h_init(h_cluster *c, int node_timeout_ms);
+
+/* Starts a private redis-server and points the GCS storage at it. Returns 0 or -1. */
+int h_redis_start(h_cluster *c);
+
+/* Starts (or restarts, on the same port) the GCS and waits until it serves. */
+int h_gcs_start(h_cluster *c);
+
+/* Starts raylet i (extra: more flags, e.g. "--resources foo=2", may be NULL) and waits
+ * until it registered. Returns 0 or -1. */
+int h_raylet_start(h_cluster *c, int i, const char *extra);
+
+/* Sends sig to a process and, for SIGKILL/SIGTERM, reaps it. */
+void h_kill(pid_t *pid, int sig);
+
+/* True while the process runs (not exited, not reaped). */
+bool h_alive(pid_t pid);
+
+/* Connects a client in namespace ns (NULL: default) whose local node is raylet `local`
+ * (-1: none). Fails the test on error. */
+esc_client *h_connect(h_cluster *c, const char *ns, int local, bool detached);
+
+/* Stops everything and removes the directory. */
+void h_stop(h_cluster *c);
+
+/* Milliseconds of a monotonic clock. */
+double h_now_ms(void);
+
+/* Polls cond-like check every 20 ms until it returns true or timeout_ms passes. */
+bool h_wait_until(bool (*check)(void *), void *arg, int timeout_ms);
+
+#endif

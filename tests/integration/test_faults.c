@@ -1,0 +1,197 @@
+/* test_faults.c: a raylet killed with -9 becomes dead and its resources disappear; a
+ * driver that dies takes its job's resources with it (detached ones stay); a GCS killed
+ * with -9 and restarted on Redis loses nothing, and raylets resume without restarting. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static h_cluster C;
+
+static bool has_row(esc_client *cl, const char *node_id, const char *name, const char **state)
+{
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    bool found = false;
+    static char st[16];
+    for (size_t n = 0; n < s->nnodes; n++) {
+        if (strcmp(s->nodes[n].id, node_id) != 0)
+            continue;
+        snprintf(st, sizeof st, "%s", s->nodes[n].state);
+        found = esc_node_resource(&s->nodes[n], name) != NULL;
+    }
+    esc_cluster_status_free(s);
+    if (state)
+        *state = st;
+    return found;
+}
+
+typedef struct {
+    esc_client *cl;
+    const char *node_id;
+    const char *name;
+} row_probe;
+
+static bool row_gone(void *p)
+{
+    row_probe *r = p;
+    return !has_row(r->cl, r->node_id, r->name, NULL);
+}
+
+static void test_raylet_killed(void **state)
+{
+    (void)state;
+    h_init(&C, 1000);
+    assert_int_equal(h_gcs_start(&C), 0);
+    assert_int_equal(h_raylet_start(&C, 0, NULL), 0);
+    assert_int_equal(h_raylet_start(&C, 1, NULL), 0);
+    esc_client *cl = h_connect(&C, "fault", 0, false);
+    uint64_t seq;
+    esc_target all = ESC_ALL_NODES;
+    assert_int_equal(esc_resource_set(cl, "r", ESC_QTY(4), &all, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    char dead_id[80];
+    snprintf(dead_id, sizeof dead_id, "%s", C.raylets[1].node_id);
+    assert_true(has_row(cl, dead_id, "fault/r", NULL));
+
+    double t0 = h_now_ms();
+    h_kill(&C.raylets[1].pid, SIGKILL);
+    row_probe p = {cl, dead_id, "fault/r"};
+    assert_true(h_wait_until(row_gone, &p, 8000));
+    double took = h_now_ms() - t0;
+    assert_true(took >= 900); /* not before the configured silence */
+    const char *st = NULL;
+    has_row(cl, dead_id, "fault/r", &st);
+    assert_string_equal(st, "DEAD");
+    /* The survivor keeps its resource; writes to the dead node are refused. */
+    assert_true(has_row(cl, C.raylets[0].node_id, "fault/r", NULL));
+    esc_target dead = ESC_NODE(dead_id);
+    esc_status es;
+    assert_int_equal(esc_resource_set(cl, "again", 1, &dead, NULL, &es), ESC_INVALID_ARGUMENT);
+    /* wait_applied over all nodes no longer waits for the dead one. */
+    assert_int_equal(esc_resource_add(cl, "r", ESC_QTY(1), &all, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    esc_disconnect(cl);
+    h_stop(&C);
+}
+
+static void test_driver_death_cleans_job(void **state)
+{
+    (void)state;
+    h_init(&C, 2000);
+    assert_int_equal(h_gcs_start(&C), 0);
+    assert_int_equal(h_raylet_start(&C, 0, NULL), 0);
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        /* A driver that creates one owned and one detached resource, then hangs. */
+        esc_client *owned = h_connect(&C, "drv", 0, false);
+        esc_client *det = h_connect(&C, "drv", 0, true);
+        uint64_t s1, s2;
+        if (esc_resource_set(owned, "owned", ESC_QTY(1), NULL, &s1, NULL) != ESC_OK ||
+            esc_resource_set(det, "kept", ESC_QTY(1), NULL, &s2, NULL) != ESC_OK ||
+            esc_wait_applied(owned, s2, NULL, 0, 5000, NULL) != ESC_OK)
+            _exit(1);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char x;
+    assert_int_equal(read(ready[0], &x, 1), 1);
+    esc_client *cl = h_connect(&C, "observer", 0, false);
+    assert_true(has_row(cl, C.raylets[0].node_id, "drv/owned", NULL));
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    row_probe p = {cl, C.raylets[0].node_id, "drv/owned"};
+    assert_true(h_wait_until(row_gone, &p, 10000));
+    assert_true(has_row(cl, C.raylets[0].node_id, "drv/kept", NULL));
+
+    /* A clean disconnect removes the job's resources at once. */
+    esc_client *j = h_connect(&C, "clean", 0, false);
+    uint64_t seq;
+    assert_int_equal(esc_resource_set(j, "tmp", ESC_QTY(1), NULL, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(j, seq, NULL, 0, 5000, NULL), ESC_OK);
+    assert_true(has_row(cl, C.raylets[0].node_id, "clean/tmp", NULL));
+    esc_disconnect(j);
+    row_probe q = {cl, C.raylets[0].node_id, "clean/tmp"};
+    assert_true(h_wait_until(row_gone, &q, 3000));
+    esc_disconnect(cl);
+    close(ready[0]);
+    close(ready[1]);
+    h_stop(&C);
+}
+
+static void test_gcs_restart_with_redis(void **state)
+{
+    (void)state;
+    h_init(&C, 5000);
+    assert_int_equal(h_redis_start(&C), 0);
+    assert_int_equal(h_gcs_start(&C), 0);
+    assert_int_equal(h_raylet_start(&C, 0, NULL), 0);
+    assert_int_equal(h_raylet_start(&C, 1, NULL), 0);
+    pid_t r0 = C.raylets[0].pid, r1 = C.raylets[1].pid;
+
+    esc_client *cl = h_connect(&C, "durable", 0, true);
+    uint64_t seq;
+    esc_target all = ESC_ALL_NODES;
+    assert_int_equal(esc_resource_set(cl, "a", ESC_QTY(2), &all, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_resource_add(cl, "a", ESC_QTY(0.5), &all, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_kv_put(cl, "ns", "key", "value", 5, true, NULL, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+
+    h_kill(&C.gcs_pid, SIGKILL);
+    assert_int_equal(h_gcs_start(&C), 0);
+
+    /* Everything acknowledged before the crash is back. */
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    assert_int_equal(s->nnodes, 2);
+    assert_true(s->committed_seq >= seq);
+    esc_cluster_status_free(s);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_kv_get(cl, "ns", "key", &v, &len, NULL), ESC_OK);
+    assert_int_equal(len, 5);
+    assert_memory_equal(v, "value", 5);
+    free(v);
+
+    /* The same client keeps working (its job survived), raylets resume their streams
+     * and apply new entries without having restarted. */
+    assert_int_equal(esc_resource_add(cl, "a", ESC_QTY(1), &all, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 10000, NULL), ESC_OK);
+    assert_int_equal(C.raylets[0].pid, r0);
+    assert_int_equal(C.raylets[1].pid, r1);
+    assert_true(h_alive(r0) && h_alive(r1));
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    for (size_t n = 0; n < s->nnodes; n++) {
+        const esc_resource_info *r = esc_node_resource(&s->nodes[n], "durable/a");
+        assert_non_null(r);
+        assert_int_equal(r->total, 35000);
+        assert_string_equal(s->nodes[n].state, "ALIVE");
+    }
+    esc_cluster_status_free(s);
+    esc_disconnect(cl);
+    h_stop(&C);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_raylet_killed),
+        cmocka_unit_test(test_driver_death_cleans_job),
+        cmocka_unit_test(test_gcs_restart_with_redis),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,410 @@
+/* test_resources.c: ephemeral resources across a GCS and three raylets on loopback:
+ * targeted, selector and all-nodes writes, atomic batches, wait_applied, concurrent
+ * writers, validation, and the held/available semantics enforced by a raylet. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "raylet.pb-c.h"
+
+static h_cluster C;
+
+static int setup(void **state)
+{
+    (void)state;
+    h_init(&C, 3000);
+    if (h_gcs_start(&C) != 0)
+        return -1;
+    if (h_raylet_start(&C, 0, "--resources static_a=2") != 0)
+        return -1;
+    if (h_raylet_start(&C, 1, NULL) != 0 || h_raylet_start(&C, 2, NULL) != 0)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_stop(&C);
+    return 0;
+}
+
+/* The row `name` of node i in a fresh cluster status; false when absent. */
+static bool row_of(esc_client *cl, int i, const char *name, esc_resource_info *out)
+{
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    bool found = false;
+    for (size_t n = 0; n < s->nnodes; n++) {
+        if (strcmp(s->nodes[n].id, C.raylets[i].node_id) != 0)
+            continue;
+        const esc_resource_info *r = esc_node_resource(&s->nodes[n], name);
+        if (r) {
+            *out = *r;
+            out->name = out->namespace_ = out->owner = NULL;
+            found = true;
+        }
+    }
+    esc_cluster_status_free(s);
+    return found;
+}
+
+static int64_t total_of(esc_client *cl, int i, const char *name)
+{
+    esc_resource_info r;
+    return row_of(cl, i, name, &r) ? r.total : -1;
+}
+
+static void applied(esc_client *cl, uint64_t seq)
+{
+    esc_status st;
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, &st), ESC_OK);
+}
+
+static void test_targeted_write(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "tgt", 0, false);
+    uint64_t seq = 0;
+    esc_target t1 = ESC_NODE(C.raylets[1].node_id);
+    assert_int_equal(esc_resource_set(cl, "gpu_slot", ESC_QTY(2.5), &t1, &seq, NULL), ESC_OK);
+    assert_true(seq > 0);
+    applied(cl, seq);
+    assert_int_equal(total_of(cl, 1, "tgt/gpu_slot"), 25000);
+    assert_int_equal(total_of(cl, 0, "tgt/gpu_slot"), -1);
+    assert_int_equal(total_of(cl, 2, "tgt/gpu_slot"), -1);
+    /* local target = raylet 0 */
+    assert_int_equal(esc_resource_set(cl, "mine", ESC_QTY(1), NULL, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_int_equal(total_of(cl, 0, "tgt/mine"), 10000);
+    /* add is a delta; present-with-zero stays present */
+    assert_int_equal(esc_resource_add(cl, "gpu_slot", ESC_QTY(-2.5), &t1, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_int_equal(total_of(cl, 1, "tgt/gpu_slot"), 0);
+    assert_int_equal(esc_resource_delete(cl, "gpu_slot", &t1, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_int_equal(total_of(cl, 1, "tgt/gpu_slot"), -1);
+    esc_disconnect(cl);
+}
+
+static void test_all_nodes_and_selector(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "sel", -1, false);
+    uint64_t seq;
+    esc_target all = ESC_ALL_NODES;
+    assert_int_equal(esc_resource_set(cl, "everywhere", ESC_QTY(3), &all, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(total_of(cl, i, "sel/everywhere"), 30000);
+
+    /* Only raylet 0 has static_a: a selector on it picks raylet 0. */
+    esc_amount where[] = {{.name = "static_a", .value = ESC_QTY(1)}};
+    esc_target sel = {.kind = ESC_TARGET_SELECTOR, .where = where, .nwhere = 1, .num_nodes = 1};
+    assert_int_equal(esc_resource_set(cl, "picked", ESC_QTY(1), &sel, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_int_equal(total_of(cl, 0, "sel/picked"), 10000);
+    assert_int_equal(total_of(cl, 1, "sel/picked"), -1);
+
+    /* Two nodes with CPU >= 1: any two of the three, and exactly two. */
+    esc_amount cpu[] = {{.name = "CPU", .value = ESC_QTY(1)}};
+    esc_target two = {.kind = ESC_TARGET_SELECTOR, .where = cpu, .nwhere = 1, .num_nodes = 2};
+    assert_int_equal(esc_resource_set(cl, "pair", ESC_QTY(1), &two, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    int have = 0;
+    for (int i = 0; i < 3; i++)
+        have += total_of(cl, i, "sel/pair") == 10000;
+    assert_int_equal(have, 2);
+
+    /* Four nodes asked, three exist: refused, nothing applied. */
+    esc_status st;
+    esc_target four = {.kind = ESC_TARGET_SELECTOR, .where = cpu, .nwhere = 1, .num_nodes = 4};
+    assert_int_equal(esc_resource_set(cl, "quad", ESC_QTY(1), &four, &seq, &st),
+                     ESC_FAILED_PRECONDITION);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(total_of(cl, i, "sel/quad"), -1);
+    esc_disconnect(cl);
+}
+
+static void test_atomic_batch(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "batch", 0, false);
+    esc_cluster_status *before = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &before, NULL), ESC_OK);
+    esc_batch *b = esc_batch_new();
+    esc_target n0 = ESC_NODE(C.raylets[0].node_id), n1 = ESC_NODE(C.raylets[1].node_id);
+    esc_target bad = ESC_NODE("0123456789abcdef");
+    esc_batch_set(b, "x", ESC_QTY(1), &n0);
+    esc_batch_set(b, "y", ESC_QTY(2), &n1);
+    esc_batch_set(b, "z", ESC_QTY(3), &bad);
+    uint64_t seq = 0;
+    esc_status st;
+    assert_int_equal(esc_batch_commit(cl, b, &seq, &st), ESC_INVALID_ARGUMENT);
+    assert_non_null(strstr(st.message, "unknown node"));
+    esc_cluster_status *after = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &after, NULL), ESC_OK);
+    assert_int_equal(after->committed_seq, before->committed_seq);
+    assert_int_equal(total_of(cl, 0, "batch/x"), -1);
+    assert_int_equal(total_of(cl, 1, "batch/y"), -1);
+    esc_cluster_status_free(before);
+    esc_cluster_status_free(after);
+    esc_batch_free(b);
+
+    /* The same batch without the bad target commits as one entry. */
+    b = esc_batch_new();
+    esc_batch_set(b, "x", ESC_QTY(1), &n0);
+    esc_batch_set(b, "y", ESC_QTY(2), &n1);
+    esc_batch_add(b, "y", ESC_QTY(0.5), &n1);
+    assert_int_equal(esc_batch_commit(cl, b, &seq, NULL), ESC_OK);
+    const char *ids[] = {C.raylets[0].node_id, C.raylets[1].node_id};
+    assert_int_equal(esc_wait_applied(cl, seq, ids, 2, 5000, NULL), ESC_OK);
+    assert_int_equal(total_of(cl, 0, "batch/x"), 10000);
+    assert_int_equal(total_of(cl, 1, "batch/y"), 25000);
+    esc_batch_free(b);
+    esc_disconnect(cl);
+}
+
+static void test_validation(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "val", 0, false);
+    esc_status st;
+    assert_int_equal(esc_resource_set(cl, "CPU", ESC_QTY(1), NULL, NULL, &st), ESC_PERMISSION_DENIED);
+    assert_int_equal(esc_resource_set(cl, "node:127.0.0.1", 1, NULL, NULL, &st), ESC_PERMISSION_DENIED);
+    assert_int_equal(esc_resource_set(cl, "bad name!", 1, NULL, NULL, &st), ESC_INVALID_ARGUMENT);
+    assert_int_equal(esc_resource_set(cl, "", 1, NULL, NULL, &st), ESC_INVALID_ARGUMENT);
+    char longname[80];
+    memset(longname, 'a', 70);
+    longname[70] = 0;
+    assert_int_equal(esc_resource_set(cl, longname, 1, NULL, NULL, &st), ESC_INVALID_ARGUMENT);
+    assert_int_equal(esc_resource_set(cl, "neg", -1, NULL, NULL, &st), ESC_INVALID_ARGUMENT);
+    esc_target ghost = ESC_NODE("feedfacefeedface");
+    assert_int_equal(esc_resource_set(cl, "ok", 1, &ghost, NULL, &st), ESC_INVALID_ARGUMENT);
+    assert_int_equal(esc_resource_delete(cl, "never_made", NULL, NULL, &st), ESC_NOT_FOUND);
+    assert_int_equal(esc_wait_applied(cl, UINT64_MAX / 2, NULL, 0, 100, &st), ESC_INVALID_ARGUMENT);
+    /* Nothing above left a row behind. */
+    assert_int_equal(total_of(cl, 0, "val/neg"), -1);
+    assert_int_equal(total_of(cl, 0, "val/ok"), -1);
+    esc_disconnect(cl);
+}
+
+static void test_cross_namespace(void **state)
+{
+    (void)state;
+    esc_client *alice = h_connect(&C, "alice", 0, false);
+    esc_client *bob = h_connect(&C, "bob", 0, false);
+    uint64_t seq;
+    assert_int_equal(esc_resource_set(alice, "secret", ESC_QTY(1), NULL, &seq, NULL), ESC_OK);
+    /* bob names alice's namespace explicitly through a raw batch op: refused. */
+    esc_status st;
+    assert_int_equal(esc_resource_set_ns(bob, "alice", "secret", ESC_QTY(5), NULL, NULL, &st),
+                     ESC_PERMISSION_DENIED);
+    /* bob's own "secret" is a different resource. */
+    assert_int_equal(esc_resource_set(bob, "secret", ESC_QTY(7), NULL, &seq, NULL), ESC_OK);
+    applied(alice, seq);
+    assert_int_equal(total_of(alice, 0, "alice/secret"), 10000);
+    assert_int_equal(total_of(alice, 0, "bob/secret"), 70000);
+    esc_disconnect(alice);
+    esc_disconnect(bob);
+}
+
+typedef struct {
+    int id;
+    int rounds;
+} writer_arg;
+
+static void *writer(void *p)
+{
+    writer_arg *w = p;
+    esc_client *cl = h_connect(&C, "conc", 0, true);
+    char own[32];
+    snprintf(own, sizeof own, "own%d", w->id);
+    esc_target n2 = ESC_NODE(C.raylets[2].node_id);
+    for (int i = 0; i < w->rounds; i++) {
+        if (esc_resource_add(cl, "shared", ESC_QTY(1), &n2, NULL, NULL) != ESC_OK ||
+            esc_resource_add(cl, own, ESC_QTY(0.5), &n2, NULL, NULL) != ESC_OK)
+            abort();
+    }
+    esc_disconnect(cl);
+    return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+    (void)state;
+    enum { THREADS = 8, ROUNDS = 100 };
+    pthread_t th[THREADS];
+    writer_arg args[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        args[i] = (writer_arg){i, ROUNDS};
+        pthread_create(&th[i], NULL, writer, &args[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    esc_client *cl = h_connect(&C, "conc", 0, true);
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    applied(cl, s->committed_seq);
+    esc_cluster_status_free(s);
+    assert_int_equal(total_of(cl, 2, "conc/shared"), THREADS * ROUNDS * 10000LL);
+    for (int i = 0; i < THREADS; i++) {
+        char name[48];
+        snprintf(name, sizeof name, "conc/own%d", i);
+        assert_int_equal(total_of(cl, 2, name), ROUNDS * 5000LL);
+    }
+    esc_disconnect(cl);
+}
+
+/* Leases through the raylet's own service: the node's admission authority. */
+static esc_rpc_channel *raylet_channel(int i)
+{
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[i].port);
+    return esc_rpc_channel_new(addr, C.token);
+}
+
+static int lease(esc_rpc_channel *ch, const char *name, int64_t qty, int wait_ms, uint64_t *id)
+{
+    Escher__Amount a = ESCHER__AMOUNT__INIT;
+    a.name = (char *)name;
+    a.value = qty;
+    Escher__Amount *list[] = {&a};
+    Escher__RequestLeaseRequest req = ESCHER__REQUEST_LEASE_REQUEST__INIT;
+    req.resources = list;
+    req.n_resources = 1;
+    req.wait_ms = (uint32_t)wait_ms;
+    Escher__RequestLeaseReply *rep = NULL;
+    int rc = esc_rpc_call(ch, &escher__raylet__descriptor, "RequestLease", &req.base,
+                          (ProtobufCMessage **)&rep, wait_ms + 5000, 0, NULL);
+    assert_int_equal(rc, ESC_OK);
+    int granted = rep->granted;
+    *id = rep->lease_id;
+    protobuf_c_message_free_unpacked(&rep->base, NULL);
+    return granted;
+}
+
+static void unlease(esc_rpc_channel *ch, uint64_t id)
+{
+    Escher__ReturnLeaseRequest req = ESCHER__RETURN_LEASE_REQUEST__INIT;
+    req.lease_id = id;
+    ProtobufCMessage *rep = NULL;
+    assert_int_equal(esc_rpc_call(ch, &escher__raylet__descriptor, "ReturnLease", &req.base, &rep,
+                                  5000, 0, NULL),
+                     ESC_OK);
+    protobuf_c_message_free_unpacked(rep, NULL);
+}
+
+typedef struct {
+    esc_rpc_channel *ch;
+    int granted;
+    uint64_t id;
+    double done_ms;
+} queued_lease;
+
+static void *queued_lease_thread(void *p)
+{
+    queued_lease *q = p;
+    q->granted = lease(q->ch, "held/q", ESC_QTY(1), 8000, &q->id);
+    q->done_ms = h_now_ms();
+    return NULL;
+}
+
+static void test_shrink_and_delete_while_held(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "held", 1, false);
+    esc_rpc_channel *ch = raylet_channel(1);
+    uint64_t seq, a, b, c;
+    assert_int_equal(esc_resource_set(cl, "slot", ESC_QTY(2), NULL, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_true(lease(ch, "held/slot", ESC_QTY(1), 0, &a));
+    assert_true(lease(ch, "held/slot", ESC_QTY(1), 0, &b));
+    assert_false(lease(ch, "held/slot", ESC_QTY(1), 50, &c)); /* full */
+
+    /* Shrink to 1 below held 2: nobody preempted; available -1. */
+    assert_int_equal(esc_resource_set(cl, "slot", ESC_QTY(1), NULL, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    esc_resource_info r;
+    assert_true(row_of(cl, 1, "held/slot", &r));
+    assert_int_equal(r.total, 10000);
+    assert_int_equal(r.held, 20000);
+    assert_int_equal(r.available, -10000);
+    unlease(ch, a);
+    assert_false(lease(ch, "held/slot", ESC_QTY(1), 50, &c)); /* held 1 == total 1 */
+    unlease(ch, b);
+    assert_true(lease(ch, "held/slot", ESC_QTY(1), 0, &c));
+
+    /* Delete while held: the holder finishes, nothing new is admitted, then it is gone. */
+    assert_int_equal(esc_resource_delete(cl, "slot", NULL, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_true(row_of(cl, 1, "held/slot", &r));
+    assert_true(r.deleted);
+    uint64_t d;
+    assert_false(lease(ch, "held/slot", ESC_QTY(0.1), 50, &d));
+    unlease(ch, c);
+    /* The release reaches the GCS with the raylet's next report. */
+    for (int i = 0; i < 100 && row_of(cl, 1, "held/slot", &r); i++)
+        usleep(20000);
+    assert_false(row_of(cl, 1, "held/slot", &r));
+
+    /* A request queued on a present-with-zero resource is admitted as soon as capacity
+     * is added (event driven: long before its 8 s wait runs out). */
+    assert_int_equal(esc_resource_set(cl, "q", 0, NULL, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_true(row_of(cl, 1, "held/q", &r)); /* present with zero */
+    assert_int_equal(r.total, 0);
+    queued_lease ql = {ch, 0, 0, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, queued_lease_thread, &ql);
+    usleep(200000);
+    double t0 = h_now_ms();
+    assert_int_equal(esc_resource_add(cl, "q", ESC_QTY(1), NULL, &seq, NULL), ESC_OK);
+    pthread_join(th, NULL);
+    assert_true(ql.granted);
+    assert_true(ql.done_ms - t0 < 3000);
+    unlease(ch, ql.id);
+    esc_rpc_channel_free(ch);
+    esc_disconnect(cl);
+}
+
+static void test_unbounded(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "unb", 2, false);
+    esc_rpc_channel *ch = raylet_channel(2);
+    uint64_t seq, id;
+    assert_int_equal(esc_resource_set_unbounded(cl, "any", NULL, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_true(lease(ch, "unb/any", ESC_QTY(1e6), 0, &id));
+    esc_resource_info r;
+    assert_true(row_of(cl, 2, "unb/any", &r));
+    assert_true(r.unbounded);
+    unlease(ch, id);
+    esc_rpc_channel_free(ch);
+    esc_disconnect(cl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_targeted_write),
+        cmocka_unit_test(test_all_nodes_and_selector),
+        cmocka_unit_test(test_atomic_batch),
+        cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_cross_namespace),
+        cmocka_unit_test(test_concurrent_writers),
+        cmocka_unit_test(test_shrink_and_delete_while_held),
+        cmocka_unit_test(test_unbounded),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,286 @@
+/* test_rpc.c: the generic protobuf-c/gRPC binding: unary calls, server streams, the
+ * token, deadlines, cancellation reaching the handler, retry until a server comes up,
+ * malformed requests, and clean shutdown with calls still held. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gcs.pb-c.h"
+#include "loop.h"
+#include "rpc.h"
+
+typedef struct {
+    esc_loop *loop;
+    esc_rpc_server *srv;
+    pthread_t thread;
+    char addr[64];
+    esc_rpc_ctx *held;       /* a WaitApplied call the server never answers */
+    int cancelled;           /* set on the loop when the held call's peer went away */
+} fixture;
+
+static void *run_loop(void *p)
+{
+    esc_loop_run(p);
+    return NULL;
+}
+
+/* KvGet echoes the key back as the value. */
+static void on_kv_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    (void)ud;
+    const Escher__KvGetRequest *req = (const Escher__KvGetRequest *)msg;
+    if (!strcmp(req->key, "fail")) {
+        esc_rpc_finish(call, ESC_NOT_FOUND, "no such key");
+        return;
+    }
+    Escher__KvGetReply rep = ESCHER__KV_GET_REPLY__INIT;
+    rep.found = true;
+    rep.value.data = (uint8_t *)req->key;
+    rep.value.len = strlen(req->key);
+    esc_rpc_reply(call, &rep.base);
+}
+
+/* Subscribe streams from_seq events numbered 1..from_seq, then ends OK. */
+static void on_subscribe(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    (void)ud;
+    const Escher__SubscribeRequest *req = (const Escher__SubscribeRequest *)msg;
+    for (uint64_t i = 1; i <= req->from_seq; i++) {
+        Escher__Event ev = ESCHER__EVENT__INIT;
+        ev.seq = i;
+        assert_int_equal(esc_rpc_send(call, &ev.base), 0);
+    }
+    esc_rpc_finish(call, ESC_OK, NULL);
+}
+
+static void on_held_cancel(esc_rpc_ctx *call, void *ud)
+{
+    fixture *f = ud;
+    f->cancelled = 1;
+    f->held = NULL;
+    esc_rpc_finish(call, ESC_CANCELLED, NULL);
+}
+
+static void on_wait(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    (void)msg;
+    fixture *f = ud;
+    f->held = call;
+    esc_rpc_ctx_on_cancel(call, on_held_cancel, f);
+}
+
+static esc_rpc_server *start_server(fixture *f, const char *addr)
+{
+    char err[256];
+    esc_rpc_server *s = esc_rpc_server_new(addr, "sekrit", esc_loop_post, f->loop, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), 0);
+    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "Subscribe", on_subscribe, f), 0);
+    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "WaitApplied", on_wait, f), 0);
+    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "NoSuchMethod", on_wait, f), -1);
+    assert_int_equal(esc_rpc_server_start(s), 0);
+    return s;
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->loop = esc_loop_new();
+    f->srv = start_server(f, "127.0.0.1:0");
+    snprintf(f->addr, sizeof f->addr, "127.0.0.1:%d", esc_rpc_server_port(f->srv));
+    pthread_create(&f->thread, NULL, run_loop, f->loop);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    esc_loop_stop(f->loop);
+    pthread_join(f->thread, NULL);
+    if (f->held)
+        esc_rpc_finish(f->held, ESC_UNAVAILABLE, "bye");
+    esc_rpc_server_free(f->srv);
+    esc_loop_drain(f->loop);
+    esc_loop_free(f->loop);
+    free(f);
+    return 0;
+}
+
+static int kv_get(esc_rpc_channel *ch, const char *key, char *out, size_t outlen, esc_status *st)
+{
+    Escher__KvGetRequest req = ESCHER__KV_GET_REQUEST__INIT;
+    req.key = (char *)key;
+    Escher__KvGetReply *rep = NULL;
+    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base,
+                          (ProtobufCMessage **)&rep, 2000, 0, st);
+    if (rc == ESC_OK) {
+        snprintf(out, outlen, "%.*s", (int)rep->value.len, rep->value.data);
+        protobuf_c_message_free_unpacked(&rep->base, NULL);
+    }
+    return rc;
+}
+
+static void test_unary(void **state)
+{
+    fixture *f = *state;
+    esc_rpc_channel *ch = esc_rpc_channel_new(f->addr, "sekrit");
+    char out[64];
+    esc_status st;
+    for (int i = 0; i < 100; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "k%d", i);
+        assert_int_equal(kv_get(ch, key, out, sizeof out, &st), ESC_OK);
+        assert_string_equal(out, key);
+    }
+    assert_int_equal(kv_get(ch, "fail", out, sizeof out, &st), ESC_NOT_FOUND);
+    assert_string_equal(st.message, "no such key");
+    /* A method the server did not register. */
+    Escher__KvDelRequest del = ESCHER__KV_DEL_REQUEST__INIT;
+    ProtobufCMessage *rep = NULL;
+    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "KvDel", &del.base, &rep, 2000, 0, &st),
+                     ESC_UNIMPLEMENTED);
+    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "Bogus", &del.base, &rep, 2000, 0, &st),
+                     ESC_UNIMPLEMENTED);
+    esc_rpc_channel_free(ch);
+}
+
+static void test_token(void **state)
+{
+    fixture *f = *state;
+    char out[64];
+    esc_status st;
+    esc_rpc_channel *none = esc_rpc_channel_new(f->addr, NULL);
+    assert_int_equal(kv_get(none, "x", out, sizeof out, &st), ESC_UNAUTHENTICATED);
+    esc_rpc_channel_free(none);
+    esc_rpc_channel *wrong = esc_rpc_channel_new(f->addr, "sekriT");
+    assert_int_equal(kv_get(wrong, "x", out, sizeof out, &st), ESC_UNAUTHENTICATED);
+    esc_rpc_channel_free(wrong);
+}
+
+static void test_stream(void **state)
+{
+    fixture *f = *state;
+    esc_rpc_channel *ch = esc_rpc_channel_new(f->addr, "sekrit");
+    Escher__SubscribeRequest req = ESCHER__SUBSCRIBE_REQUEST__INIT;
+    req.from_seq = 500;
+    esc_status st;
+    esc_rpc_stream *s = esc_rpc_stream_open(ch, &escher__gcs__descriptor, "Subscribe", &req.base, &st);
+    assert_non_null(s);
+    ProtobufCMessage *m;
+    uint64_t want = 1;
+    while (esc_rpc_stream_next(s, &m, &st) == 1) {
+        assert_int_equal(((Escher__Event *)m)->seq, want++); /* in order, none lost */
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    assert_int_equal(want, 501);
+    assert_int_equal(st.code, ESC_OK);
+    esc_rpc_stream_free(s);
+    esc_rpc_channel_free(ch);
+}
+
+static void test_deadline_and_cancel_reach_handler(void **state)
+{
+    fixture *f = *state;
+    esc_rpc_channel *ch = esc_rpc_channel_new(f->addr, "sekrit");
+    Escher__WaitAppliedRequest req = ESCHER__WAIT_APPLIED_REQUEST__INIT;
+    ProtobufCMessage *rep = NULL;
+    esc_status st;
+    f->cancelled = 0;
+    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "WaitApplied", &req.base, &rep,
+                                  200, 0, &st),
+                     ESC_DEADLINE_EXCEEDED);
+    for (int i = 0; i < 200 && !__atomic_load_n(&f->cancelled, __ATOMIC_SEQ_CST); i++)
+        usleep(10000);
+    assert_int_equal(__atomic_load_n(&f->cancelled, __ATOMIC_SEQ_CST), 1);
+    esc_rpc_channel_free(ch);
+}
+
+static void test_malformed_request(void **state)
+{
+    fixture *f = *state;
+    esc_rpc_channel *ch = esc_rpc_channel_new(f->addr, "sekrit");
+    const unsigned char junk[] = {0x0a, 0x7f, 'a'};
+    esc_status st;
+    assert_int_equal(esc_rpc_call_bytes(ch, &escher__gcs__descriptor, "KvGet", junk, sizeof junk,
+                                        2000, &st),
+                     ESC_INVALID_ARGUMENT);
+    char out[16];
+    assert_int_equal(kv_get(ch, "still-up", out, sizeof out, &st), ESC_OK);
+    esc_rpc_channel_free(ch);
+}
+
+static void test_unavailable_and_retry(void **state)
+{
+    (void)state;
+    int port;
+    {
+        /* Find a free port by binding a server and freeing it. */
+        esc_loop *l = esc_loop_new();
+        char err[128];
+        esc_rpc_server *s = esc_rpc_server_new("127.0.0.1:0", NULL, esc_loop_post, l, err, sizeof err);
+        port = esc_rpc_server_port(s);
+        esc_rpc_server_free(s);
+        esc_loop_free(l);
+    }
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, "sekrit");
+    char out[16];
+    esc_status st;
+    /* Not idempotent: fails fast. */
+    assert_int_equal(kv_get(ch, "x", out, sizeof out, &st), ESC_UNAVAILABLE);
+
+    /* Idempotent: waits for the server that comes up 300 ms later. */
+    fixture g = {0};
+    g.loop = esc_loop_new();
+    pthread_create(&g.thread, NULL, run_loop, g.loop);
+    Escher__KvGetRequest req = ESCHER__KV_GET_REQUEST__INIT;
+    req.key = "late";
+    Escher__KvGetReply *rep = NULL;
+    pid_t starter = 0;
+    (void)starter;
+    usleep(300000);
+    g.srv = start_server(&g, addr);
+    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base,
+                          (ProtobufCMessage **)&rep, 5000, ESC_RPC_IDEMPOTENT, &st);
+    assert_int_equal(rc, ESC_OK);
+    protobuf_c_message_free_unpacked(&rep->base, NULL);
+    esc_rpc_channel_free(ch);
+    esc_loop_stop(g.loop);
+    pthread_join(g.thread, NULL);
+    esc_rpc_server_free(g.srv);
+    esc_loop_drain(g.loop);
+    esc_loop_free(g.loop);
+}
+
+static void test_bind_conflict(void **state)
+{
+    fixture *f = *state;
+    char err[256] = "";
+    esc_rpc_server *s = esc_rpc_server_new(f->addr, NULL, esc_loop_post, f->loop, err, sizeof err);
+    assert_null(s);
+    assert_non_null(strstr(err, "cannot listen"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unary),
+        cmocka_unit_test(test_token),
+        cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_deadline_and_cancel_reach_handler),
+        cmocka_unit_test(test_malformed_request),
+        cmocka_unit_test(test_bind_conflict),
+        cmocka_unit_test(test_unavailable_and_retry),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
