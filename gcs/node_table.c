@@ -98,7 +98,8 @@ static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
     }
     Escher__NodeInfo *info = (Escher__NodeInfo *)esc_pb_dup(&req->node->base);
     if (!*info->node_id) {
-        free(info->node_id);
+        if (info->node_id != protobuf_c_empty_string) /* unpacked "" is a shared constant */
+            free(info->node_id);
         info->node_id = malloc(ESC_ID_HEX + 1);
         esc_random_hex(info->node_id, ESC_ID_HEX / 2);
     }

@@ -1,0 +1,403 @@
+/* config.c: the command line of escher-raylet (docs/processes.md) and its checks.
+ * Every bad value is reported as one line; main exits 2 on it. */
+#include "raylet.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "names.h"
+#include "qty.h"
+
+#define LABEL_KEY_MAX 128
+#define LABEL_VALUE_MAX 256
+
+static const char usage[] =
+    "usage: escher-raylet --gcs-address HOST:PORT [options]\n"
+    "  --token-file F              cluster token (default $ESCHER_TOKEN)\n"
+    "  --bind HOST                 listen address (0.0.0.0)\n"
+    "  --port P                    gRPC port (0 picks a free one)\n"
+    "  --node-ip IP                address advertised to the cluster (127.0.0.1)\n"
+    "  --num-cpus N                CPUs (detected)\n"
+    "  --num-gpus N                GPUs (detected through the CUDA runtime)\n"
+    "  --memory BYTES              memory (detected)\n"
+    "  --object-store-memory BYTES object store capacity (30% of memory)\n"
+    "  --resources NAME=QTY,...    static custom resources\n"
+    "  --labels K=V,...            node labels\n"
+    "  --node-id-file F            write the node id here once registered\n"
+    "  --node-id ID                reuse a node id\n";
+
+const char *raylet_usage(void)
+{
+    return usage;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void set_str(char **dst, const char *v)
+{
+    free(*dst);
+    *dst = strdup(v);
+}
+
+/* A non-negative, bounded quantity ("4", "0.5"). */
+static int parse_count(const char *flag, const char *v, int64_t *out, char *err, size_t errlen)
+{
+    bool unb = false;
+    if (esc_qty_parse(v, out, &unb) != 0 || unb || *out < 0)
+        return fail(err, errlen, "%s: expected a non-negative number, got '%s'", flag, v);
+    return 0;
+}
+
+/* A whole number of bytes that fits a quantity. */
+static int parse_bytes(const char *flag, const char *v, uint64_t *out, char *err, size_t errlen)
+{
+    const uint64_t max = (uint64_t)(ESC_QTY_MAX / ESC_QTY_SCALE);
+    if (!*v || strspn(v, "0123456789") != strlen(v))
+        return fail(err, errlen, "%s: expected a number of bytes, got '%s'", flag, v);
+    errno = 0;
+    unsigned long long b = strtoull(v, NULL, 10);
+    if (errno || b > max)
+        return fail(err, errlen, "%s: %s bytes is more than the largest quantity (%llu)", flag,
+                    v, (unsigned long long)max);
+    *out = b;
+    return 0;
+}
+
+static int parse_port(const char *flag, const char *v, int *out, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long p = strtol(v, &end, 10);
+    if (!*v || *end || errno || p < 0 || p > 65535)
+        return fail(err, errlen, "%s: expected a port 0..65535, got '%s'", flag, v);
+    *out = (int)p;
+    return 0;
+}
+
+static bool is_ip(const char *v)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, v, buf) == 1 || inet_pton(AF_INET6, v, buf) == 1;
+}
+
+/* An IP address or a host name. */
+static bool is_host(const char *v)
+{
+    if (is_ip(v))
+        return true;
+    size_t n = strlen(v);
+    if (n == 0 || n > 253)
+        return false;
+    for (const char *p = v; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.' && *p != '_')
+            return false;
+    return true;
+}
+
+/* HOST:PORT, with [v6]:PORT accepted. */
+static int check_host_port(const char *flag, const char *v, char *err, size_t errlen)
+{
+    const char *colon = strrchr(v, ':');
+    if (!colon || colon == v)
+        return fail(err, errlen, "%s: expected HOST:PORT, got '%s'", flag, v);
+    int port;
+    char perr[8];
+    if (parse_port(flag, colon + 1, &port, perr, sizeof perr) != 0 || port == 0)
+        return fail(err, errlen, "%s: expected HOST:PORT with a port 1..65535, got '%s'", flag,
+                    v);
+    char host[300];
+    size_t hl = (size_t)(colon - v);
+    if (hl >= sizeof host)
+        return fail(err, errlen, "%s: host too long in '%s'", flag, v);
+    memcpy(host, v, hl);
+    host[hl] = 0;
+    if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+        host[hl - 1] = 0;
+        unsigned char buf[16];
+        if (inet_pton(AF_INET6, host + 1, buf) != 1)
+            return fail(err, errlen, "%s: bad IPv6 address in '%s'", flag, v);
+        return 0;
+    }
+    if (!is_host(host))
+        return fail(err, errlen, "%s: bad host in '%s'", flag, v);
+    return 0;
+}
+
+/* Splits "a=b,c=d" and calls fn for each pair; empty text gives no pairs. */
+static int each_pair(const char *flag, const char *text,
+                     int (*fn)(raylet_config *, const char *, const char *, const char *, char *,
+                               size_t),
+                     raylet_config *cfg, char *err, size_t errlen)
+{
+    char *copy = strdup(text);
+    int rc = 0;
+    if (*copy) {
+        /* strtok_r would skip empty items; walk by hand so "a=1,,b=2" is an error. */
+        char *item = copy;
+        for (;;) {
+            char *comma = strchr(item, ',');
+            if (comma)
+                *comma = 0;
+            char *eq = strchr(item, '=');
+            if (!eq || eq == item) {
+                rc = fail(err, errlen, "%s: expected NAME=VALUE items, got '%s'", flag, item);
+                break;
+            }
+            *eq = 0;
+            if ((rc = fn(cfg, flag, item, eq + 1, err, errlen)) != 0)
+                break;
+            if (!comma)
+                break;
+            item = comma + 1;
+        }
+    }
+    free(copy);
+    return rc;
+}
+
+static int add_resource(raylet_config *cfg, const char *flag, const char *name, const char *v,
+                        char *err, size_t errlen)
+{
+    if (!esc_name_valid(name))
+        return fail(err, errlen,
+                    "%s: bad resource name '%s' (1..64 chars of A-Za-z0-9_.-, not starting "
+                    "with '.')",
+                    flag, name);
+    if (esc_name_is_physical(name))
+        return fail(err, errlen, "%s: '%s' is set by its own flag or by detection", flag, name);
+    for (size_t i = 0; i < cfg->nresources; i++)
+        if (!strcmp(cfg->resources[i].name, name))
+            return fail(err, errlen, "%s: resource '%s' given twice", flag, name);
+    int64_t q = 0;
+    bool unb = false;
+    if (esc_qty_parse(v, &q, &unb) != 0 || (!unb && q < 0))
+        return fail(err, errlen, "%s: bad quantity '%s' for '%s'", flag, v, name);
+    cfg->resources = realloc(cfg->resources, (cfg->nresources + 1) * sizeof *cfg->resources);
+    cfg->resources[cfg->nresources++] = (raylet_amount){strdup(name), q, unb};
+    return 0;
+}
+
+static bool label_key_valid(const char *k)
+{
+    size_t n = strlen(k);
+    if (n == 0 || n > LABEL_KEY_MAX)
+        return false;
+    for (const char *p = k; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("_.-/", *p))
+            return false;
+    return true;
+}
+
+static bool label_value_valid(const char *v)
+{
+    if (strlen(v) > LABEL_VALUE_MAX)
+        return false;
+    for (const char *p = v; *p; p++)
+        if (!isgraph((unsigned char)*p))
+            return false;
+    return true;
+}
+
+static int add_label(raylet_config *cfg, const char *flag, const char *key, const char *v,
+                     char *err, size_t errlen)
+{
+    if (!label_key_valid(key))
+        return fail(err, errlen, "%s: bad label key '%s' (1..%d chars of A-Za-z0-9_.-/)", flag,
+                    key, LABEL_KEY_MAX);
+    if (!label_value_valid(v))
+        return fail(err, errlen, "%s: bad value for label '%s' (up to %d printable chars)",
+                    flag, key, LABEL_VALUE_MAX);
+    for (size_t i = 0; i < cfg->nlabels; i++)
+        if (!strcmp(cfg->labels[i].key, key))
+            return fail(err, errlen, "%s: label '%s' given twice", flag, key);
+    cfg->labels = realloc(cfg->labels, (cfg->nlabels + 1) * sizeof *cfg->labels);
+    cfg->labels[cfg->nlabels++] = (raylet_label){strdup(key), strdup(v)};
+    return 0;
+}
+
+enum {
+    OPT_GCS_ADDRESS = 1000,
+    OPT_TOKEN_FILE,
+    OPT_BIND,
+    OPT_PORT,
+    OPT_NODE_IP,
+    OPT_NUM_CPUS,
+    OPT_NUM_GPUS,
+    OPT_MEMORY,
+    OPT_OBJECT_STORE_MEMORY,
+    OPT_RESOURCES,
+    OPT_LABELS,
+    OPT_NODE_ID_FILE,
+    OPT_NODE_ID,
+    OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"gcs-address", required_argument, NULL, OPT_GCS_ADDRESS},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"bind", required_argument, NULL, OPT_BIND},
+    {"port", required_argument, NULL, OPT_PORT},
+    {"node-ip", required_argument, NULL, OPT_NODE_IP},
+    {"num-cpus", required_argument, NULL, OPT_NUM_CPUS},
+    {"num-gpus", required_argument, NULL, OPT_NUM_GPUS},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"object-store-memory", required_argument, NULL, OPT_OBJECT_STORE_MEMORY},
+    {"resources", required_argument, NULL, OPT_RESOURCES},
+    {"labels", required_argument, NULL, OPT_LABELS},
+    {"node-id-file", required_argument, NULL, OPT_NODE_ID_FILE},
+    {"node-id", required_argument, NULL, OPT_NODE_ID},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *v,
+                     char **token_file, char *err, size_t errlen)
+{
+    switch (opt) {
+    case OPT_GCS_ADDRESS:
+        if (check_host_port(flag, v, err, errlen) != 0)
+            return -1;
+        set_str(&cfg->gcs_address, v);
+        return 0;
+    case OPT_TOKEN_FILE:
+        if (!*v)
+            return fail(err, errlen, "%s: empty path", flag);
+        set_str(token_file, v);
+        return 0;
+    case OPT_BIND:
+        if (!is_host(v))
+            return fail(err, errlen, "%s: expected a host or IP address, got '%s'", flag, v);
+        set_str(&cfg->bind, v);
+        return 0;
+    case OPT_PORT:
+        return parse_port(flag, v, &cfg->port, err, errlen);
+    case OPT_NODE_IP:
+        if (!is_ip(v))
+            return fail(err, errlen, "%s: expected an IP address, got '%s'", flag, v);
+        set_str(&cfg->node_ip, v);
+        return 0;
+    case OPT_NUM_CPUS:
+        cfg->has_num_cpus = true;
+        return parse_count(flag, v, &cfg->num_cpus, err, errlen);
+    case OPT_NUM_GPUS:
+        cfg->has_num_gpus = true;
+        return parse_count(flag, v, &cfg->num_gpus, err, errlen);
+    case OPT_MEMORY:
+        cfg->has_memory = true;
+        return parse_bytes(flag, v, &cfg->memory, err, errlen);
+    case OPT_OBJECT_STORE_MEMORY:
+        cfg->has_object_store_memory = true;
+        return parse_bytes(flag, v, &cfg->object_store_memory, err, errlen);
+    case OPT_RESOURCES:
+        return each_pair(flag, v, add_resource, cfg, err, errlen);
+    case OPT_LABELS:
+        return each_pair(flag, v, add_label, cfg, err, errlen);
+    case OPT_NODE_ID_FILE:
+        if (!*v)
+            return fail(err, errlen, "%s: empty path", flag);
+        set_str(&cfg->node_id_file, v);
+        return 0;
+    case OPT_NODE_ID:
+        if (!esc_name_valid(v))
+            return fail(err, errlen, "%s: bad node id '%s' (1..64 chars of A-Za-z0-9_.-)", flag,
+                        v);
+        set_str(&cfg->node_id, v);
+        return 0;
+    case OPT_HELP:
+        cfg->help = true;
+        return 0;
+    }
+    return fail(err, errlen, "unknown option");
+}
+
+int raylet_config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t errlen)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->bind = strdup("0.0.0.0");
+    cfg->node_ip = strdup("127.0.0.1");
+    char *token_file = NULL;
+    int rc = 0;
+
+    opterr = 0;
+    optind = 0; /* full re-initialization, so the parser can run more than once */
+    for (;;) {
+        int idx = -1;
+        int opt = getopt_long(argc, argv, ":", long_opts, &idx);
+        if (opt == -1)
+            break;
+        if (opt == '?') {
+            rc = fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+            break;
+        }
+        if (opt == ':') {
+            rc = fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+            break;
+        }
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s", idx >= 0 ? long_opts[idx].name : "?");
+        if ((rc = parse_one(cfg, opt, flag, optarg ? optarg : "", &token_file, err, errlen)) != 0)
+            break;
+    }
+    if (rc == 0 && optind < argc)
+        rc = fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+    if (rc == 0 && cfg->help) {
+        free(token_file);
+        return 0;
+    }
+    if (rc == 0 && !cfg->gcs_address)
+        rc = fail(err, errlen, "--gcs-address HOST:PORT is required");
+    if (rc == 0) {
+        if (token_file) {
+            cfg->token = raylet_read_token_file(token_file, err, errlen);
+            if (!cfg->token)
+                rc = -1;
+        } else {
+            const char *env = getenv("ESCHER_TOKEN");
+            if (env && *env)
+                cfg->token = strdup(env);
+            else
+                rc = fail(err, errlen,
+                          "no cluster token: give --token-file F or set ESCHER_TOKEN");
+        }
+    }
+    free(token_file);
+    return rc;
+}
+
+void raylet_config_free(raylet_config *cfg)
+{
+    free(cfg->gcs_address);
+    if (cfg->token) {
+        memset(cfg->token, 0, strlen(cfg->token));
+        free(cfg->token);
+    }
+    free(cfg->bind);
+    free(cfg->node_ip);
+    for (size_t i = 0; i < cfg->nresources; i++)
+        free(cfg->resources[i].name);
+    free(cfg->resources);
+    for (size_t i = 0; i < cfg->nlabels; i++) {
+        free(cfg->labels[i].key);
+        free(cfg->labels[i].value);
+    }
+    free(cfg->labels);
+    free(cfg->node_id_file);
+    free(cfg->node_id);
+    memset(cfg, 0, sizeof *cfg);
+}

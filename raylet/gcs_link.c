@@ -1,0 +1,573 @@
+/* gcs_link.c: the raylet's two threads that talk to the GCS.
+ *
+ * The report thread registers the node (RegisterNode, retried for up to 30 s), hands
+ * the result to the loop, then sends ReportNode at once whenever the loop publishes a
+ * change (a new applied seq, new rows) and otherwise every heartbeat_ms. The loop only
+ * swaps a prepared copy of the rows in under the mutex, so several changes made while
+ * a report is in flight go out as one report carrying the latest state. When the GCS
+ * answers unknown_node (it restarted without persistence) the node registers again
+ * with its id; FAILED_PRECONDITION then means it was declared dead: exit 1.
+ *
+ * The subscription thread holds Subscribe{from_seq, node_id} open and posts every event
+ * to the loop in order. When the stream ends (GCS restarted or unreachable) it waits
+ * 200 ms and subscribes again from the last seq it received; it never gives up, and
+ * leases keep their resources meanwhile.
+ *
+ * Shutdown (loop thread): set stopping, cancel the stream, wake both threads, join. */
+#include "raylet.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ids.h"
+#include "log.h"
+
+#define REGISTER_TOTAL_MS 30000   /* give up on the first registration after this */
+#define REGISTER_ATTEMPT_MS 1000  /* one attempt; short so shutdown is not held up */
+#define REPORT_TIMEOUT_MS 2000
+#define REPORT_RETRY_MS 100       /* after a failed report, wait this long at least */
+#define RESUBSCRIBE_MS 200
+#define DEFAULT_HEARTBEAT_MS 1000
+
+struct raylet_link {
+    raylet *r;
+    esc_rpc_channel *ch;
+
+    /* The registration message (read by the report thread only, after creation). */
+    Escher__NodeInfo info;
+    Escher__Amount *amounts;
+    Escher__Amount **amount_ptrs;
+    Escher__Label *labels;
+    Escher__Label **label_ptrs;
+    char *wanted_id;               /* --node-id, or NULL */
+
+    /* Written by the report thread before the registration is posted; read-only after. */
+    char node_id[128];
+    uint32_t heartbeat_ms;         /* report thread */
+    uint64_t sub_from;             /* the subscription's first from_seq (set by the loop) */
+
+    pthread_mutex_t mu;
+    pthread_cond_t report_cv;      /* CLOCK_MONOTONIC */
+    pthread_cond_t sub_cv;         /* CLOCK_MONOTONIC */
+    bool stopping;
+    bool wake;                     /* something was published since the last report */
+    uint64_t seq;                  /* latest applied seq published by the loop */
+    raylet_rows *pending;          /* latest rows published and not yet taken */
+    raylet_rows *spare;            /* a used rows block, for the loop to fill again */
+    esc_rpc_stream *stream;        /* the open subscription, for cancellation */
+
+    pthread_t report_thread, sub_thread;
+    bool report_started, sub_started;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static struct timespec abs_after_ms(uint64_t ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+static bool is_stopping(raylet_link *l)
+{
+    pthread_mutex_lock(&l->mu);
+    bool s = l->stopping;
+    pthread_mutex_unlock(&l->mu);
+    return s;
+}
+
+/* Sleeps ms on cv unless stopping; returns whether stopping. */
+static bool nap(raylet_link *l, pthread_cond_t *cv, uint64_t ms)
+{
+    struct timespec until = abs_after_ms(ms);
+    pthread_mutex_lock(&l->mu);
+    while (!l->stopping) {
+        if (pthread_cond_timedwait(cv, &l->mu, &until) == ETIMEDOUT)
+            break;
+    }
+    bool s = l->stopping;
+    pthread_mutex_unlock(&l->mu);
+    return s;
+}
+
+/* ------------------------------------------------------------ posts to the loop */
+
+typedef struct {
+    raylet_link *l;
+    int code;
+} fatal_msg;
+
+static void run_fatal(void *arg)
+{
+    fatal_msg *m = arg;
+    raylet_fail(m->l->r, m->code);
+    free(m);
+}
+
+static void post_fatal(raylet_link *l, int code)
+{
+    fatal_msg *m = malloc(sizeof *m);
+    if (!m)
+        abort();
+    *m = (fatal_msg){l, code};
+    esc_loop_post(l->r->loop, run_fatal, m);
+}
+
+typedef struct {
+    raylet_link *l;
+    uint64_t seq;
+} registered_msg;
+
+static void *sub_main(void *arg);
+
+/* Loop thread: the node is registered; publish it and start the subscription. */
+static void run_registered(void *arg)
+{
+    registered_msg *m = arg;
+    raylet_link *l = m->l;
+    raylet *r = l->r;
+    uint64_t seq = m->seq;
+    free(m);
+    if (r->stopping)
+        return;
+    snprintf(r->node_id, sizeof r->node_id, "%s", l->node_id);
+    r->registered = true;
+    r->applied_seq = seq;
+    if (r->cfg.node_id_file && raylet_write_file_atomic(r->cfg.node_id_file, r->node_id) != 0) {
+        ESC_ERROR("cannot write node id file %s: %s", r->cfg.node_id_file, strerror(errno));
+        raylet_fail(r, 1);
+        return;
+    }
+    l->sub_from = seq;
+    if (pthread_create(&l->sub_thread, NULL, sub_main, l) != 0) {
+        ESC_ERROR("cannot start the subscription thread");
+        raylet_fail(r, 1);
+        return;
+    }
+    l->sub_started = true;
+    r->force_publish = true;
+    raylet_changed(r, false);
+}
+
+typedef struct {
+    raylet *r;
+    Escher__Event *ev;
+} event_msg;
+
+static void run_event(void *arg)
+{
+    event_msg *m = arg;
+    raylet_apply_event(m->r, m->ev);
+    free(m);
+}
+
+/* ------------------------------------------------------------ registration */
+
+/* One RegisterNode with retries on UNAVAILABLE / DEADLINE_EXCEEDED until total_ms
+ * passes (0: a single attempt of REGISTER_ATTEMPT_MS). On ESC_OK fills out_id (the id
+ * the GCS gave, ESC_NAME_MAX+1 bytes at least), seq and the heartbeat period. */
+static int register_node(raylet_link *l, const char *node_id, uint64_t total_ms,
+                         char *out_id, size_t out_len, uint64_t *seq, esc_status *st)
+{
+    Escher__RegisterNodeRequest rq = ESCHER__REGISTER_NODE_REQUEST__INIT;
+    l->info.node_id = (char *)(node_id ? node_id : "");
+    rq.node = &l->info;
+    uint64_t deadline = esc_now_ms() + total_ms;
+    bool warned = false;
+    for (;;) {
+        ProtobufCMessage *out = NULL;
+        int rc = esc_rpc_call(l->ch, &escher__gcs__descriptor, "RegisterNode", &rq.base, &out,
+                              REGISTER_ATTEMPT_MS, ESC_RPC_IDEMPOTENT, st);
+        if (rc == ESC_OK) {
+            Escher__RegisterNodeReply *rep = (Escher__RegisterNodeReply *)out;
+            snprintf(out_id, out_len, "%s", rep->node_id);
+            *seq = rep->seq;
+            l->heartbeat_ms = rep->heartbeat_ms ? rep->heartbeat_ms : DEFAULT_HEARTBEAT_MS;
+            protobuf_c_message_free_unpacked(out, NULL);
+            if (!out_id[0])
+                return esc_status_set(st, ESC_INTERNAL, "GCS answered an empty node id");
+            return ESC_OK;
+        }
+        if (rc != ESC_UNAVAILABLE && rc != ESC_DEADLINE_EXCEEDED)
+            return rc;
+        if (esc_now_ms() >= deadline || is_stopping(l))
+            return rc;
+        if (!warned) {
+            ESC_WARN("GCS at %s not answering yet (%s); retrying for up to %" PRIu64 " s",
+                     esc_rpc_channel_target(l->ch), esc_status_name(rc), total_ms / 1000);
+            warned = true;
+        }
+        if (nap(l, &l->report_cv, 50))
+            return rc;
+    }
+}
+
+/* The report thread's first job. Returns true when registered. */
+static bool register_first(raylet_link *l)
+{
+    esc_status st = {0};
+    uint64_t seq = 0;
+    /* The subscription thread does not run yet: l->node_id is this thread's alone. */
+    int rc = register_node(l, l->wanted_id, REGISTER_TOTAL_MS, l->node_id, sizeof l->node_id,
+                           &seq, &st);
+    if (is_stopping(l))
+        return false;
+    if (rc != ESC_OK) {
+        if (rc == ESC_UNAVAILABLE || rc == ESC_DEADLINE_EXCEEDED)
+            ESC_ERROR("cannot register with the GCS at %s after %d s: %s %s",
+                      esc_rpc_channel_target(l->ch), REGISTER_TOTAL_MS / 1000,
+                      esc_status_name(rc), st.message);
+        else
+            ESC_ERROR("the GCS at %s refused to register this node: %s %s",
+                      esc_rpc_channel_target(l->ch), esc_status_name(rc), st.message);
+        post_fatal(l, 1);
+        return false;
+    }
+    ESC_INFO("registered with the GCS at %s as node %s (seq %" PRIu64 ", heartbeat %u ms)",
+             esc_rpc_channel_target(l->ch), l->node_id, seq, l->heartbeat_ms);
+    registered_msg *m = malloc(sizeof *m);
+    if (!m)
+        abort();
+    /* A fresh node has nothing below the registration seq; a reused id may have rows in
+     * the GCS registry, so it asks for everything (the GCS then sends a snapshot). */
+    *m = (registered_msg){l, l->wanted_id ? 0 : seq};
+    esc_loop_post(l->r->loop, run_registered, m);
+    return true;
+}
+
+/* After unknown_node: the GCS lost the node (restart without persistence). Returns
+ * ESC_OK, another code to retry later, or -1 when the raylet must exit. */
+static int reregister(raylet_link *l)
+{
+    const char *id = l->node_id; /* read-only now: the subscription thread reads it too */
+    char got[sizeof l->node_id];
+    esc_status st = {0};
+    uint64_t seq = 0;
+    int rc = register_node(l, id, 0, got, sizeof got, &seq, &st);
+    if (rc == ESC_FAILED_PRECONDITION) {
+        ESC_ERROR("the GCS refused to re-register node %s (declared dead): %s", id, st.message);
+        post_fatal(l, 1);
+        return -1;
+    }
+    if (rc != ESC_OK) {
+        ESC_WARN("re-registering node %s failed: %s %s; will retry", id, esc_status_name(rc),
+                 st.message);
+        return rc;
+    }
+    if (strcmp(id, got) != 0) {
+        ESC_ERROR("the GCS re-registered node %s under another id (%s)", id, got);
+        post_fatal(l, 1);
+        return -1;
+    }
+    ESC_INFO("re-registered node %s with the GCS (seq %" PRIu64 ")", id, seq);
+    return ESC_OK;
+}
+
+/* ------------------------------------------------------------ reports */
+
+/* Keeps the bigger of rows and the current spare for reuse; frees the other. */
+static void stash(raylet_link *l, raylet_rows *rows)
+{
+    if (!rows)
+        return;
+    pthread_mutex_lock(&l->mu);
+    if (!l->spare || rows->cap >= l->spare->cap) {
+        raylet_rows *t = l->spare;
+        l->spare = rows;
+        rows = t;
+    }
+    pthread_mutex_unlock(&l->mu);
+    free(rows);
+}
+
+raylet_rows *raylet_link_take_spare(raylet_link *l)
+{
+    pthread_mutex_lock(&l->mu);
+    raylet_rows *s = l->spare;
+    l->spare = NULL;
+    pthread_mutex_unlock(&l->mu);
+    return s;
+}
+
+static int send_report(raylet_link *l, uint64_t seq, const raylet_rows *rows, bool *unknown,
+                       esc_status *st)
+{
+    Escher__ReportNodeRequest rq = ESCHER__REPORT_NODE_REQUEST__INIT;
+    rq.node_id = l->node_id;
+    rq.applied_seq = seq;
+    if (rows) {
+        rq.has_resources = true;
+        rq.n_resources = rows->n;
+        rq.resources = rows->rows;
+    }
+    ProtobufCMessage *out = NULL;
+    int rc = esc_rpc_call(l->ch, &escher__gcs__descriptor, "ReportNode", &rq.base, &out,
+                          REPORT_TIMEOUT_MS, 0, st);
+    *unknown = false;
+    if (rc == ESC_OK) {
+        *unknown = ((Escher__ReportNodeReply *)out)->unknown_node;
+        protobuf_c_message_free_unpacked(out, NULL);
+    }
+    return rc;
+}
+
+static void report_loop(raylet_link *l)
+{
+    raylet_rows *cur = NULL;   /* the latest rows taken from the loop */
+    bool send_rows = false;    /* cur has not reached the GCS yet */
+    bool failing = false;
+    uint64_t next_due = esc_now_ms() + l->heartbeat_ms;
+    uint64_t earliest = 0;
+
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        while (!l->stopping) {
+            uint64_t now = esc_now_ms();
+            uint64_t due = l->wake ? earliest : next_due;
+            if (now >= due)
+                break;
+            struct timespec until = abs_after_ms(due - now);
+            pthread_cond_timedwait(&l->report_cv, &l->mu, &until);
+        }
+        if (l->stopping)
+            break;
+        uint64_t seq = l->seq;
+        raylet_rows *rows = l->pending;
+        l->pending = NULL;
+        l->wake = false;
+        pthread_mutex_unlock(&l->mu);
+
+        if (rows) {
+            stash(l, cur);
+            cur = rows;
+            send_rows = true;
+        }
+        esc_status st = {0};
+        bool unknown = false;
+        int rc = send_report(l, seq, send_rows ? cur : NULL, &unknown, &st);
+        if (rc == ESC_OK && unknown) {
+            rc = reregister(l);
+            if (rc < 0) {
+                free(cur);
+                return;
+            }
+            if (rc == ESC_OK) {
+                send_rows = true;
+                rc = send_report(l, seq, cur, &unknown, &st);
+            }
+        }
+        if (rc == ESC_OK && !unknown)
+            send_rows = false;
+        uint64_t now = esc_now_ms();
+        if (rc == ESC_OK) {
+            if (failing)
+                ESC_INFO("reports to the GCS at %s go through again",
+                         esc_rpc_channel_target(l->ch));
+            failing = false;
+            earliest = 0;
+        } else {
+            if (!failing && !is_stopping(l))
+                ESC_WARN("cannot report to the GCS at %s: %s %s; retrying",
+                         esc_rpc_channel_target(l->ch), esc_status_name(rc), st.message);
+            failing = true;
+            earliest = now + REPORT_RETRY_MS;
+        }
+        next_due = now + l->heartbeat_ms;
+        pthread_mutex_lock(&l->mu);
+    }
+    pthread_mutex_unlock(&l->mu);
+    free(cur);
+}
+
+static void *report_main(void *arg)
+{
+    raylet_link *l = arg;
+    if (register_first(l))
+        report_loop(l);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ subscription */
+
+static void *sub_main(void *arg)
+{
+    raylet_link *l = arg;
+    uint64_t from = l->sub_from;
+    bool failing = false;
+    while (!is_stopping(l)) {
+        Escher__SubscribeRequest rq = ESCHER__SUBSCRIBE_REQUEST__INIT;
+        rq.from_seq = from;
+        rq.node_id = l->node_id;
+        esc_status st = {0};
+        esc_rpc_stream *s =
+            esc_rpc_stream_open(l->ch, &escher__gcs__descriptor, "Subscribe", &rq.base, &st);
+        if (s) {
+            pthread_mutex_lock(&l->mu);
+            bool stop = l->stopping;
+            if (!stop)
+                l->stream = s;
+            pthread_mutex_unlock(&l->mu);
+            if (stop) {
+                esc_rpc_stream_free(s);
+                break;
+            }
+            ProtobufCMessage *msg;
+            while (esc_rpc_stream_next(s, &msg, &st)) {
+                Escher__Event *ev = (Escher__Event *)msg;
+                if (failing) {
+                    ESC_INFO("event stream from the GCS restored at seq %" PRIu64, ev->seq);
+                    failing = false;
+                }
+                from = ev->seq;
+                event_msg *m = malloc(sizeof *m);
+                if (!m)
+                    abort();
+                *m = (event_msg){l->r, ev};
+                esc_loop_post(l->r->loop, run_event, m);
+            }
+            pthread_mutex_lock(&l->mu);
+            l->stream = NULL;
+            stop = l->stopping;
+            pthread_mutex_unlock(&l->mu);
+            esc_rpc_stream_free(s);
+            if (stop)
+                break;
+        }
+        if (!failing)
+            ESC_WARN("event stream from the GCS ended (%s %s); resubscribing from seq %" PRIu64,
+                     esc_status_name(st.code), st.message, from);
+        failing = true;
+        if (nap(l, &l->sub_cv, RESUBSCRIBE_MS))
+            break;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+static void build_info(raylet_link *l)
+{
+    raylet *r = l->r;
+    const raylet_node *n = &r->node;
+    Escher__NodeInfo init = ESCHER__NODE_INFO__INIT;
+    l->info = init;
+    l->info.address = r->address;
+    l->info.state = ESCHER__NODE_STATE__NODE_ALIVE;
+    l->info.hostname = (char *)n->hostname;
+    l->info.pid = (uint32_t)getpid();
+    l->amounts = calloc(n->nphysical + 1, sizeof *l->amounts);
+    l->amount_ptrs = calloc(n->nphysical + 1, sizeof *l->amount_ptrs);
+    for (size_t i = 0; i < n->nphysical; i++) {
+        Escher__Amount a = ESCHER__AMOUNT__INIT;
+        a.name = n->physical[i].name;
+        a.value = n->physical[i].qty;
+        a.unbounded = n->physical[i].unbounded;
+        l->amounts[i] = a;
+        l->amount_ptrs[i] = &l->amounts[i];
+    }
+    l->info.n_physical = n->nphysical;
+    l->info.physical = l->amount_ptrs;
+    l->labels = calloc(n->nlabels + 1, sizeof *l->labels);
+    l->label_ptrs = calloc(n->nlabels + 1, sizeof *l->label_ptrs);
+    for (size_t i = 0; i < n->nlabels; i++) {
+        Escher__Label lb = ESCHER__LABEL__INIT;
+        lb.key = n->labels[i].key;
+        lb.value = n->labels[i].value;
+        l->labels[i] = lb;
+        l->label_ptrs[i] = &l->labels[i];
+    }
+    l->info.n_labels = n->nlabels;
+    l->info.labels = l->label_ptrs;
+}
+
+raylet_link *raylet_link_new(raylet *r)
+{
+    raylet_link *l = calloc(1, sizeof *l);
+    if (!l)
+        abort();
+    l->r = r;
+    l->ch = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
+    l->wanted_id = r->cfg.node_id;
+    l->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
+    build_info(l);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->report_cv, &ca);
+    pthread_cond_init(&l->sub_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return l;
+}
+
+int raylet_link_start(raylet_link *l)
+{
+    if (pthread_create(&l->report_thread, NULL, report_main, l) != 0)
+        return -1;
+    l->report_started = true;
+    return 0;
+}
+
+void raylet_link_publish(raylet_link *l, uint64_t applied_seq, raylet_rows *rows)
+{
+    raylet_rows *old = NULL;
+    pthread_mutex_lock(&l->mu);
+    l->seq = applied_seq;
+    if (rows) {
+        old = l->pending;
+        l->pending = rows;
+    }
+    l->wake = true;
+    pthread_cond_signal(&l->report_cv);
+    pthread_mutex_unlock(&l->mu);
+    stash(l, old);
+}
+
+void raylet_link_stop(raylet_link *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->stopping = true;
+    if (l->stream)
+        esc_rpc_stream_cancel(l->stream);
+    pthread_cond_broadcast(&l->report_cv);
+    pthread_cond_broadcast(&l->sub_cv);
+    pthread_mutex_unlock(&l->mu);
+    if (l->report_started)
+        pthread_join(l->report_thread, NULL);
+    if (l->sub_started)
+        pthread_join(l->sub_thread, NULL);
+    l->report_started = l->sub_started = false;
+}
+
+void raylet_link_free(raylet_link *l)
+{
+    if (!l)
+        return;
+    raylet_link_stop(l);
+    esc_rpc_channel_free(l->ch);
+    free(l->pending);
+    free(l->spare);
+    free(l->amounts);
+    free(l->amount_ptrs);
+    free(l->labels);
+    free(l->label_ptrs);
+    pthread_cond_destroy(&l->report_cv);
+    pthread_cond_destroy(&l->sub_cv);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}

@@ -1,0 +1,109 @@
+/* log_apply.c: applies the GCS event stream to the local accounting (loop thread).
+ *
+ *  - Any event may carry ops (EV_RESOURCES, EV_NODE_DEAD, EV_JOB_FINISHED): those aimed
+ *    at this node are applied with esc_acct_apply in one pass, in order.
+ *  - EV_SNAPSHOT replaces this node's ephemeral resources by the registry rows for it
+ *    and sets the applied seq to the snapshot's, even when that is lower (a GCS that
+ *    restarted with memory storage counts from the start again).
+ *  - Other events at or below the applied seq were applied already (a resubscription
+ *    may repeat the tail) and are skipped.
+ *  - EV_JOB_FINISHED then releases the job's leases.
+ * After each event the queue and the report thread are told (raylet_changed). Freeing
+ * a big event costs as much as applying it, so that waits until the ack is on its way
+ * (raylet_flush). */
+#include "raylet.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static void apply_snapshot(raylet *r, const Escher__Event *ev)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ev->n_registry; i++)
+        if (!strcmp(ev->registry[i]->node_id, r->node_id))
+            n++;
+    const char **names = malloc((n ? n : 1) * sizeof *names);
+    int64_t *totals = malloc((n ? n : 1) * sizeof *totals);
+    bool *unb = malloc((n ? n : 1) * sizeof *unb);
+    if (!names || !totals || !unb)
+        abort();
+    size_t k = 0;
+    for (size_t i = 0; i < ev->n_registry; i++) {
+        const Escher__RegistryEntry *e = ev->registry[i];
+        if (strcmp(e->node_id, r->node_id) != 0)
+            continue;
+        names[k] = e->name;
+        totals[k] = e->total;
+        unb[k] = e->unbounded;
+        k++;
+    }
+    esc_acct_reset_ephemeral(r->acct, names, totals, unb, k);
+    free(names);
+    free(totals);
+    free(unb);
+    if (ev->seq < r->applied_seq)
+        ESC_INFO("snapshot at seq %" PRIu64 " replaces state at seq %" PRIu64
+                 " (GCS restarted); %zu ephemeral resources",
+                 ev->seq, r->applied_seq, k);
+    else
+        ESC_DEBUG("snapshot at seq %" PRIu64 ": %zu ephemeral resources", ev->seq, k);
+    r->applied_seq = ev->seq;
+}
+
+static void apply_ops(raylet *r, const Escher__Event *ev)
+{
+    size_t refused = 0;
+    for (size_t i = 0; i < ev->n_ops; i++) {
+        const Escher__LogOp *op = ev->ops[i];
+        if (strcmp(op->node_id, r->node_id) != 0)
+            continue;
+        if (esc_acct_apply(r->acct, op) != 0)
+            refused++;
+    }
+    if (refused)
+        ESC_WARN("seq %" PRIu64 ": ignored %zu ops on physical or malformed names", ev->seq,
+                 refused);
+}
+
+static void keep_spent(raylet *r, Escher__Event *ev)
+{
+    if (r->nspent == r->spent_cap) {
+        r->spent_cap = r->spent_cap ? r->spent_cap * 2 : 16;
+        r->spent = realloc(r->spent, r->spent_cap * sizeof *r->spent);
+        if (!r->spent)
+            abort();
+    }
+    r->spent[r->nspent++] = ev;
+}
+
+void raylet_free_spent(raylet *r)
+{
+    for (size_t i = 0; i < r->nspent; i++)
+        protobuf_c_message_free_unpacked(&r->spent[i]->base, NULL);
+    r->nspent = 0;
+}
+
+void raylet_apply_event(raylet *r, Escher__Event *ev)
+{
+    if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {
+        apply_snapshot(r, ev);
+    } else if (ev->seq <= r->applied_seq) {
+        ESC_DEBUG("skipping event seq %" PRIu64 " (applied %" PRIu64 ")", ev->seq,
+                  r->applied_seq);
+        keep_spent(r, ev);
+        return;
+    } else {
+        apply_ops(r, ev);
+        if (ev->kind == ESCHER__EVENT_KIND__EV_JOB_FINISHED)
+            raylet_leases_job_finished(r->leases, ev->job_id);
+        else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node &&
+                 !strcmp(ev->node->node_id, r->node_id))
+            ESC_WARN("the GCS declared this node dead at seq %" PRIu64, ev->seq);
+        r->applied_seq = ev->seq;
+    }
+    keep_spent(r, ev);
+    raylet_changed(r, true);
+}

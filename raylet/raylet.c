@@ -1,0 +1,174 @@
+/* raylet.c: wiring of the raylet's parts, its start, its loop turn and its shutdown.
+ *
+ * Work posted to the loop (RPC handlers, stream events) only changes state and marks
+ * what is dirty; an ev_prepare watcher, which libev runs after each batch of callbacks
+ * and before it blocks again, then re-examines the lease queue and hands the report
+ * thread the new applied seq and, when the table changed, a fresh copy of the rows. So
+ * a burst of events costs one copy and one report, and the ack goes out in the same
+ * loop turn that applied the event. */
+#include "raylet.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "qty.h"
+
+void raylet_fail(raylet *r, int code)
+{
+    if (r->exit_code == 0)
+        r->exit_code = code;
+    esc_loop_stop(r->loop);
+}
+
+void raylet_changed(raylet *r, bool may_admit)
+{
+    if (may_admit)
+        r->queue_dirty = true;
+}
+
+static void publish_if_changed(raylet *r)
+{
+    if (!r->registered || r->stopping)
+        return;
+    uint64_t v = esc_acct_version(r->acct);
+    bool rows_changed = r->force_publish || v != r->published_version;
+    if (!rows_changed && r->applied_seq == r->published_seq)
+        return;
+    raylet_rows *rows =
+        rows_changed ? raylet_rows_build(r->acct, raylet_link_take_spare(r->link)) : NULL;
+    r->published_version = v;
+    r->published_seq = r->applied_seq;
+    r->force_publish = false;
+    raylet_link_publish(r->link, r->applied_seq, rows);
+}
+
+void raylet_flush(raylet *r)
+{
+    /* The ack first, so a long queue or freeing a big event does not delay it; grants
+     * then publish again. */
+    publish_if_changed(r);
+    raylet_free_spent(r);
+    if (r->queue_dirty) {
+        r->queue_dirty = false;
+        if (raylet_leases_queued(r->leases) > 0) {
+            raylet_leases_reexamine(r->leases);
+            publish_if_changed(r);
+        }
+    }
+}
+
+static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
+{
+    (void)ev;
+    (void)revents;
+    raylet_flush(w->data);
+}
+
+/* "host:port", with brackets around an IPv6 host. */
+static void host_port(char *out, size_t len, const char *host, int port)
+{
+    if (strchr(host, ':'))
+        snprintf(out, len, "[%s]:%d", host, port);
+    else
+        snprintf(out, len, "%s:%d", host, port);
+}
+
+static void log_node(const raylet *r)
+{
+    char line[768];
+    size_t off = 0;
+    for (size_t i = 0; i < r->node.nphysical && off < sizeof line - 80; i++) {
+        char q[40];
+        const raylet_amount *a = &r->node.physical[i];
+        int n = snprintf(line + off, sizeof line - off, "%s%s=%s", i ? " " : "", a->name,
+                         a->unbounded ? "inf" : esc_qty_format(a->qty, q, sizeof q));
+        if (n > 0)
+            off += (size_t)n;
+    }
+    ESC_INFO("node %s at %s: %s", r->node.hostname, r->address, line);
+}
+
+int raylet_start(raylet *r, char *err, size_t errlen)
+{
+    raylet_detected d;
+    raylet_detect(&d, !r->cfg.has_num_gpus);
+    raylet_node_build(&r->node, &r->cfg, &d);
+
+    r->acct = esc_acct_new();
+    if (!r->acct) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < r->node.nphysical; i++)
+        esc_acct_set_physical(r->acct, r->node.physical[i].name, r->node.physical[i].qty,
+                              r->node.physical[i].unbounded);
+
+    r->loop = esc_loop_new();
+    esc_loop_stop_on_signals(r->loop);
+    r->leases = raylet_leases_new(r);
+    char listen[300];
+    host_port(listen, sizeof listen, r->cfg.bind, r->cfg.port);
+    r->server = esc_rpc_server_new(listen, r->cfg.token, esc_loop_post, r->loop, err, errlen);
+    if (!r->server)
+        return -1;
+    if (raylet_leases_serve(r->leases, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
+        snprintf(err, errlen, "cannot start the gRPC server on %s", listen);
+        return -1;
+    }
+    host_port(r->address, sizeof r->address, r->cfg.node_ip, esc_rpc_server_port(r->server));
+    log_node(r);
+
+    struct ev_loop *ev = esc_loop_ev(r->loop);
+    ev_prepare_init(&r->flush, on_prepare);
+    r->flush.data = r;
+    ev_prepare_start(ev, &r->flush);
+    ev_unref(ev); /* the flush watcher alone does not keep the loop running */
+
+    r->link = raylet_link_new(r);
+    if (raylet_link_start(r->link) != 0) {
+        snprintf(err, errlen, "cannot start the GCS report thread");
+        return -1;
+    }
+    return 0;
+}
+
+void raylet_run(raylet *r)
+{
+    esc_loop_run(r->loop);
+}
+
+int raylet_shutdown(raylet *r)
+{
+    r->stopping = true;
+    if (r->loop)
+        ESC_INFO("shutting down");
+    raylet_link_stop(r->link);
+    esc_rpc_server_free(r->server);
+    r->server = NULL;
+    if (r->loop)
+        esc_loop_drain(r->loop);
+    raylet_leases_free(r->leases);
+    r->leases = NULL;
+    raylet_link_free(r->link);
+    r->link = NULL;
+    if (r->loop) {
+        struct ev_loop *ev = esc_loop_ev(r->loop);
+        if (ev_is_active(&r->flush)) {
+            ev_ref(ev);
+            ev_prepare_stop(ev, &r->flush);
+        }
+        esc_loop_free(r->loop);
+        r->loop = NULL;
+    }
+    raylet_free_spent(r);
+    free(r->spent);
+    r->spent = NULL;
+    esc_acct_free(r->acct);
+    r->acct = NULL;
+    raylet_node_free(&r->node);
+    raylet_config_free(&r->cfg);
+    return r->exit_code;
+}
