@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -75,6 +76,8 @@ static pid_t spawn(char *const argv[], const char *logfile)
 {
     pid_t pid = fork();
     if (pid == 0) {
+        /* Daemons die with the test, even when the test is killed before h_stop. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int fd = open(logfile, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -236,12 +239,43 @@ static void dump_logs(h_cluster *c)
         return;
 }
 
+static int g_unclean;
+
+int h_unclean_exits(void)
+{
+    return g_unclean;
+}
+
+/* SIGTERM and reap; a daemon must exit 0 (under ASan that also means: no leak). */
+static void stop_daemon(pid_t *pid, const char *what, const char *log)
+{
+    if (*pid <= 0)
+        return;
+    kill(*pid, SIGTERM);
+    int status = 0;
+    waitpid(*pid, &status, 0);
+    *pid = 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return;
+    g_unclean++;
+    fprintf(stderr, "harness: %s did not exit cleanly (status 0x%x); end of %s:\n", what,
+            (unsigned)status, log);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "tail -n 40 %s 1>&2", log);
+    if (system(cmd) != 0)
+        fprintf(stderr, "harness: cannot show %s\n", log);
+}
+
 void h_stop(h_cluster *c)
 {
     dump_logs(c);
-    for (int i = 0; i < c->nraylets; i++)
-        h_kill(&c->raylets[i].pid, SIGTERM);
-    h_kill(&c->gcs_pid, SIGTERM);
+    char log[320];
+    for (int i = 0; i < c->nraylets; i++) {
+        snprintf(log, sizeof log, "%s/raylet.%d.log", c->dir, i);
+        stop_daemon(&c->raylets[i].pid, "escher-raylet", log);
+    }
+    snprintf(log, sizeof log, "%s/gcs.log", c->dir);
+    stop_daemon(&c->gcs_pid, "escher-gcs", log);
     h_kill(&c->redis_pid, SIGTERM);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf %s", c->dir);

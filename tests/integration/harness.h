@@ -60,8 +60,12 @@ bool h_alive(pid_t pid);
  * (-1: none). Fails the test on error. */
 esc_client *h_connect(h_cluster *c, const char *ns, int local, bool detached);
 
-/* Stops everything and removes the directory. */
+/* Stops everything and removes the directory. A GCS or raylet that does not exit 0 on
+ * SIGTERM (a crash, or a leak report under ASan) is counted and its log shown. */
 void h_stop(h_cluster *c);
+
+/* Daemons that did not exit cleanly so far; tests fail when it is not 0. */
+int h_unclean_exits(void);
 
 /* Milliseconds of a monotonic clock. */
 double h_now_ms(void);

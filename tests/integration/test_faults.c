@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,20 +94,16 @@ static void test_driver_death_cleans_job(void **state)
     assert_int_equal(h_raylet_start(&C, 0, NULL), 0);
     int ready[2];
     assert_int_equal(pipe(ready), 0);
+    /* The driver is a fresh process (this program re-executed): gRPC does not survive a
+     * plain fork of a process that already used it. */
     pid_t child = fork();
     if (child == 0) {
-        /* A driver that creates one owned and one detached resource, then hangs. */
-        esc_client *owned = h_connect(&C, "drv", 0, false);
-        esc_client *det = h_connect(&C, "drv", 0, true);
-        uint64_t s1, s2;
-        if (esc_resource_set(owned, "owned", ESC_QTY(1), NULL, &s1, NULL) != ESC_OK ||
-            esc_resource_set(det, "kept", ESC_QTY(1), NULL, &s2, NULL) != ESC_OK ||
-            esc_wait_applied(owned, s2, NULL, 0, 5000, NULL) != ESC_OK)
-            _exit(1);
-        if (write(ready[1], "x", 1) != 1)
-            _exit(1);
-        pause();
-        _exit(0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        char fd[16];
+        snprintf(fd, sizeof fd, "%d", ready[1]);
+        execl("/proc/self/exe", "test_faults", "--driver", C.gcs_addr, C.token,
+              C.raylets[0].node_id, fd, (char *)NULL);
+        _exit(127);
     }
     char x;
     assert_int_equal(read(ready[0], &x, 1), 1);
@@ -143,7 +140,8 @@ static void test_gcs_restart_with_redis(void **state)
     assert_int_equal(h_raylet_start(&C, 1, NULL), 0);
     pid_t r0 = C.raylets[0].pid, r1 = C.raylets[1].pid;
 
-    esc_client *cl = h_connect(&C, "durable", 0, true);
+    /* A job's own (not detached) resources must survive too: the job is still running. */
+    esc_client *cl = h_connect(&C, "durable", 0, false);
     uint64_t seq;
     esc_target all = ESC_ALL_NODES;
     assert_int_equal(esc_resource_set(cl, "a", ESC_QTY(2), &all, &seq, NULL), ESC_OK);
@@ -167,8 +165,10 @@ static void test_gcs_restart_with_redis(void **state)
     assert_memory_equal(v, "value", 5);
     free(v);
 
-    /* The same client keeps working (its job survived), raylets resume their streams
-     * and apply new entries without having restarted. */
+    /* The same client keeps working (its job survived, its driver stream reconnected
+     * before the job timeout), raylets resume their streams and apply new entries
+     * without having restarted. */
+    usleep((useconds_t)C.job_timeout_ms * 2000);
     assert_int_equal(esc_resource_add(cl, "a", ESC_QTY(1), &all, &seq, NULL), ESC_OK);
     assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 10000, NULL), ESC_OK);
     assert_int_equal(C.raylets[0].pid, r0);
@@ -186,12 +186,37 @@ static void test_gcs_restart_with_redis(void **state)
     h_stop(&C);
 }
 
-int main(void)
+/* Driver mode: creates one owned and one detached resource, signals, then hangs. */
+static int driver_main(char **argv)
 {
+    esc_connect_opts o = {.address = argv[2], .token = argv[3], .node_id = argv[4],
+                          .namespace_ = "drv"};
+    esc_client *owned = NULL, *det = NULL;
+    if (esc_connect(&o, &owned, NULL) != ESC_OK)
+        return 1;
+    o.detached = true;
+    if (esc_connect(&o, &det, NULL) != ESC_OK)
+        return 1;
+    uint64_t s1, s2;
+    if (esc_resource_set(owned, "owned", ESC_QTY(1), NULL, &s1, NULL) != ESC_OK ||
+        esc_resource_set(det, "kept", ESC_QTY(1), NULL, &s2, NULL) != ESC_OK ||
+        esc_wait_applied(owned, s2, NULL, 0, 5000, NULL) != ESC_OK)
+        return 1;
+    if (write(atoi(argv[5]), "x", 1) != 1)
+        return 1;
+    pause();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 6 && !strcmp(argv[1], "--driver"))
+        return driver_main(argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_raylet_killed),
         cmocka_unit_test(test_driver_death_cleans_job),
         cmocka_unit_test(test_gcs_restart_with_redis),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    return failed || h_unclean_exits() ? 1 : 0;
 }

@@ -406,5 +406,6 @@ int main(void)
         cmocka_unit_test(test_shrink_and_delete_while_held),
         cmocka_unit_test(test_unbounded),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    return failed || h_unclean_exits() ? 1 : 0;
 }

@@ -155,5 +155,6 @@ int main(void)
         cmocka_unit_test(test_oversized_message),
         cmocka_unit_test(test_unknown_job_and_bad_namespace),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    return failed || h_unclean_exits() ? 1 : 0;
 }

@@ -85,9 +85,9 @@ typedef struct {
     esc_target_kind kind;
     const char *node_id;
     const esc_amount *where;  /* names: physical ("CPU") or full ("ns/name"); a short
-                                 ephemeral name means the client's namespace (so a
-                                 raylet's static custom resource can not be selected
-                                 by its bare name) */
+                                 name is a raylet's static custom resource of that
+                                 name if the node has one, else the client's
+                                 namespace */
     size_t nwhere;
     unsigned num_nodes;
 } esc_target;
@@ -105,6 +105,11 @@ int esc_resource_set(esc_client *c, const char *name, int64_t qty, const esc_tar
 
 /* Like esc_resource_set, naming the namespace explicitly. Any namespace other than the
  * client's own is refused with ESC_PERMISSION_DENIED: a job writes only its own. */
+int esc_resource_set_ns(esc_client *c, const char *ns, const char *name, int64_t qty,
+                        const esc_target *target, uint64_t *seq, esc_status *st);
+
+/* esc_resource_set naming the namespace explicitly (NULL: the client's). Only the
+ * client's own namespace is writable: any other is PERMISSION_DENIED from the GCS. */
 int esc_resource_set_ns(esc_client *c, const char *ns, const char *name, int64_t qty,
                         const esc_target *target, uint64_t *seq, esc_status *st);
 
@@ -150,7 +155,8 @@ int esc_wait_applied(esc_client *c, uint64_t seq, const char *const *node_ids, s
 typedef struct {
     char *name;           /* physical name or full ephemeral name */
     int64_t total, held, available;
-    bool unbounded;
+    bool unbounded;       /* total and available are unlimited (their numbers mean
+                             nothing); held still counts */
     bool deleted;         /* deleted while held */
     bool ephemeral;
     char *namespace_;     /* ephemeral only, else NULL */
@@ -207,8 +213,8 @@ void esc_jobs_free(esc_job_info *jobs, size_t n);
  * *added (may be NULL) is false. */
 int esc_kv_put(esc_client *c, const char *ns, const char *key, const void *value, size_t len,
                bool overwrite, bool *added, esc_status *st);
-/* Reads (ns, key): ESC_OK with *value (malloc'd, caller frees) and *len, or
- * ESC_NOT_FOUND. */
+/* Reads (ns, key): ESC_OK with *value (malloc'd, caller frees; one NUL byte follows
+ * the *len bytes, so text can be used as a C string), or ESC_NOT_FOUND. */
 int esc_kv_get(esc_client *c, const char *ns, const char *key, void **value, size_t *len,
                esc_status *st);
 int esc_kv_del(esc_client *c, const char *ns, const char *key, bool *deleted, esc_status *st);

@@ -1,0 +1,349 @@
+/* cmd_start.c: `escher start --head` (a GCS and a raylet) and `escher start --address`
+ * (a raylet joining a cluster): flags, the session directory, and what to print. */
+#include "start.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../session.h"
+#include "daemon.h"
+#include "ids.h"
+#include "names.h"
+#include "node_ip.h"
+#include "qty.h"
+#include "session_new.h"
+
+static const char usage[] =
+    "usage: escher start --head [--port P] [--storage memory|redis://HOST:PORT]\n"
+    "                    [--node-timeout-ms N] [NODE OPTIONS] [--block] [--session-dir DIR]\n"
+    "       escher start --address HOST:PORT [--token TOKEN] [NODE OPTIONS] [--block]\n"
+    "                    [--session-dir DIR]\n"
+    "\n"
+    "--head starts the GCS and a raylet on this machine; --address starts a raylet that\n"
+    "joins the cluster whose GCS is at HOST:PORT (token: --token, $ESCHER_TOKEN, or the\n"
+    "latest local session's).\n"
+    "\n"
+    "  --port P                 GCS port (default 6380; 0 picks a free one)\n"
+    "  --storage URI            GCS storage: memory (default) or redis://HOST:PORT[/DB]\n"
+    "  --node-timeout-ms N      silence after which a raylet is declared dead\n"
+    "  --block                  stay in the foreground; SIGINT/SIGTERM stops the session\n"
+    "  --session-dir DIR        session directory (default /tmp/escher/session_<ms>_<pid>)\n"
+    "\n"
+    "NODE OPTIONS:\n"
+    "  --num-cpus N, --num-gpus N        override detection\n"
+    "  --memory BYTES, --object-store-memory BYTES\n"
+    "  --resources NAME=QTY,...          static custom resources (not writable later)\n"
+    "  --labels K=V,...                  node labels\n"
+    "  --node-ip IP                      address advertised to the cluster (default: the\n"
+    "                                    interface that routes outward, else 127.0.0.1)\n";
+
+/* ------------------------------------------------------------------ validation */
+
+static int check_qty(const char *flag, const char *text)
+{
+    int64_t q;
+    bool unb = false;
+    if (text && (esc_qty_parse(text, &q, &unb) != 0 || unb || q < 0))
+        return cli_usage("%s wants a non-negative number, not \"%s\"", flag, text);
+    return 0;
+}
+
+/* "NAME=QTY,..." of static custom resources. */
+static int check_resources(const char *list)
+{
+    if (!list)
+        return 0;
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(t, '=');
+        if (!eq)
+            rc = cli_usage("--resources wants NAME=QTY,..., not \"%s\"", t);
+        else if ((*eq = '\0', !esc_name_valid(t)))
+            rc = cli_usage("invalid resource name \"%s\" in --resources", t);
+        else if (esc_name_is_physical(t))
+            rc = cli_usage("%s can not be given with --resources (use --num-cpus, "
+                           "--num-gpus or --memory)", t);
+        else
+            rc = check_qty("--resources", eq + 1);
+    }
+    free(copy);
+    return rc;
+}
+
+static int check_labels(const char *list)
+{
+    if (!list)
+        return 0;
+    char *copy = strdup(list), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save))
+        if (!strchr(t, '=') || t[0] == '=')
+            rc = cli_usage("--labels wants KEY=VALUE,..., not \"%s\"", t);
+    free(copy);
+    return rc;
+}
+
+static int check_uint(const char *flag, const char *text, long long max)
+{
+    long long v;
+    return text ? cli_parse_uint(flag, text, max, &v) : 0;
+}
+
+static int check_head_flags(const start_ctx *s)
+{
+    if (s->storage && strcmp(s->storage, "memory") != 0 && strncmp(s->storage, "redis://", 8) != 0)
+        return cli_usage("--storage wants memory or redis://HOST:PORT, not \"%s\"", s->storage);
+    int rc = check_uint("--port", s->port, 65535);
+    return rc ? rc : check_uint("--node-timeout-ms", s->node_timeout_ms, 86400000);
+}
+
+static int check_flags(const start_ctx *s)
+{
+    if (s->head == (s->g->address != NULL))
+        return cli_usage(s->head ? "--head and --address exclude each other"
+                                 : "give --head to start a cluster, or --address HOST:PORT "
+                                   "to join one");
+    if (!s->head && (s->port || s->storage || s->node_timeout_ms))
+        return cli_usage("--port, --storage and --node-timeout-ms go with --head");
+    int rc = s->head ? check_head_flags(s) : 0;
+    if (!rc)
+        rc = check_qty("--num-cpus", s->num_cpus);
+    if (!rc)
+        rc = check_qty("--num-gpus", s->num_gpus);
+    if (!rc)
+        rc = check_uint("--memory", s->memory, ESC_QTY_MAX / ESC_QTY_SCALE);
+    if (!rc)
+        rc = check_uint("--object-store-memory", s->object_store_memory,
+                        ESC_QTY_MAX / ESC_QTY_SCALE);
+    if (!rc)
+        rc = check_resources(s->resources);
+    return rc ? rc : check_labels(s->labels);
+}
+
+/* ------------------------------------------------------------------ set-up */
+
+static int find_binaries(start_ctx *s)
+{
+    if (s->head && cli_daemon_find("escher-gcs", "gcs", s->gcs_bin, sizeof s->gcs_bin) != 0)
+        return cli_fail("cannot find escher-gcs (looked in $ESCHER_BIN_DIR/gcs, next to "
+                        "escher, in ../gcs and on PATH)");
+    if (cli_daemon_find("escher-raylet", "raylet", s->raylet_bin, sizeof s->raylet_bin) != 0)
+        return cli_fail("cannot find escher-raylet (looked in $ESCHER_BIN_DIR/raylet, next "
+                        "to escher, in ../raylet and on PATH)");
+    return 0;
+}
+
+static bool token_ok(const char *t)
+{
+    if (!t[0] || strlen(t) >= 512)
+        return false;
+    for (; *t; t++)
+        if (*t <= ' ' || *t > '~')
+            return false;
+    return true;
+}
+
+/* The token a joining node uses: --token, $ESCHER_TOKEN, else the latest session's. */
+static int join_token(start_ctx *s)
+{
+    const char *t = s->g->token ? s->g->token : getenv("ESCHER_TOKEN");
+    char *from_file = t ? NULL : esc_session_read(ESC_SESSION_LATEST, "token");
+    if (!t)
+        t = from_file;
+    if (!t) {
+        free(from_file);
+        return cli_usage("no cluster token: give --token (printed by `escher start --head`)");
+    }
+    int rc = token_ok(t) ? 0 : cli_usage("the token must be printable, without spaces");
+    snprintf(s->token, sizeof s->token, "%s", t);
+    free(from_file);
+    return rc;
+}
+
+static int make_token(start_ctx *s)
+{
+    if (!s->head)
+        return join_token(s);
+    if (esc_random_hex(s->token, ESC_TOKEN_HEX / 2) != 0)
+        return cli_fail("no randomness from the kernel for the cluster token");
+    return 0;
+}
+
+/* Makes the session directory, its token and the session_latest link. A joining node
+ * takes over session_latest only when it does not point at a running session, so a
+ * second raylet on the head's machine leaves `escher stop` and `status` aimed at the
+ * head. */
+static int make_session(start_ctx *s)
+{
+    const char *explicit_dir = s->g->session_dir ? s->g->session_dir
+                                                 : getenv("ESCHER_SESSION_DIR");
+    if (explicit_dir && !*explicit_dir)
+        explicit_dir = NULL;
+    if (s->head && !explicit_dir && cli_session_live(ESC_SESSION_LATEST))
+        return cli_fail("a cluster is already running here (%s); stop it with `escher stop` "
+                        "or give another --session-dir",
+                        ESC_SESSION_LATEST);
+    int rc = cli_session_create(explicit_dir, s->dir, sizeof s->dir);
+    if (!rc)
+        rc = cli_session_write_token(s->dir, s->token);
+    if (rc)
+        return rc;
+    if ((s->head || !cli_session_live(ESC_SESSION_LATEST)) &&
+        cli_session_link_latest(s->dir) != 0)
+        cli_warn("cannot point %s at %s: %s", ESC_SESSION_LATEST, s->dir, strerror(errno));
+    return 0;
+}
+
+/* ------------------------------------------------------------------ output */
+
+/* Commands printed as next steps name the session unless it is the default one. */
+static const char *session_flag(const start_ctx *s, char *buf, size_t len)
+{
+    char latest[PATH_MAX];
+    buf[0] = '\0';
+    if (!realpath(ESC_SESSION_LATEST, latest) || strcmp(latest, s->dir) != 0)
+        snprintf(buf, len, " --session-dir %s", s->dir);
+    return buf;
+}
+
+static void print_started(const start_ctx *s)
+{
+    char flag[PATH_MAX + 16];
+    session_flag(s, flag, sizeof flag);
+    printf("Started escher %s.\n", s->head ? "head node" : "node");
+    printf("  session   %s\n", s->dir);
+    printf("  GCS       %s\n", s->gcs_addr);
+    printf("  node      %s%s%s%s\n", s->node_id, s->raylet_addr[0] ? " (raylet " : "",
+           s->raylet_addr, s->raylet_addr[0] ? ")" : "");
+    if (s->head) {
+        printf("\nTo add a node to this cluster, run on it:\n");
+        printf("  escher start --address %s --token %s\n", s->gcs_addr, s->token);
+    }
+    char cmds[3][PATH_MAX + 64];
+    snprintf(cmds[0], sizeof cmds[0], "escher status%s", flag);
+    snprintf(cmds[1], sizeof cmds[1], "escher resource set NAME QTY%s", flag);
+    snprintf(cmds[2], sizeof cmds[2], "escher stop%s", flag);
+    int w = (int)strlen(cmds[1]);
+    printf("\nNext steps:\n");
+    printf("  %-*s  nodes and their resources\n", w, cmds[0]);
+    printf("  %-*s  create an ephemeral resource on this node\n", w, cmds[1]);
+    printf("  %-*s  stop what this session started\n", w, cmds[2]);
+    if (s->block)
+        printf("\nRunning in the foreground; press Ctrl-C to stop.\n");
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ run */
+
+/* --block: waits for SIGINT/SIGTERM (then stops everything: exit 0) or for a daemon
+ * to die (then stops the rest: exit 1). */
+static int block(start_ctx *s)
+{
+    for (;;) {
+        struct timespec second = {1, 0};
+        int sig = sigtimedwait(&s->sigs, NULL, &second);
+        if (sig == SIGINT || sig == SIGTERM) {
+            printf("\nStopping (signal %d).\n", sig);
+            start_stop_all(s, START_STOP_GRACE_S, true);
+            return CLI_EXIT_OK;
+        }
+        int rc = start_check_children(s);
+        if (rc != 0) {
+            start_stop_all(s, START_STOP_GRACE_S, true);
+            return rc;
+        }
+    }
+}
+
+static int run_daemons(start_ctx *s)
+{
+    s->deadline_ms = esc_now_ms() + START_TIMEOUT_MS;
+    int rc = s->head ? start_gcs(s) : 0;
+    if (rc == 0 && s->head) {
+        if (cli_session_write(s->dir, "gcs_address", s->gcs_addr) != 0)
+            rc = cli_fail("cannot write %s/gcs_address: %s", s->dir, strerror(errno));
+    }
+    if (rc == 0)
+        rc = start_raylet(s);
+    if (rc != 0) {
+        start_stop_all(s, START_FAIL_GRACE_S, false);
+        return rc;
+    }
+    start_fetch_raylet_address(s);
+    if (s->raylet_addr[0] && cli_session_write(s->dir, "raylet_address", s->raylet_addr) != 0)
+        cli_warn("cannot write %s/raylet_address: %s", s->dir, strerror(errno));
+    return 0;
+}
+
+/* A joining node's session records the GCS before anything starts. */
+static int prepare_join(start_ctx *s)
+{
+    snprintf(s->gcs_addr, sizeof s->gcs_addr, "%s", s->g->address);
+    int rc = start_probe_gcs(s);
+    if (rc == 0 && cli_session_write(s->dir, "gcs_address", s->gcs_addr) != 0)
+        rc = cli_fail("cannot write %s/gcs_address: %s", s->dir, strerror(errno));
+    return rc;
+}
+
+static int start(start_ctx *s)
+{
+    int rc = check_flags(s);
+    if (!rc)
+        rc = find_binaries(s);
+    if (!rc)
+        rc = make_token(s);
+    if (!rc)
+        rc = make_session(s);
+    if (!rc && !s->head)
+        rc = prepare_join(s);
+    if (!rc)
+        rc = run_daemons(s);
+    if (rc)
+        return rc;
+    print_started(s);
+    return s->block ? block(s) : CLI_EXIT_OK;
+}
+
+int cmd_start(const cli_globals *g, int argc, char **argv)
+{
+    start_ctx *s = calloc(1, sizeof *s);
+    s->g = g;
+    const cli_opt opts[] = {
+        {"--head", NULL, &s->head},
+        {"--block", NULL, &s->block},
+        {"--port", &s->port, NULL},
+        {"--num-cpus", &s->num_cpus, NULL},
+        {"--num-gpus", &s->num_gpus, NULL},
+        {"--memory", &s->memory, NULL},
+        {"--object-store-memory", &s->object_store_memory, NULL},
+        {"--resources", &s->resources, NULL},
+        {"--labels", &s->labels, NULL},
+        {"--storage", &s->storage, NULL},
+        {"--node-timeout-ms", &s->node_timeout_ms, NULL},
+        {"--node-ip", &s->node_ip, NULL},
+        {NULL, NULL, NULL},
+    };
+    const char *pos[1];
+    int npos;
+    int rc = cli_parse(argc, argv, opts, pos, 0, &npos, usage);
+    if (rc == 0) {
+        snprintf(s->ip, sizeof s->ip, "%s", s->node_ip ? s->node_ip : "");
+        if (!s->node_ip)
+            cli_node_ip(s->ip, sizeof s->ip);
+        /* Signals are taken synchronously (sigtimedwait) so that Ctrl-C during start-up
+         * or under --block stops what was started instead of leaving it behind. */
+        sigemptyset(&s->sigs);
+        sigaddset(&s->sigs, SIGINT);
+        sigaddset(&s->sigs, SIGTERM);
+        sigaddset(&s->sigs, SIGCHLD);
+        signal(SIGCHLD, SIG_DFL);
+        sigprocmask(SIG_BLOCK, &s->sigs, NULL);
+        rc = start(s);
+    }
+    free(s);
+    return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+}

@@ -1,0 +1,131 @@
+/* cmd_status.c: `escher status [--json]`: nodes, and per node each resource's total,
+ * held and available, with owner and namespace of ephemeral resources. */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: escher status [--json]\n"
+    "\n"
+    "Shows every node (id, address, state) and each resource's total, held and available;\n"
+    "ephemeral resources appear under their full name \"<namespace>/<name>\" with their\n"
+    "owner (a job id, or \"detached\") and namespace.\n"
+    "\n"
+    "  --json  print {\"seq\": N, \"nodes\": [{\"id\", \"address\", \"state\", \"resources\":\n"
+    "          {NAME: {\"total\", \"held\", \"available\"[, \"owner\", \"namespace\"]}}}]};\n"
+    "          numbers are decimals, an unbounded capacity is \"inf\"\n";
+
+/* ------------------------------------------------------------------ JSON */
+
+static json_t *resource_json(const esc_resource_info *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "total", cli_json_qty(r->total, r->unbounded));
+    json_object_set_new(o, "held", cli_json_qty(r->held, false));
+    json_object_set_new(o, "available", cli_json_qty(r->available, r->unbounded));
+    if (r->ephemeral) {
+        json_object_set_new(o, "owner", json_string(r->owner ? r->owner : ""));
+        json_object_set_new(o, "namespace", json_string(r->namespace_ ? r->namespace_ : ""));
+    }
+    if (r->deleted)
+        json_object_set_new(o, "deleted", json_true());
+    return o;
+}
+
+static json_t *node_json(const esc_node_status *n)
+{
+    json_t *res = json_object();
+    for (size_t i = 0; i < n->nresources; i++)
+        json_object_set_new(res, n->resources[i].name, resource_json(&n->resources[i]));
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(n->id));
+    json_object_set_new(o, "address", json_string(n->address));
+    json_object_set_new(o, "state", json_string(n->state));
+    json_object_set_new(o, "resources", res);
+    return o;
+}
+
+static int print_json(const esc_cluster_status *s)
+{
+    json_t *nodes = json_array();
+    for (size_t i = 0; i < s->nnodes; i++)
+        json_array_append_new(nodes, node_json(&s->nodes[i]));
+    json_t *root = json_object();
+    json_object_set_new(root, "seq", json_integer((json_int_t)s->seq));
+    json_object_set_new(root, "nodes", nodes);
+    return cli_json_print(root);
+}
+
+/* ------------------------------------------------------------------ table */
+
+static int name_width(const esc_node_status *n)
+{
+    int w = (int)strlen("RESOURCE");
+    for (size_t i = 0; i < n->nresources; i++) {
+        int l = (int)strlen(n->resources[i].name);
+        w = l > w ? l : w;
+    }
+    return w;
+}
+
+static void print_resource_row(const esc_resource_info *r, int w)
+{
+    char t[48], h[48], a[48];
+    cli_fmt_qty(r->name, r->total, r->unbounded, true, t, sizeof t);
+    cli_fmt_qty(r->name, r->held, false, true, h, sizeof h);
+    cli_fmt_qty(r->name, r->available, r->unbounded, true, a, sizeof a);
+    printf("  %-*s %12s %12s %12s", w, r->name, t, h, a);
+    if (r->ephemeral)
+        printf("  %-16s %s", r->owner && r->owner[0] ? r->owner : "detached",
+               r->namespace_ ? r->namespace_ : "");
+    if (r->deleted)
+        printf("  (deleted, held until released)");
+    putchar('\n');
+}
+
+static void print_node(const esc_node_status *n)
+{
+    printf("\nnode %s  %s  %s  applied seq %" PRIu64 "\n", n->id, n->address, n->state,
+           n->applied_seq);
+    int w = name_width(n);
+    printf("  %-*s %12s %12s %12s  %-16s %s\n", w, "RESOURCE", "TOTAL", "HELD", "AVAILABLE",
+           "OWNER", "NAMESPACE");
+    for (size_t i = 0; i < n->nresources; i++)
+        print_resource_row(&n->resources[i], w);
+}
+
+static int print_table(const esc_cluster_status *s)
+{
+    printf("cluster: %zu node%s, applied seq %" PRIu64 " (committed %" PRIu64 ")\n",
+           s->nnodes, s->nnodes == 1 ? "" : "s", s->seq, s->committed_seq);
+    for (size_t i = 0; i < s->nnodes; i++)
+        print_node(&s->nodes[i]);
+    return CLI_EXIT_OK;
+}
+
+/* ------------------------------------------------------------------ command */
+
+int cmd_status(const cli_globals *g, int argc, char **argv)
+{
+    bool json = false;
+    const cli_opt opts[] = {{"--json", NULL, &json}, {NULL, NULL, NULL}};
+    const char *pos[1];
+    int npos;
+    int rc = cli_parse(argc, argv, opts, pos, 0, &npos, usage);
+    if (rc != 0)
+        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+    esc_client *c;
+    if ((rc = cli_connect(g, NULL, &c)) != CLI_EXIT_OK)
+        return rc;
+    esc_cluster_status *s = NULL;
+    esc_status st;
+    if (esc_get_cluster_status(c, &s, &st) != ESC_OK)
+        rc = cli_status_fail(&st);
+    else
+        rc = json ? print_json(s) : print_table(s);
+    esc_cluster_status_free(s);
+    esc_disconnect(c);
+    return rc;
+}

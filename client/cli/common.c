@@ -1,0 +1,87 @@
+/* common.c: error reporting and connecting, shared by the CLI's commands. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../session.h"
+
+static void vreport(const char *prefix, const char *fmt, va_list ap)
+{
+    fputs(prefix, stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int cli_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport("escher: ", fmt, ap);
+    va_end(ap);
+    return CLI_EXIT_FAIL;
+}
+
+int cli_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport("escher: ", fmt, ap);
+    va_end(ap);
+    return CLI_EXIT_USAGE;
+}
+
+void cli_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport("escher: warning: ", fmt, ap);
+    va_end(ap);
+}
+
+bool cli_pathf(char *out, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, len, fmt, ap);
+    va_end(ap);
+    return n >= 0 && (size_t)n < len;
+}
+
+int cli_status_fail(const esc_status *st)
+{
+    return cli_fail("%s: %s", esc_status_name(st->code), st->message);
+}
+
+/* gRPC's "failed to connect to all addresses" does not say which cluster was meant. */
+static int unreachable(const cli_globals *g, const esc_status *st)
+{
+    char *from_session = g->address ? NULL
+                                    : esc_session_read(esc_session_dir(g->session_dir),
+                                                       "gcs_address");
+    const char *addr = g->address ? g->address : from_session ? from_session : "?";
+    cli_fail("%s: no GCS answers at %s (is the cluster running?): %s",
+             esc_status_name(st->code), addr, st->message);
+    free(from_session);
+    return CLI_EXIT_FAIL;
+}
+
+int cli_connect(const cli_globals *g, const char *ns, esc_client **out)
+{
+    esc_connect_opts o = {
+        .address = g->address,
+        .token = g->token,
+        .session_dir = g->session_dir,
+        .namespace_ = ns,
+        /* A CLI call is over in a moment; what it creates must outlive it. */
+        .detached = true,
+        .short_lived = true,
+    };
+    esc_status st;
+    int rc = esc_connect(&o, out, &st);
+    if (rc == ESC_UNAVAILABLE && strncmp(st.message, "no cluster address", 18) != 0)
+        return unreachable(g, &st);
+    return rc == ESC_OK ? CLI_EXIT_OK : cli_status_fail(&st);
+}

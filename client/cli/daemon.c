@@ -1,0 +1,120 @@
+/* daemon.c: locating and spawning the escher daemons. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int try_path(char *out, size_t len, const char *dir, const char *sub, const char *name)
+{
+    int n = sub ? snprintf(out, len, "%s/%s/%s", dir, sub, name)
+                : snprintf(out, len, "%s/%s", dir, name);
+    return n > 0 && (size_t)n < len && access(out, X_OK) == 0 ? 0 : -1;
+}
+
+static int search_path(const char *name, char *out, size_t len)
+{
+    const char *env = getenv("PATH");
+    if (!env)
+        return -1;
+    char *copy = strdup(env), *save = NULL;
+    int rc = -1;
+    for (char *d = strtok_r(copy, ":", &save); d && rc != 0; d = strtok_r(NULL, ":", &save))
+        rc = try_path(out, len, *d ? d : ".", NULL, name);
+    free(copy);
+    return rc;
+}
+
+int cli_daemon_find(const char *name, const char *subdir, char *out, size_t len)
+{
+    const char *bin_dir = getenv("ESCHER_BIN_DIR");
+    if (bin_dir && *bin_dir && try_path(out, len, bin_dir, subdir, name) == 0)
+        return 0;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        const char *dir = dirname(exe);
+        char up[PATH_MAX];
+        snprintf(up, sizeof up, "%s/..", dir);
+        if (try_path(out, len, dir, NULL, name) == 0 || try_path(out, len, up, subdir, name) == 0)
+            return 0;
+    }
+    return search_path(name, out, len);
+}
+
+/* In the child: session, descriptors and signals as a daemon wants them, then exec. */
+static void exec_child(char *const argv[], int log_fd)
+{
+    setsid();
+    int in = open("/dev/null", O_RDONLY);
+    if (in >= 0)
+        dup2(in, STDIN_FILENO);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    execv(argv[0], argv);
+    dprintf(STDERR_FILENO, "escher: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static int write_pid(const char *path, pid_t pid)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "%d\n", (int)pid);
+    return fclose(f);
+}
+
+pid_t cli_daemon_spawn(char *const argv[], const char *log_path, const char *pid_path)
+{
+    int log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0)
+        return -1;
+    fflush(NULL); /* nothing buffered may be written twice by the child */
+    pid_t pid = fork();
+    if (pid == 0)
+        exec_child(argv, log_fd);
+    int saved = errno;
+    close(log_fd);
+    if (pid < 0) {
+        errno = saved;
+        return -1;
+    }
+    if (write_pid(pid_path, pid) != 0) {
+        saved = errno;
+        kill(pid, SIGKILL);
+        errno = saved;
+        return -1;
+    }
+    return pid;
+}
+
+const char *cli_last_line(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return buf;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0])
+            snprintf(buf, len, "%s", line);
+    }
+    fclose(f);
+    return buf;
+}

@@ -1,0 +1,141 @@
+/* session_new.c: making, cleaning and linking session directories. */
+#include "session_new.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../session.h"
+#include "cli.h"
+#include "ids.h"
+#include "procs.h"
+
+/* Files of a previous run that would mislead readiness checks or clients. */
+static const char *const stale_files[] = {"token", "gcs.port", "node_id", "gcs_address",
+                                          "raylet_address"};
+
+bool cli_session_live(const char *dir)
+{
+    char real[PATH_MAX];
+    if (!realpath(dir, real))
+        return false;
+    cli_proc *procs;
+    size_t n;
+    if (cli_procs_load(real, &procs, &n) != 0)
+        return false;
+    bool live = false;
+    for (size_t i = 0; i < n && !live; i++)
+        live = cli_proc_running(procs[i].pid, real);
+    free(procs);
+    return live;
+}
+
+/* mkdir -p, the last component with mode. */
+static int make_dirs(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, mode) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static void remove_stale(const char *dir)
+{
+    char path[PATH_MAX];
+    for (size_t i = 0; i < sizeof stale_files / sizeof stale_files[0]; i++)
+        if (esc_session_path(dir, stale_files[i], path, sizeof path))
+            unlink(path);
+    cli_proc *procs;
+    size_t n;
+    if (cli_procs_load(dir, &procs, &n) == 0)
+        for (size_t i = 0; i < n; i++)
+            unlink(procs[i].pidfile);
+    free(procs);
+}
+
+static int make_subdir(const char *dir, const char *sub)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, sub);
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return cli_fail("cannot create %s: %s", path, strerror(errno));
+    return CLI_EXIT_OK;
+}
+
+int cli_session_create(const char *dir, char *out, size_t len)
+{
+    char fresh[PATH_MAX];
+    if (!dir) {
+        snprintf(fresh, sizeof fresh, "%s/session_%llu_%d", ESC_SESSION_ROOT,
+                 (unsigned long long)esc_wall_ms(), (int)getpid());
+        dir = fresh;
+    }
+    if (cli_session_live(dir))
+        return cli_fail("a session is already running in %s (stop it with `escher stop "
+                        "--session-dir %s`)",
+                        dir, dir);
+    /* The session directory holds the token: only its owner may look inside. */
+    if (make_dirs(dir, 0700) != 0)
+        return cli_fail("cannot create session directory %s: %s", dir, strerror(errno));
+    if (!realpath(dir, out) || strlen(out) >= len)
+        return cli_fail("cannot resolve session directory %s: %s", dir, strerror(errno));
+    remove_stale(out);
+    int rc = make_subdir(out, "pids");
+    return rc ? rc : make_subdir(out, "logs");
+}
+
+int cli_session_write_token(const char *dir, const char *token)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/token", dir);
+    /* O_EXCL: never write a token through a file (or link) someone else put there. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return cli_fail("cannot create %s: %s", path, strerror(errno));
+    size_t n = strlen(token);
+    ssize_t w = write(fd, token, n);
+    int err = errno;
+    if (close(fd) != 0 || w != (ssize_t)n)
+        return cli_fail("cannot write %s: %s", path, strerror(err));
+    return CLI_EXIT_OK;
+}
+
+int cli_session_write(const char *dir, const char *name, const char *content)
+{
+    char path[PATH_MAX], tmp[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fputs(content, f);
+    if (fclose(f) != 0)
+        return -1;
+    return rename(tmp, path);
+}
+
+int cli_session_link_latest(const char *dir)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.%d", ESC_SESSION_LATEST, (int)getpid());
+    unlink(tmp);
+    if (make_dirs(ESC_SESSION_ROOT, 0755) != 0 || symlink(dir, tmp) != 0)
+        return -1;
+    if (rename(tmp, ESC_SESSION_LATEST) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,27 @@
+/* session_new.h: creating a session directory for `escher start` (docs/processes.md). */
+#ifndef ESC_CLI_SESSION_NEW_H
+#define ESC_CLI_SESSION_NEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* True when a process recorded in dir's pid files still runs. */
+bool cli_session_live(const char *dir);
+
+/* Creates the session directory with pids/ and logs/: dir when not NULL (parents made
+ * as needed), else /tmp/escher/session_<wall-ms>_<pid>. An existing directory is reused
+ * after its stale files (token, readiness files, pid files) are removed; one whose
+ * processes still run is refused. Writes the absolute path into out. Prints the error
+ * and returns an exit code. */
+int cli_session_create(const char *dir, char *out, size_t len);
+
+/* Creates dir/token (mode 0600, must not exist) holding token, no newline. */
+int cli_session_write_token(const char *dir, const char *token);
+
+/* Writes dir/name atomically (temporary file, then rename). Returns 0 or -1. */
+int cli_session_write(const char *dir, const char *name, const char *content);
+
+/* Points /tmp/escher/session_latest at dir (atomically, by renaming a new link). */
+int cli_session_link_latest(const char *dir);
+
+#endif

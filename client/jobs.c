@@ -1,0 +1,61 @@
+/* jobs.c: listing the job table (ListJobs). */
+#include "client_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *job_state_name(Escher__JobState s)
+{
+    switch (s) {
+    case ESCHER__JOB_STATE__JOB_RUNNING:
+        return "RUNNING";
+    case ESCHER__JOB_STATE__JOB_FINISHED:
+        return "FINISHED";
+    case ESCHER__JOB_STATE__JOB_FAILED:
+        return "FAILED";
+    default:
+        return "UNKNOWN";
+    }
+}
+
+static void fill_job(esc_job_info *j, const Escher__JobInfo *p)
+{
+    j->id = strdup(p->job_id);
+    j->namespace_ = strdup(p->namespace_);
+    j->state = strdup(job_state_name(p->state));
+    j->entrypoint = strdup(p->entrypoint);
+    j->start_ms = p->start_ms;
+    j->end_ms = p->end_ms;
+    j->driver_pid = p->driver_pid;
+}
+
+int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st)
+{
+    *jobs = NULL;
+    *n = 0;
+    Escher__ListJobsRequest req = ESCHER__LIST_JOBS_REQUEST__INIT;
+    ProtobufCMessage *m;
+    int rc = esc_client_call(c, "ListJobs", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    if (rc != ESC_OK)
+        return rc;
+    const Escher__ListJobsReply *r = (const Escher__ListJobsReply *)m;
+    *jobs = calloc(r->n_jobs + 1, sizeof **jobs);
+    for (size_t i = 0; i < r->n_jobs; i++)
+        fill_job(&(*jobs)[i], r->jobs[i]);
+    *n = r->n_jobs;
+    protobuf_c_message_free_unpacked(m, NULL);
+    return ESC_OK;
+}
+
+void esc_jobs_free(esc_job_info *jobs, size_t n)
+{
+    if (!jobs)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(jobs[i].id);
+        free(jobs[i].namespace_);
+        free(jobs[i].state);
+        free(jobs[i].entrypoint);
+    }
+    free(jobs);
+}

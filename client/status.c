@@ -1,0 +1,143 @@
+/* status.c: the cluster status (GetClusterStatus) as plain C structs: per node, each
+ * resource's total, held and available, with owner and namespace of ephemeral ones. */
+#include "client_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strmap.h"
+
+static const char *node_state_name(Escher__NodeState s)
+{
+    switch (s) {
+    case ESCHER__NODE_STATE__NODE_ALIVE:
+        return "ALIVE";
+    case ESCHER__NODE_STATE__NODE_DRAINING:
+        return "DRAINING";
+    case ESCHER__NODE_STATE__NODE_DEAD:
+        return "DEAD";
+    default:
+        return "UNKNOWN";
+    }
+}
+
+/* Registry rows are keyed by node and full name; '\n' can be in neither. */
+static void registry_key(const char *node_id, const char *name, char *out, size_t len)
+{
+    snprintf(out, len, "%s\n%s", node_id, name);
+}
+
+static esc_strmap *index_registry(const Escher__GetClusterStatusReply *r)
+{
+    esc_strmap *m = esc_strmap_new();
+    char key[512];
+    for (size_t i = 0; i < r->n_registry; i++) {
+        registry_key(r->registry[i]->node_id, r->registry[i]->name, key, sizeof key);
+        esc_strmap_put(m, key, r->registry[i]);
+    }
+    return m;
+}
+
+/* The namespace of a full name: what precedes its '/'. */
+static char *namespace_of(const char *full)
+{
+    const char *slash = strchr(full, '/');
+    return strndup(full, (size_t)(slash - full));
+}
+
+static void fill_resource(esc_resource_info *ri, const Escher__ResourceState *rs,
+                          const char *node_id, const esc_strmap *registry)
+{
+    ri->name = strdup(rs->name);
+    ri->total = rs->total;
+    ri->held = rs->held;
+    ri->available = rs->total - rs->held;
+    ri->unbounded = rs->unbounded;
+    ri->deleted = rs->deleted;
+    ri->ephemeral = strchr(rs->name, '/') != NULL;
+    if (!ri->ephemeral)
+        return;
+    char key[512];
+    registry_key(node_id, rs->name, key, sizeof key);
+    const Escher__RegistryEntry *e = esc_strmap_get(registry, key);
+    /* A row can be missing for a moment (deleted while still held): the name still
+     * says the namespace, and the owner is then unknown, shown as "". */
+    ri->namespace_ = e && e->namespace_[0] ? strdup(e->namespace_) : namespace_of(rs->name);
+    ri->owner = strdup(e ? e->owner_job : "");
+}
+
+/* Physical resources first, then ephemeral ones, each by name: a stable order for
+ * people and for diffs of scripted output. */
+static int resource_cmp(const void *a, const void *b)
+{
+    const esc_resource_info *x = a, *y = b;
+    if (x->ephemeral != y->ephemeral)
+        return x->ephemeral ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+static void fill_node(esc_node_status *ns, const Escher__NodeStatus *n, const esc_strmap *reg)
+{
+    const Escher__NodeInfo *info = n->node;
+    ns->id = strdup(info ? info->node_id : "");
+    ns->address = strdup(info ? info->address : "");
+    ns->state = strdup(node_state_name(info ? info->state : ESCHER__NODE_STATE__NODE_DEAD));
+    ns->applied_seq = n->applied_seq;
+    ns->nresources = n->n_resources;
+    ns->resources = calloc(n->n_resources + 1, sizeof *ns->resources);
+    for (size_t i = 0; i < n->n_resources; i++)
+        fill_resource(&ns->resources[i], n->resources[i], ns->id, reg);
+    qsort(ns->resources, ns->nresources, sizeof *ns->resources, resource_cmp);
+}
+
+int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *st)
+{
+    *out = NULL;
+    Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
+    ProtobufCMessage *m;
+    int rc = esc_client_call(c, "GetClusterStatus", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    if (rc != ESC_OK)
+        return rc;
+    const Escher__GetClusterStatusReply *r = (const Escher__GetClusterStatusReply *)m;
+    esc_strmap *reg = index_registry(r);
+    esc_cluster_status *s = calloc(1, sizeof *s);
+    s->seq = r->seq;
+    s->committed_seq = r->committed_seq;
+    s->nnodes = r->n_nodes;
+    s->nodes = calloc(r->n_nodes + 1, sizeof *s->nodes);
+    for (size_t i = 0; i < r->n_nodes; i++)
+        fill_node(&s->nodes[i], r->nodes[i], reg);
+    esc_strmap_free(reg);
+    protobuf_c_message_free_unpacked(m, NULL);
+    *out = s;
+    return ESC_OK;
+}
+
+void esc_cluster_status_free(esc_cluster_status *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        esc_node_status *n = &s->nodes[i];
+        for (size_t j = 0; j < n->nresources; j++) {
+            free(n->resources[j].name);
+            free(n->resources[j].namespace_);
+            free(n->resources[j].owner);
+        }
+        free(n->resources);
+        free(n->id);
+        free(n->address);
+        free(n->state);
+    }
+    free(s->nodes);
+    free(s);
+}
+
+const esc_resource_info *esc_node_resource(const esc_node_status *n, const char *name)
+{
+    for (size_t i = 0; i < n->nresources; i++)
+        if (strcmp(n->resources[i].name, name) == 0)
+            return &n->resources[i];
+    return NULL;
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# make demo: a one-node cluster on the embedded defaults (in-memory store), shaped with
+# ephemeral resources from the CLI and from a C driver, then stopped with nothing left.
+set -euo pipefail
+BUILD=${1:-build}
+ESC="$BUILD/client/escher"
+export ESCHER_BIN_DIR="$BUILD"
+SESSION=$(mktemp -d /tmp/escher-demo-XXXXXX)
+export ESCHER_SESSION_DIR="$SESSION"
+cleanup() { "$ESC" stop >/dev/null 2>&1 || true; rm -rf "$SESSION"; }
+trap cleanup EXIT
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+step "$ESC" start --head --port 0 --num-cpus 2 --resources accel=1
+step "$ESC" resource set gpu_share 1.5
+step "$ESC" resource add gpu_share -0.5
+step "$ESC" resource set queue 0
+step "$ESC" resource set pool inf --all-nodes
+step "$ESC" resource set lane 2 --where CPU=1 --num-nodes 1
+step "$ESC" status
+step "$BUILD/examples/ephemeral_resources"
+step "$ESC" resource delete queue
+step "$ESC" status --json
+step "$ESC" stop
+pids=$(cat "$SESSION"/pids/*.pid 2>/dev/null || true)
+for p in $pids; do
+  if kill -0 "$p" 2>/dev/null; then echo "demo: process $p is still running" >&2; exit 1; fi
+done
+echo; echo "demo: done, no escher process left behind"
