@@ -5,7 +5,7 @@
  * it (wait_applied); median and p99 over RUNS runs. Then the round trip of one `set`, and
  * the resident memory of an idle GCS and raylet. One JSON object per line on stdout.
  *
- * Usage: ephemeral [--runs N] [--rtt-samples N]   (ESCHER_BIN_DIR: the build directory) */
+ * Usage: ephemeral [--runs N] [--rtt-samples N] [--rtt-only]   (ESCHER_BIN_DIR: the build directory) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,22 +85,37 @@ static void bench_create(h_cluster *c, esc_client *cl, int nodes, int r, int run
     free(t);
 }
 
+/* The round trip of one `set`, interleaved with its peer in the same run: a KV read,
+ * the cheapest call the GCS serves, which is the floor any write could reach. */
 static void bench_rtt(esc_client *cl, int samples)
 {
-    double *t = calloc((size_t)samples, sizeof *t);
+    double *set = calloc((size_t)samples, sizeof *set);
+    double *kv = calloc((size_t)samples, sizeof *kv);
     esc_status st;
     for (int i = 0; i < samples + 50; i++) {
         double t0 = h_now_ms();
         if (esc_resource_set(cl, "rtt", ESC_QTY(1 + i % 7), NULL, NULL, &st) != ESC_OK)
             die("set", &st);
-        if (i >= 50)
-            t[i - 50] = h_now_ms() - t0;
+        double t1 = h_now_ms();
+        void *v = NULL;
+        size_t len;
+        if (esc_kv_get(cl, "bench", "absent", &v, &len, &st) != ESC_NOT_FOUND)
+            die("kv_get", &st);
+        double t2 = h_now_ms();
+        if (i >= 50) {
+            set[i - 50] = t1 - t0;
+            kv[i - 50] = t2 - t1;
+        }
     }
-    qsort(t, (size_t)samples, sizeof *t, cmp_double);
-    printf("{\"set_rtt_median_ms\": %.4f, \"set_rtt_p99_ms\": %.4f, \"samples\": %d}\n",
-           percentile(t, samples, 50), percentile(t, samples, 99), samples);
+    qsort(set, (size_t)samples, sizeof *set, cmp_double);
+    qsort(kv, (size_t)samples, sizeof *kv, cmp_double);
+    printf("{\"set_rtt_median_ms\": %.4f, \"set_rtt_p99_ms\": %.4f, \"kv_get_rtt_median_ms\": "
+           "%.4f, \"kv_get_rtt_p99_ms\": %.4f, \"samples\": %d}\n",
+           percentile(set, samples, 50), percentile(set, samples, 99),
+           percentile(kv, samples, 50), percentile(kv, samples, 99), samples);
     fflush(stdout);
-    free(t);
+    free(set);
+    free(kv);
 }
 
 static double rss_mb(pid_t pid)
@@ -135,12 +150,15 @@ static void start_cluster(h_cluster *c, int nodes)
 int main(int argc, char **argv)
 {
     int runs = 7, samples = 1000;
+    bool rtt_only = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--runs"))
             runs = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--rtt-samples"))
             samples = atoi(argv[i + 1]);
     }
+    for (int i = 1; i < argc; i++)
+        rtt_only |= !strcmp(argv[i], "--rtt-only");
     if (runs < 5 || samples < 10) {
         fprintf(stderr, "ephemeral: need --runs >= 5 and --rtt-samples >= 10\n");
         return 2;
@@ -156,6 +174,11 @@ int main(int argc, char **argv)
             printf("{\"idle_gcs_rss_mb\": %.1f, \"idle_raylet_rss_mb\": %.1f}\n",
                    rss_mb(c.gcs_pid), rss_mb(c.raylets[0].pid));
             bench_rtt(cl, samples);
+            if (rtt_only) {
+                esc_disconnect(cl);
+                h_stop(&c);
+                return 0;
+            }
         }
         for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
             bench_create(&c, cl, node_counts[k], counts[i], runs);

@@ -33,7 +33,7 @@ esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token)
     c->target = strdup(target);
     c->token = token ? strdup(token) : NULL;
     pthread_mutex_init(&c->mu, NULL);
-    grpc_arg args[6];
+    grpc_arg args[7];
     int n = 0;
     args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                            .value.integer = ESC_RPC_MAX_MESSAGE};
@@ -50,6 +50,10 @@ esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token)
     /* Long streams notice a peer that vanished without closing its socket. */
     args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_KEEPALIVE_TIME_MS,
                            .value.integer = 10000};
+    /* Retries are ours (ESC_RPC_IDEMPOTENT); gRPC's retry filter only adds a buffering
+     * hop to every call. */
+    args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ENABLE_RETRIES,
+                           .value.integer = 0};
     grpc_channel_args cargs = {.num_args = (size_t)n, .args = args};
     grpc_channel_credentials *creds = grpc_insecure_credentials_create();
     c->ch = grpc_channel_create(target, creds, &cargs);
