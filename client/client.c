@@ -98,6 +98,13 @@ static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **to
     return ESC_OK;
 }
 
+/* A driver's stream only keeps its job alive; its events are not needed (yet). */
+static void drop_event(void *ud, Escher__Event *ev)
+{
+    (void)ud;
+    protobuf_c_message_free_unpacked(&ev->base, NULL);
+}
+
 int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
 {
     static const esc_connect_opts defaults;
@@ -119,7 +126,7 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
     }
     free(token);
     if (rc == ESC_OK && !o->short_lived) {
-        c->live = esc_liveness_start(c->gcs, c->job_id);
+        c->live = esc_subscription_start(c->gcs, NULL, c->job_id, 0, drop_event, NULL, NULL);
         if (!c->live)
             rc = esc_status_set(st, ESC_INTERNAL, "cannot start the liveness thread");
     }
@@ -151,7 +158,7 @@ void esc_disconnect(esc_client *c)
     if (!c)
         return;
     /* Stop the stream first so its end is not mistaken for anything but our leaving. */
-    esc_liveness_stop(c->live);
+    esc_subscription_stop(c->live);
     if (c->job_id)
         finish_job(c);
     esc_rpc_channel_free(c->gcs);

@@ -4,7 +4,7 @@
 
 #include "escher/escher.h"
 #include "gcs.pb-c.h"
-#include "liveness.h"
+#include "subscription.h"
 
 /* Every field is set by esc_connect and read-only afterwards, which is what makes one
  * client safe to share between threads (the channel is thread-safe itself). */
@@ -16,7 +16,9 @@ struct esc_client {
     char *node_id;      /* "" when unknown */
     bool detached;
     int timeout_ms;
-    esc_liveness *live; /* NULL for a short-lived client */
+    /* The job's liveness: the GCS ends a job whose driver has had no Subscribe stream
+     * for its job timeout. NULL for a short-lived client. */
+    esc_subscription *live;
 };
 
 /* One unary call of a Gcs method with the client's default deadline. */

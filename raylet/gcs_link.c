@@ -8,12 +8,12 @@
  * answers unknown_node (it restarted without persistence) the node registers again
  * with its id; FAILED_PRECONDITION then means it was declared dead: exit 1.
  *
- * The subscription thread holds Subscribe{from_seq, node_id} open and posts every event
- * to the loop in order. When the stream ends (GCS restarted or unreachable) it waits
- * 200 ms and subscribes again from the last seq it received; it never gives up, and
- * leases keep their resources meanwhile.
+ * The subscription (runtime/subscription.c) holds Subscribe{from_seq, node_id} open and
+ * posts every event to the loop in order, resubscribing from the last seq it received
+ * when the GCS restarts or is unreachable; leases keep their resources meanwhile.
  *
- * Shutdown (loop thread): set stopping, cancel the stream, wake both threads, join. */
+ * Shutdown (loop thread): set stopping, wake the report thread and join it, then stop
+ * the subscription. */
 #include "raylet.h"
 
 #include <errno.h>
@@ -26,13 +26,13 @@
 #include <unistd.h>
 
 #include "ids.h"
+#include "subscription.h"
 #include "log.h"
 
 #define REGISTER_TOTAL_MS 30000   /* give up on the first registration after this */
 #define REGISTER_ATTEMPT_MS 1000  /* one attempt; short so shutdown is not held up */
 #define REPORT_TIMEOUT_MS 2000
 #define REPORT_RETRY_MS 100       /* after a failed report, wait this long at least */
-#define RESUBSCRIBE_MS 200
 #define DEFAULT_HEARTBEAT_MS 1000
 
 struct raylet_link {
@@ -50,20 +50,18 @@ struct raylet_link {
     /* Written by the report thread before the registration is posted; read-only after. */
     char node_id[128];
     uint32_t heartbeat_ms;         /* report thread */
-    uint64_t sub_from;             /* the subscription's first from_seq (set by the loop) */
 
     pthread_mutex_t mu;
     pthread_cond_t report_cv;      /* CLOCK_MONOTONIC */
-    pthread_cond_t sub_cv;         /* CLOCK_MONOTONIC */
     bool stopping;
     bool wake;                     /* something was published since the last report */
     uint64_t seq;                  /* latest applied seq published by the loop */
     raylet_rows *pending;          /* latest rows published and not yet taken */
     raylet_rows *spare;            /* a used rows block, for the loop to fill again */
-    esc_rpc_stream *stream;        /* the open subscription, for cancellation */
+    esc_subscription *sub;         /* the event stream (started and stopped by the loop) */
 
-    pthread_t report_thread, sub_thread;
-    bool report_started, sub_started;
+    pthread_t report_thread;
+    bool report_started;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -131,7 +129,7 @@ typedef struct {
     uint64_t seq;
 } registered_msg;
 
-static void *sub_main(void *arg);
+static void post_event(void *ud, Escher__Event *ev);
 
 /* Loop thread: the node is registered; publish it and start the subscription. */
 static void run_registered(void *arg)
@@ -151,13 +149,12 @@ static void run_registered(void *arg)
         raylet_fail(r, 1);
         return;
     }
-    l->sub_from = seq;
-    if (pthread_create(&l->sub_thread, NULL, sub_main, l) != 0) {
+    l->sub = esc_subscription_start(l->ch, l->node_id, NULL, seq, post_event, l, "raylet");
+    if (!l->sub) {
         ESC_ERROR("cannot start the subscription thread");
         raylet_fail(r, 1);
         return;
     }
-    l->sub_started = true;
     r->force_publish = true;
     raylet_changed(r, false);
 }
@@ -402,58 +399,15 @@ static void *report_main(void *arg)
 
 /* ------------------------------------------------------------ subscription */
 
-static void *sub_main(void *arg)
+/* Subscription thread: every event goes to the loop, in order. */
+static void post_event(void *ud, Escher__Event *ev)
 {
-    raylet_link *l = arg;
-    uint64_t from = l->sub_from;
-    bool failing = false;
-    while (!is_stopping(l)) {
-        Escher__SubscribeRequest rq = ESCHER__SUBSCRIBE_REQUEST__INIT;
-        rq.from_seq = from;
-        rq.node_id = l->node_id;
-        esc_status st = {0};
-        esc_rpc_stream *s =
-            esc_rpc_stream_open(l->ch, &escher__gcs__descriptor, "Subscribe", &rq.base, &st);
-        if (s) {
-            pthread_mutex_lock(&l->mu);
-            bool stop = l->stopping;
-            if (!stop)
-                l->stream = s;
-            pthread_mutex_unlock(&l->mu);
-            if (stop) {
-                esc_rpc_stream_free(s);
-                break;
-            }
-            ProtobufCMessage *msg;
-            while (esc_rpc_stream_next(s, &msg, &st)) {
-                Escher__Event *ev = (Escher__Event *)msg;
-                if (failing) {
-                    ESC_INFO("event stream from the GCS restored at seq %" PRIu64, ev->seq);
-                    failing = false;
-                }
-                from = ev->seq;
-                event_msg *m = malloc(sizeof *m);
-                if (!m)
-                    abort();
-                *m = (event_msg){l->r, ev};
-                esc_loop_post(l->r->loop, run_event, m);
-            }
-            pthread_mutex_lock(&l->mu);
-            l->stream = NULL;
-            stop = l->stopping;
-            pthread_mutex_unlock(&l->mu);
-            esc_rpc_stream_free(s);
-            if (stop)
-                break;
-        }
-        if (!failing)
-            ESC_WARN("event stream from the GCS ended (%s %s); resubscribing from seq %" PRIu64,
-                     esc_status_name(st.code), st.message, from);
-        failing = true;
-        if (nap(l, &l->sub_cv, RESUBSCRIBE_MS))
-            break;
-    }
-    return NULL;
+    raylet_link *l = ud;
+    event_msg *m = malloc(sizeof *m);
+    if (!m)
+        abort();
+    *m = (event_msg){l->r, ev};
+    esc_loop_post(l->r->loop, run_event, m);
 }
 
 /* ------------------------------------------------------------ lifetime */
@@ -508,7 +462,6 @@ raylet_link *raylet_link_new(raylet *r)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&l->report_cv, &ca);
-    pthread_cond_init(&l->sub_cv, &ca);
     pthread_condattr_destroy(&ca);
     return l;
 }
@@ -542,16 +495,13 @@ void raylet_link_stop(raylet_link *l)
         return;
     pthread_mutex_lock(&l->mu);
     l->stopping = true;
-    if (l->stream)
-        esc_rpc_stream_cancel(l->stream);
     pthread_cond_broadcast(&l->report_cv);
-    pthread_cond_broadcast(&l->sub_cv);
     pthread_mutex_unlock(&l->mu);
     if (l->report_started)
         pthread_join(l->report_thread, NULL);
-    if (l->sub_started)
-        pthread_join(l->sub_thread, NULL);
-    l->report_started = l->sub_started = false;
+    l->report_started = false;
+    esc_subscription_stop(l->sub);
+    l->sub = NULL;
 }
 
 void raylet_link_free(raylet_link *l)
@@ -567,7 +517,6 @@ void raylet_link_free(raylet_link *l)
     free(l->labels);
     free(l->label_ptrs);
     pthread_cond_destroy(&l->report_cv);
-    pthread_cond_destroy(&l->sub_cv);
     pthread_mutex_destroy(&l->mu);
     free(l);
 }
