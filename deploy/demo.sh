@@ -21,9 +21,13 @@ step "$ESC" status
 step "$BUILD/examples/ephemeral_resources"
 step "$ESC" resource delete queue
 step "$ESC" status --json
+pids=$(cat "$SESSION"/pids/*.pid)
 step "$ESC" stop
-pids=$(cat "$SESSION"/pids/*.pid 2>/dev/null || true)
 for p in $pids; do
-  if kill -0 "$p" 2>/dev/null; then echo "demo: process $p is still running" >&2; exit 1; fi
+  # A pid that still runs and is not a zombie was left behind.
+  state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null || true)
+  if [ -n "$state" ] && [ "$state" != Z ]; then
+    echo "demo: process $p is still running" >&2; exit 1
+  fi
 done
 echo; echo "demo: done, no escher process left behind"

@@ -143,6 +143,8 @@ static void handle_report(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
             protobuf_c_message_free_unpacked(&n->report->base, NULL);
         n->report = (Escher__ReportNodeRequest *)esc_pb_dup(&req->base);
     }
+    /* A GCS restarted on durable storage knows the node but not its accounting. */
+    rep.want_resources = !n->report;
     bool advanced = req->applied_seq != n->applied_seq;
     n->applied_seq = req->applied_seq;
     esc_rpc_reply(call, &rep.base);

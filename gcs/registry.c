@@ -148,7 +148,10 @@ static void ns_rows_add(gcs *g, const char *ns, intptr_t delta)
         esc_strmap_del(g->ns_rows, ns);
 }
 
-/* Rows each namespace gains; returns the namespace over quota, or NULL. */
+/* Rows each namespace gains; returns a namespace that the whole plan leaves over quota
+ * while growing it, or NULL. The net gain is summed over every row first: the map's
+ * order is not the ops' order, so a running sum could count a batch's new row before
+ * the row it deletes. */
 static const char *plan_over_quota(gcs *g, plan *p)
 {
     esc_strmap *gain = esc_strmap_new();
@@ -161,7 +164,12 @@ static const char *plan_over_quota(gcs *g, plan *p)
         intptr_t d = (intptr_t)r->cap.present - (intptr_t)(r->before != NULL);
         intptr_t n = (intptr_t)esc_strmap_get(gain, r->ns) + d;
         esc_strmap_put(gain, r->ns, (void *)n);
-        if (d > 0 && ns_rows(g, r->ns) + n > g->cfg.max_resources_per_job)
+    }
+    pos = 0;
+    while (!over && esc_strmap_next(p->rows, &pos, &k, &v)) {
+        plan_row *r = v;
+        intptr_t n = (intptr_t)esc_strmap_get(gain, r->ns);
+        if (n > 0 && ns_rows(g, r->ns) + n > g->cfg.max_resources_per_job)
             over = r->ns;
     }
     esc_strmap_free(gain);

@@ -300,7 +300,7 @@ raylet_rows *raylet_link_take_spare(raylet_link *l)
 }
 
 static int send_report(raylet_link *l, uint64_t seq, const raylet_rows *rows, bool *unknown,
-                       esc_status *st)
+                       bool *want_rows, esc_status *st)
 {
     Escher__ReportNodeRequest rq = ESCHER__REPORT_NODE_REQUEST__INIT;
     rq.node_id = l->node_id;
@@ -313,9 +313,10 @@ static int send_report(raylet_link *l, uint64_t seq, const raylet_rows *rows, bo
     ProtobufCMessage *out = NULL;
     int rc = esc_rpc_call(l->ch, &escher__gcs__descriptor, "ReportNode", &rq.base, &out,
                           REPORT_TIMEOUT_MS, 0, st);
-    *unknown = false;
+    *unknown = *want_rows = false;
     if (rc == ESC_OK) {
         *unknown = ((Escher__ReportNodeReply *)out)->unknown_node;
+        *want_rows = ((Escher__ReportNodeReply *)out)->want_resources;
         protobuf_c_message_free_unpacked(out, NULL);
     }
     return rc;
@@ -353,8 +354,10 @@ static void report_loop(raylet_link *l)
             send_rows = true;
         }
         esc_status st = {0};
-        bool unknown = false;
-        int rc = send_report(l, seq, send_rows ? cur : NULL, &unknown, &st);
+        bool unknown = false, want_rows = false;
+        int rc = send_report(l, seq, send_rows ? cur : NULL, &unknown, &want_rows, &st);
+        if (rc == ESC_OK && want_rows && !send_rows && cur)
+            rc = send_report(l, seq, cur, &unknown, &want_rows, &st);
         if (rc == ESC_OK && unknown) {
             rc = reregister(l);
             if (rc < 0) {
@@ -363,7 +366,7 @@ static void report_loop(raylet_link *l)
             }
             if (rc == ESC_OK) {
                 send_rows = true;
-                rc = send_report(l, seq, cur, &unknown, &st);
+                rc = send_report(l, seq, cur, &unknown, &want_rows, &st);
             }
         }
         if (rc == ESC_OK && !unknown)

@@ -1,6 +1,7 @@
 /* ids.c: random identifiers from the kernel, and clocks. */
 #include "ids.h"
 
+#include <stdio.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -18,6 +19,11 @@ int esc_random_hex(char *out, size_t nbytes)
     }
     out[2 * nbytes] = 0;
     return 0;
+}
+
+void esc_return_id(const char *task_id, unsigned i, char *out, size_t len)
+{
+    snprintf(out, len, "%s%04x", task_id, i & 0xffff);
 }
 
 uint64_t esc_now_ms(void)

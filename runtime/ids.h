@@ -12,6 +12,11 @@
  * Returns 0, or -1 when the kernel gives no randomness. */
 int esc_random_hex(char *out, size_t nbytes);
 
+/* The id of return value i of a task: the task id followed by i as 4 hex digits, so a
+ * submitter knows its return references before the task runs. out: ESC_OBJECT_ID_MAX. */
+#define ESC_OBJECT_ID_MAX 80
+void esc_return_id(const char *task_id, unsigned i, char *out, size_t len);
+
 /* Monotonic and wall clocks in milliseconds. */
 uint64_t esc_now_ms(void);
 uint64_t esc_wall_ms(void);

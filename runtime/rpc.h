@@ -5,6 +5,9 @@
  * serialization. Every call carries the cluster token in the "x-escher-token" metadata
  * entry; a server with a token answers UNAUTHENTICATED to calls without it.
  *
+ * Transport: plaintext, or TLS when the process environment says so (ESCHER_TLS_CERT and
+ * ESCHER_TLS_KEY for servers, ESCHER_TLS_CA for clients; see rpc_tls.c).
+ *
  * Server threading: one completion-queue thread receives calls and hands each one, with
  * its unpacked request, to the owner's event loop through a post function. Handlers run
  * there and answer from there (or from any thread) with esc_rpc_reply / esc_rpc_send /
@@ -100,6 +103,16 @@ const char *esc_rpc_ctx_peer(const esc_rpc_ctx *call);
 /* Sets the function called when the peer goes away before the call is finished. */
 void esc_rpc_ctx_on_cancel(esc_rpc_ctx *call, esc_rpc_cancel_fn fn, void *ud);
 
+/* Runs on the owner's thread when a stream message has gone out and none is waiting
+ * behind the one now in flight. */
+typedef void (*esc_rpc_drain_fn)(esc_rpc_ctx *call, void *ud);
+
+/* Sets the function called each time the call's outbox drains (see esc_rpc_drain_fn),
+ * so a handler streaming a large answer can send one message per call instead of
+ * queuing (and copying) all of them at once: flow control without blocking the loop.
+ * It is not called once the call is finished or cancelled. */
+void esc_rpc_ctx_on_drained(esc_rpc_ctx *call, esc_rpc_drain_fn fn, void *ud);
+
 /* True once the peer cancelled or the server is shutting down. */
 bool esc_rpc_ctx_cancelled(const esc_rpc_ctx *call);
 
@@ -155,6 +168,13 @@ typedef struct esc_rpc_stream esc_rpc_stream;
 esc_rpc_stream *esc_rpc_stream_open(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
                                     const char *method, const ProtobufCMessage *req,
                                     esc_status *st);
+
+/* esc_rpc_stream_open with a deadline: the whole stream must end within timeout_ms, else
+ * it ends with DEADLINE_EXCEEDED (timeout_ms <= 0: no deadline). */
+esc_rpc_stream *esc_rpc_stream_open_timeout(esc_rpc_channel *ch,
+                                            const ProtobufCServiceDescriptor *svc,
+                                            const char *method, const ProtobufCMessage *req,
+                                            int timeout_ms, esc_status *st);
 
 /* Blocks for the next message. Returns 1 with *msg (caller frees with
  * protobuf_c_message_free_unpacked), or 0 when the stream ended, with its final

@@ -55,9 +55,7 @@ esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token)
     args[n++] = (grpc_arg){.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_ENABLE_RETRIES,
                            .value.integer = 0};
     grpc_channel_args cargs = {.num_args = (size_t)n, .args = args};
-    grpc_channel_credentials *creds = grpc_insecure_credentials_create();
-    c->ch = grpc_channel_create(target, creds, &cargs);
-    grpc_channel_credentials_release(creds);
+    c->ch = esc_rpc_channel_create(target, &cargs);
     return c;
 }
 
@@ -273,6 +271,14 @@ esc_rpc_stream *esc_rpc_stream_open(esc_rpc_channel *c, const ProtobufCServiceDe
                                     const char *method, const ProtobufCMessage *req,
                                     esc_status *st)
 {
+    return esc_rpc_stream_open_timeout(c, svc, method, req, 0, st);
+}
+
+esc_rpc_stream *esc_rpc_stream_open_timeout(esc_rpc_channel *c,
+                                            const ProtobufCServiceDescriptor *svc,
+                                            const char *method, const ProtobufCMessage *req,
+                                            int timeout_ms, esc_status *st)
+{
     const ProtobufCMethodDescriptor *md;
     void *handle = method_handle(c, svc, method, &md);
     if (!handle) {
@@ -282,8 +288,10 @@ esc_rpc_stream *esc_rpc_stream_open(esc_rpc_channel *c, const ProtobufCServiceDe
     esc_rpc_stream *s = calloc(1, sizeof *s);
     s->md = md;
     s->cq = grpc_completion_queue_create_for_pluck(NULL);
+    gpr_timespec deadline =
+        timeout_ms > 0 ? deadline_after(timeout_ms) : gpr_inf_future(GPR_CLOCK_REALTIME);
     s->call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
-                                                  handle, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+                                                  handle, deadline, NULL);
     token_metadata(c, &s->token);
     s->send = esc_rpc_pack(req);
     grpc_metadata_array_init(&s->init_md);

@@ -18,6 +18,15 @@ ProtobufCMessage *esc_rpc_unpack(const ProtobufCMessageDescriptor *desc, grpc_by
 char *esc_rpc_method_path(const ProtobufCServiceDescriptor *svc, const char *method,
                           const ProtobufCMethodDescriptor **md);
 
+/* Server credentials from the environment (rpc_tls.c): TLS when ESCHER_TLS_CERT and
+ * ESCHER_TLS_KEY are set, else plaintext. NULL with a reason in err when the files are
+ * unusable. */
+grpc_server_credentials *esc_rpc_server_creds(char *err, size_t errlen);
+
+/* A channel to target with the base args and credentials from the environment: TLS
+ * verified against ESCHER_TLS_CA when it is set, else plaintext. */
+grpc_channel *esc_rpc_channel_create(const char *target, const grpc_channel_args *base);
+
 /* grpc_init / grpc_shutdown, counted. */
 void esc_rpc_grpc_ref(void);
 void esc_rpc_grpc_unref(void);

@@ -71,6 +71,8 @@ struct esc_rpc_ctx {
     out_item *out_head, *out_tail, *inflight;
     esc_rpc_cancel_fn on_cancel;
     void *cancel_ud;
+    esc_rpc_drain_fn on_drain;
+    void *drain_ud;
 };
 
 struct esc_rpc_server {
@@ -306,6 +308,39 @@ void esc_rpc_ctx_on_cancel(esc_rpc_ctx *c, esc_rpc_cancel_fn fn, void *ud)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Runs on the owner's loop: tells a streaming handler that it may send more. */
+static void run_drain(void *arg)
+{
+    esc_rpc_ctx *c = arg;
+    pthread_mutex_lock(&c->mu);
+    bool tell = !c->finished && !c->cancelled && c->on_drain;
+    esc_rpc_drain_fn fn = c->on_drain;
+    void *ud = c->drain_ud;
+    pthread_mutex_unlock(&c->mu);
+    if (tell)
+        fn(c, ud);
+    call_unref(c);
+}
+
+/* Posts run_drain when nothing waits behind the message in flight. Called with c->mu
+ * held, after a send completed. */
+static void post_drain_locked(esc_rpc_ctx *c)
+{
+    esc_rpc_server *s = c->srv;
+    if (!s || s->shutting_down || !c->on_drain || c->finished || c->cancelled || c->out_head)
+        return;
+    c->refs++;
+    s->post(s->post_ud, run_drain, c);
+}
+
+void esc_rpc_ctx_on_drained(esc_rpc_ctx *c, esc_rpc_drain_fn fn, void *ud)
+{
+    pthread_mutex_lock(&c->mu);
+    c->on_drain = fn;
+    c->drain_ud = ud;
+    pthread_mutex_unlock(&c->mu);
+}
+
 /* ------------------------------------------------------------ completions */
 
 static void on_close(esc_rpc_ctx *c)
@@ -331,6 +366,7 @@ static void on_send(esc_rpc_ctx *c, bool ok)
     if (!ok)
         c->cancelled = true;
     pump_locked(c);
+    post_drain_locked(c);
     pthread_mutex_unlock(&c->mu);
     call_unref(c);
 }
@@ -573,7 +609,11 @@ esc_rpc_server *esc_rpc_server_new(const char *addr, const char *token, esc_rpc_
     s->cq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(s->server, s->cq, NULL);
 
-    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    grpc_server_credentials *creds = esc_rpc_server_creds(err, errlen);
+    if (!creds) {
+        esc_rpc_server_free(s);
+        return NULL;
+    }
     s->port = grpc_server_add_http2_port(s->server, addr, creds);
     grpc_server_credentials_release(creds);
     if (s->port == 0) {

@@ -161,6 +161,8 @@ int h_redis_start(h_cluster *c)
     return -1;
 }
 
+static int split_words(char *s, char **out, int max);
+
 int h_gcs_start(h_cluster *c)
 {
     char exe[512], port[16], portfile[300], log[300], nto[16], jto[16];
@@ -171,10 +173,14 @@ int h_gcs_start(h_cluster *c)
     snprintf(nto, sizeof nto, "%d", c->node_timeout_ms);
     snprintf(jto, sizeof jto, "%d", c->job_timeout_ms);
     unlink(portfile);
-    char *argv[] = {exe, "--bind", "127.0.0.1", "--port", port, "--port-file", portfile,
-                    "--token-file", c->token_file, "--storage", c->storage[0] ? c->storage : "memory",
-                    "--node-timeout-ms", nto, "--heartbeat-ms", "100", "--job-timeout-ms", jto,
-                    NULL};
+    char words[sizeof c->gcs_extra];
+    snprintf(words, sizeof words, "%s", c->gcs_extra);
+    char *argv[64] = {exe, "--bind", "127.0.0.1", "--port", port, "--port-file", portfile,
+                      "--token-file", c->token_file, "--storage", c->storage[0] ? c->storage : "memory",
+                      "--node-timeout-ms", nto, "--heartbeat-ms", "100", "--job-timeout-ms", jto};
+    int n = 17;
+    n += split_words(words, argv + n, 40);
+    argv[n] = NULL;
     c->gcs_pid = spawn(argv, log);
     char buf[32];
     return wait_file(portfile, buf, sizeof buf, c->gcs_pid, 15000) ? 0 : -1;

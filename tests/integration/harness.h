@@ -28,6 +28,7 @@ typedef struct {
     char storage[128];        /* "" = memory */
     int node_timeout_ms;
     int job_timeout_ms;
+    char gcs_extra[256];      /* more GCS flags, space-separated; "" = none */
     h_raylet raylets[H_MAX_RAYLETS];
     int nraylets;
     pid_t redis_pid;

@@ -49,6 +49,11 @@ static bool row_gone(void *p)
     return !has_row(r->cl, r->node_id, r->name, NULL);
 }
 
+static bool row_present(void *p)
+{
+    return !row_gone(p);
+}
+
 static void test_raylet_killed(void **state)
 {
     (void)state;
@@ -164,6 +169,13 @@ static void test_gcs_restart_with_redis(void **state)
     assert_int_equal(len, 5);
     assert_memory_equal(v, "value", 5);
     free(v);
+
+    /* Before any new write, each raylet's accounting reaches the restarted GCS again
+     * (its rows were not in storage): status and selectors see the resources. */
+    for (int i = 0; i < 2; i++) {
+        row_probe p = {cl, C.raylets[i].node_id, "durable/a"};
+        assert_true(h_wait_until(row_present, &p, 3000));
+    }
 
     /* The same client keeps working (its job survived, its driver stream reconnected
      * before the job timeout), raylets resume their streams and apply new entries
