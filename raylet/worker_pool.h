@@ -8,7 +8,19 @@
  * so `escher logs TASK_ID` can show them. A worker that dies while running a task
  * (crash, kill) turns into a failed result that names the signal or exit code.
  *
- * Owned by the raylet's loop thread; callbacks run on that thread.
+ * A worker serves one job and one task environment (the env strings of worker_pool_run,
+ * e.g. CUDA_VISIBLE_DEVICES): they are set in its process environment when it starts,
+ * so libraries that read them once at init (the CUDA runtime) see them, and it is reused
+ * only for tasks with the same job and the same set of strings (order does not matter).
+ * Workers also get ESCHER_JOB_ID and ESCHER_LOG_DIR; their own stderr goes to
+ * <log_dir>/worker-<worker id>.log (removed when empty). Each worker leads its own
+ * process group; kills go to the group, so what a command task started dies with it, and
+ * workers die with the raylet (PR_SET_PDEATHSIG). See docs/workers.md.
+ *
+ * Owned by the raylet's loop thread (which must be the thread that lives as long as the
+ * workers: the parent-death signal follows the forking thread); callbacks run on that
+ * thread. Works on any libev loop: exits are watched through pidfds (Linux >= 5.3), or
+ * ev_child on libev's default loop, which reaps all children itself.
  */
 #ifndef RAYLET_WORKER_POOL_H
 #define RAYLET_WORKER_POOL_H
@@ -27,41 +39,54 @@ typedef struct {
     const char *worker_exe;   /* path of escher-worker */
     const char *socket_path;  /* Unix socket the pool listens on */
     const char *log_dir;      /* task-<id>.out/.err files go here */
-    int max_workers;          /* 0: number of CPUs * 4 */
-    double idle_timeout_s;    /* 0: 60 s */
+    int max_workers;          /* 0: number of CPUs * 4. Workers not stopping; tasks beyond
+                                 wait in a FIFO. An idle worker of another job/env is
+                                 stopped to make room when all slots are taken. */
+    double idle_timeout_s;    /* 0: 60 s. An idle worker is then sent Exit (killed if it
+                                 has not exited 5 s later). */
 } worker_pool_config;
 
 /* Called once per task when it ended. result is owned by the pool and valid only during
  * the call; result->ok is false for failures (task returned non-zero, command exited
  * non-zero, worker died: result->error says which, e.g. "worker died: signal 11
- * (SIGSEGV)"). */
+ * (SIGSEGV)", with exit_code / term_signal set too). It may call worker_pool_run,
+ * _cancel and _job_ended, but never worker_pool_free. It can run inside
+ * worker_pool_cancel, worker_pool_job_ended and worker_pool_free. */
 typedef void (*worker_done_fn)(void *ud, const Escher__TaskResult *result);
 
-/* Creates the pool and starts listening. Returns NULL with a one-line reason in err. */
+/* Creates the pool and starts listening: a stale socket at socket_path is replaced (any
+ * other kind of file there is an error), log_dir is created if missing (one level).
+ * Returns NULL with a one-line reason in err (worker_exe not executable, cannot listen,
+ * no pidfd support). */
 worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg, char *err,
                              size_t errlen);
 
 /* Runs spec (arguments already resolved: every TaskArg carries inline data) on a worker
  * of spec->job_id. env: extra "KEY=VALUE" strings for this task (CUDA_VISIBLE_DEVICES),
  * may be NULL. The pool copies what it needs. done is called exactly once, also when
- * the task is cancelled or the pool is freed first. Returns 0, or -1 when no worker can
- * be started (then done is not called). */
+ * the task is cancelled or the pool is freed first, never inside this call. Returns 0,
+ * or -1 when no worker can be started (fork failed), the spec is over the frame limit
+ * (256 MiB), or the pool is being freed; then done is not called. */
 int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *const *env,
                     size_t nenv, worker_done_fn done, void *ud);
 
-/* Cancels a running task: its worker is killed (SIGKILL) and done is called with
- * ok = false, error "cancelled". Returns false when no such task runs. */
+/* Cancels a task: a queued one is dropped; a running (or starting) one has its worker
+ * killed (SIGKILL to its process group). done is called before this returns, with
+ * ok = false, error "cancelled". Returns false when the pool has no such task. */
 bool worker_pool_cancel(worker_pool *p, const char *task_id);
 
-/* Stops and reaps the idle workers of a job and kills its running ones (their tasks end
- * with error "job ended"). */
+/* Asks the idle workers of a job to exit, kills its busy ones, and drops its queued
+ * tasks; running and queued tasks end (before this returns) with error "job ended".
+ * The processes are reaped from the loop as they exit. */
 void worker_pool_job_ended(worker_pool *p, const char *job_id);
 
-/* Number of worker processes, and of those running a task. */
+/* Number of worker processes not yet reaped (stopping ones included), and of those
+ * running a task (or starting for one). */
 size_t worker_pool_size(const worker_pool *p);
 size_t worker_pool_busy(const worker_pool *p);
 
-/* Kills every worker, fails running tasks with "raylet shutting down", frees the pool. */
+/* Kills every worker and reaps it (waits for it), fails running and queued tasks with
+ * "raylet shutting down", removes the socket file, frees the pool. NULL is a no-op. */
 void worker_pool_free(worker_pool *p);
 
 #endif

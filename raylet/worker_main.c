@@ -1,0 +1,460 @@
+/* worker_main.c: escher-worker, the process that runs tasks for its raylet.
+ *
+ * The raylet's worker pool forks it with, in the environment:
+ *   ESCHER_RAYLET_SOCKET  Unix socket to connect to (required)
+ *   ESCHER_WORKER_ID      the id to announce in Hello (required)
+ *   ESCHER_JOB_ID         the job whose tasks this worker runs
+ *   ESCHER_LOG_DIR        where task-<task_id>.out/.err go (default: the cwd)
+ * plus the environment of the tasks it will run (CUDA_VISIBLE_DEVICES, ...): the pool
+ * gives each worker one task environment for its whole life.
+ *
+ * It connects, sends Hello, then serves Execute messages one at a time (blocking I/O:
+ * a worker does one thing at a time) and answers each with Done. Exit, or the raylet
+ * closing the socket, ends it with status 0.
+ *
+ * Function tasks run in this process: the library is dlopen'ed once and cached, and
+ * stdout/stderr (fds 1 and 2) point at the task's log files during the call. Command
+ * tasks are forked and exec'ed with their own argv, env and cwd, their stdout/stderr on
+ * the log files. This executable exports esc_buf_* and esc_task_* (linked with
+ * -rdynamic) so that task libraries resolve them here without linking libescher.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "escher/task.h"
+#include "frame.h"
+#include "log.h"
+#include "wait_status.h"
+#include "worker.pb-c.h"
+
+extern char **environ;
+
+#define ERR_MAX 512
+
+/* What one task produced; ctx owns the return buffers that result points into. */
+typedef struct {
+    Escher__TaskResult result;
+    char error[ERR_MAX];
+    esc_task_ctx *ctx;
+    ProtobufCBinaryData *returns;
+} outcome;
+
+/* --------------------------------------------------------------------- connection */
+
+static int connect_raylet(const char *path)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) {
+        ESC_ERROR("socket path too long: %s", path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) < 0) {
+        ESC_ERROR("cannot connect to raylet at %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int send_hello(int fd, const char *worker_id, const char *job_id)
+{
+    Escher__WorkerMsg__Hello hello = ESCHER__WORKER_MSG__HELLO__INIT;
+    hello.worker_id = (char *)worker_id;
+    hello.pid = (int32_t)getpid();
+    hello.job_id = (char *)job_id;
+    Escher__WorkerMsg msg = ESCHER__WORKER_MSG__INIT;
+    msg.msg_case = ESCHER__WORKER_MSG__MSG_HELLO;
+    msg.hello = &hello;
+    return esc_frame_write(fd, &msg.base);
+}
+
+/* Sends the outcome; a result too big for one frame becomes a failure the raylet can
+ * still read. Returns 0, or -1 when the raylet is gone. */
+static int send_done(int fd, outcome *o)
+{
+    Escher__WorkerMsg__Done done = ESCHER__WORKER_MSG__DONE__INIT;
+    done.result = &o->result;
+    Escher__WorkerMsg msg = ESCHER__WORKER_MSG__INIT;
+    msg.msg_case = ESCHER__WORKER_MSG__MSG_DONE;
+    msg.done = &done;
+    if (esc_frame_write(fd, &msg.base) == 0)
+        return 0;
+    if (errno != EMSGSIZE)
+        return -1;
+    snprintf(o->error, sizeof o->error, "returns too large: over %u MiB in total",
+             ESC_FRAME_MAX >> 20);
+    o->result.ok = false;
+    o->result.n_returns = 0;
+    return esc_frame_write(fd, &msg.base);
+}
+
+/* ------------------------------------------------------------------------ log files */
+
+/* Task ids become file names: refuse anything that could leave the log directory. */
+static bool valid_task_id(const char *id)
+{
+    if (!id[0] || id[0] == '.')
+        return false;
+    for (const char *p = id; *p; p++)
+        if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') ||
+              ('0' <= *p && *p <= '9') || *p == '-' || *p == '_' || *p == '.'))
+            return false;
+    return true;
+}
+
+/* Opens <log_dir>/task-<id>.<ext> for appending: a retried task keeps the output of its
+ * earlier attempts. */
+static int open_log(const char *log_dir, const char *task_id, const char *ext, outcome *o)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/task-%s.%s", log_dir, task_id, ext);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        snprintf(o->error, sizeof o->error, "cannot open %.400s: %s", path,
+                 strerror(errno));
+    return fd;
+}
+
+/* ------------------------------------------------------------------ function tasks */
+
+typedef struct lib {
+    struct lib *next;
+    char *path;
+    void *handle;
+} lib;
+
+static lib *g_libs; /* every library loaded so far: loaded once, never unloaded */
+
+/* dlerror() text on one line (it may quote loader messages with newlines). */
+static void set_dl_error(outcome *o, const char *what)
+{
+    const char *e = dlerror();
+    snprintf(o->error, sizeof o->error, "%s: %s", what, e ? e : "unknown error");
+    for (char *p = o->error; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+}
+
+/* Relative paths are relative to the worker's working directory (the raylet's), made
+ * absolute so dlopen does not search LD_LIBRARY_PATH for them. */
+static void *load_library(const char *library, outcome *o)
+{
+    char path[4096], cwd[4000];
+    if (library[0] == '/' || !getcwd(cwd, sizeof cwd))
+        snprintf(path, sizeof path, "%s", library);
+    else
+        snprintf(path, sizeof path, "%s/%s", cwd, library);
+    for (lib *l = g_libs; l; l = l->next)
+        if (!strcmp(l->path, path))
+            return l->handle;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        set_dl_error(o, "dlopen");
+        return NULL;
+    }
+    lib *l = malloc(sizeof *l);
+    l->path = strdup(path);
+    l->handle = h;
+    l->next = g_libs;
+    g_libs = l;
+    return h;
+}
+
+static void free_libs(void)
+{
+    while (g_libs) {
+        lib *next = g_libs->next;
+        free(g_libs->path);
+        free(g_libs); /* the handle stays loaded: task code may still run (atexit) */
+        g_libs = next;
+    }
+}
+
+static esc_task_fn find_function(const Escher__FunctionRef *f, outcome *o)
+{
+    if (!f->library || !f->library[0] || !f->symbol || !f->symbol[0]) {
+        snprintf(o->error, sizeof o->error, "function task without library or symbol");
+        return NULL;
+    }
+    void *h = load_library(f->library, o);
+    if (!h)
+        return NULL;
+    dlerror();
+    void *sym = dlsym(h, f->symbol);
+    if (!sym) {
+        set_dl_error(o, "dlsym");
+        return NULL;
+    }
+    esc_task_fn fn;
+    memcpy(&fn, &sym, sizeof fn); /* object pointer -> function pointer, as POSIX allows */
+    return fn;
+}
+
+/* Points fds 1 and 2 at the task's files (saving the worker's in saved[]), or back. */
+static void redirect(int out, int err, int saved[2])
+{
+    fflush(stdout);
+    fflush(stderr);
+    saved[0] = dup(STDOUT_FILENO);
+    saved[1] = dup(STDERR_FILENO);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+}
+
+static void restore(int saved[2])
+{
+    fflush(stdout); /* what the task printf'ed belongs in its file */
+    fflush(stderr);
+    dup2(saved[0], STDOUT_FILENO);
+    dup2(saved[1], STDERR_FILENO);
+    close(saved[0]);
+    close(saved[1]);
+}
+
+/* Makes the result's returns point at the context's buffers. */
+static void collect_returns(outcome *o, size_t n)
+{
+    o->returns = calloc(n ? n : 1, sizeof *o->returns);
+    for (size_t i = 0; i < n; i++) {
+        esc_buf *b = esc_task_return(o->ctx, i);
+        o->returns[i].data = (uint8_t *)esc_buf_data(b);
+        o->returns[i].len = esc_buf_len(b);
+    }
+    o->result.returns = o->returns;
+    o->result.n_returns = n;
+}
+
+static void run_function(const Escher__TaskSpec *spec, int out, int err, outcome *o)
+{
+    esc_task_fn fn = find_function(spec->function, o);
+    if (!fn)
+        return;
+    size_t n = spec->n_args;
+    const void **args = calloc(n ? n : 1, sizeof *args);
+    size_t *lens = calloc(n ? n : 1, sizeof *lens);
+    for (size_t i = 0; i < n; i++) {
+        args[i] = spec->args[i]->data.data;
+        lens[i] = spec->args[i]->data.len;
+    }
+    o->ctx = esc_task_ctx_new(spec->task_id, spec->job_id, n, args, lens, spec->num_returns);
+    int saved[2];
+    redirect(out, err, saved);
+    int rc = esc_task_ctx_call(o->ctx, fn);
+    restore(saved);
+    free(args);
+    free(lens);
+    if (rc != 0) {
+        snprintf(o->error, sizeof o->error, "task returned %d", rc);
+        o->result.exit_code = rc;
+        return;
+    }
+    collect_returns(o, spec->num_returns);
+    o->result.ok = true;
+}
+
+/* ------------------------------------------------------------------- command tasks */
+
+/* environ with the "KEY=VALUE" entries of extra added, replacing same-named ones.
+ * The array is malloc'd; the strings are borrowed. */
+static char **merge_env(char **extra, size_t nextra)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + nextra + 1, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t klen = strcspn(environ[i], "=");
+        bool replaced = false;
+        for (size_t j = 0; j < nextra && !replaced; j++)
+            replaced = !strncmp(extra[j], environ[i], klen) && extra[j][klen] == '=';
+        if (!replaced)
+            env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < nextra; j++)
+        if (strchr(extra[j], '='))
+            env[k++] = extra[j];
+    return env;
+}
+
+/* In the forked child. Async-signal-safe calls only, except for the message after a
+ * failed chdir/exec (the worker is single-threaded unless a task left threads behind). */
+static void exec_child(const Escher__CommandRef *cmd, char **argv, char **env, int out,
+                       int err, pid_t worker)
+{
+    /* The command dies with its worker (a cancel kills the worker's process group, but
+     * a raylet that dies leaves the worker only its own death signal). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != worker)
+        _exit(127);
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0)
+        dup2(null, STDIN_FILENO);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    signal(SIGPIPE, SIG_DFL);
+    if (cmd->cwd && cmd->cwd[0] && chdir(cmd->cwd) < 0) {
+        dprintf(STDERR_FILENO, "escher-worker: chdir %s: %s\n", cmd->cwd, strerror(errno));
+        _exit(127);
+    }
+    execvpe(argv[0], argv, env);
+    dprintf(STDERR_FILENO, "escher-worker: exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static void run_command(const Escher__CommandRef *cmd, int out, int err, outcome *o)
+{
+    if (cmd->n_argv == 0) {
+        snprintf(o->error, sizeof o->error, "command task with an empty argv");
+        return;
+    }
+    char **argv = calloc(cmd->n_argv + 1, sizeof *argv);
+    memcpy(argv, cmd->argv, cmd->n_argv * sizeof *argv);
+    char **env = merge_env(cmd->env, cmd->n_env);
+    fflush(NULL); /* the child must not flush our buffered output a second time */
+    pid_t worker = getpid();
+    pid_t pid = fork();
+    if (pid == 0)
+        exec_child(cmd, argv, env, out, err, worker);
+    free(argv);
+    free(env);
+    if (pid < 0) {
+        snprintf(o->error, sizeof o->error, "fork: %s", strerror(errno));
+        return;
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    o->result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    o->result.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    char desc[64];
+    if (WIFSIGNALED(status))
+        snprintf(o->error, sizeof o->error, "killed by %s",
+                 esc_signal_desc(WTERMSIG(status), desc, sizeof desc));
+    else if (WEXITSTATUS(status) != 0)
+        snprintf(o->error, sizeof o->error, "exited with code %d", WEXITSTATUS(status));
+    else
+        o->result.ok = true;
+}
+
+/* --------------------------------------------------------------------- one task */
+
+static void run_task(const Escher__TaskSpec *spec, const char *log_dir, outcome *o)
+{
+    if (!valid_task_id(spec->task_id)) {
+        snprintf(o->error, sizeof o->error, "invalid task id \"%s\"", spec->task_id);
+        return;
+    }
+    int out = open_log(log_dir, spec->task_id, "out", o);
+    int err = out < 0 ? -1 : open_log(log_dir, spec->task_id, "err", o);
+    if (out >= 0 && err >= 0) {
+        if (spec->command && spec->command->n_argv)
+            run_command(spec->command, out, err, o);
+        else if (spec->function)
+            run_function(spec, out, err, o);
+        else
+            snprintf(o->error, sizeof o->error, "task has neither function nor command");
+    }
+    if (out >= 0)
+        close(out);
+    if (err >= 0)
+        close(err);
+}
+
+static int serve_execute(int fd, const Escher__TaskSpec *spec, const char *log_dir)
+{
+    outcome o;
+    memset(&o, 0, sizeof o);
+    escher__task_result__init(&o.result);
+    o.result.task_id = spec->task_id;
+    o.result.error = o.error;
+    ESC_DEBUG("task %s (%s) starts", spec->task_id, spec->name);
+    run_task(spec, log_dir, &o);
+    ESC_DEBUG("task %s ends: %s", spec->task_id, o.result.ok ? "ok" : o.error);
+    int rc = send_done(fd, &o);
+    esc_task_ctx_free(o.ctx);
+    free(o.returns);
+    return rc;
+}
+
+/* Handles one message. Returns 1 to go on, 0 to stop cleanly, -1 on a protocol error. */
+static int serve_message(int fd, const uint8_t *buf, size_t len, const char *log_dir)
+{
+    Escher__WorkerMsg *msg = escher__worker_msg__unpack(NULL, len, buf);
+    if (!msg) {
+        ESC_ERROR("undecodable message from raylet (%zu bytes)", len);
+        return -1;
+    }
+    int rc = 1;
+    if (msg->msg_case == ESCHER__WORKER_MSG__MSG_EXIT)
+        rc = 0;
+    else if (msg->msg_case == ESCHER__WORKER_MSG__MSG_EXECUTE && msg->execute->spec)
+        rc = serve_execute(fd, msg->execute->spec, log_dir) == 0 ? 1 : 0;
+    else
+        ESC_WARN("unexpected message %d from raylet, ignored", (int)msg->msg_case);
+    escher__worker_msg__free_unpacked(msg, NULL);
+    return rc;
+}
+
+static int serve(int fd, const char *log_dir)
+{
+    for (;;) {
+        uint8_t *buf;
+        size_t len;
+        int r = esc_frame_read(fd, &buf, &len);
+        if (r == 0)
+            return 0; /* the raylet closed the socket */
+        if (r < 0) {
+            ESC_ERROR("reading from raylet: %s", strerror(errno));
+            return 1;
+        }
+        int rc = serve_message(fd, buf, len, log_dir);
+        free(buf);
+        if (rc <= 0)
+            return rc < 0 ? 1 : 0;
+    }
+}
+
+int main(void)
+{
+    esc_log_init("escher-worker", ESC_LOG_INFO);
+    signal(SIGPIPE, SIG_IGN); /* a closed socket is an error return, not a death */
+    const char *log_dir = getenv("ESCHER_LOG_DIR");
+    const char *job_id = getenv("ESCHER_JOB_ID");
+    if (!getenv("ESCHER_RAYLET_SOCKET") || !getenv("ESCHER_WORKER_ID")) {
+        ESC_ERROR("escher-worker is started by escher-raylet "
+                  "(ESCHER_RAYLET_SOCKET and ESCHER_WORKER_ID must be set)");
+        return 2;
+    }
+    /* Tasks keep ESCHER_JOB_ID and ESCHER_LOG_DIR, but must not pose as this worker. */
+    char *sock = strdup(getenv("ESCHER_RAYLET_SOCKET"));
+    char *worker_id = strdup(getenv("ESCHER_WORKER_ID"));
+    unsetenv("ESCHER_RAYLET_SOCKET");
+    unsetenv("ESCHER_WORKER_ID");
+    int rc = 1;
+    int fd = connect_raylet(sock);
+    if (fd >= 0 && send_hello(fd, worker_id, job_id ? job_id : "") < 0)
+        ESC_ERROR("cannot send hello: %s", strerror(errno));
+    else if (fd >= 0)
+        rc = serve(fd, log_dir && log_dir[0] ? log_dir : ".");
+    if (fd >= 0)
+        close(fd);
+    free_libs();
+    free(sock);
+    free(worker_id);
+    return rc;
+}

@@ -1,0 +1,928 @@
+/* worker_pool.c: forking, reusing, feeding and reaping escher-worker processes.
+ *
+ * A worker is started for one job and one task environment (the "KEY=VALUE" strings
+ * given to worker_pool_run, e.g. CUDA_VISIBLE_DEVICES) and only ever runs tasks with
+ * that same job and environment: the environment is set when the process starts, so a
+ * library that reads it once (the CUDA runtime reads CUDA_VISIBLE_DEVICES at init) sees
+ * the right value.
+ *
+ * Life of a worker:
+ *   STARTING  forked, its task waiting; the socket connection comes (matched by the
+ *             peer's pid), then Hello; then the task is sent and it is BUSY
+ *   BUSY      running w->task; Done makes it IDLE
+ *   IDLE      waiting for a task of its job/env; after the idle timeout it is sent Exit
+ *   STOPPING  sent Exit or killed; nothing more is sent to it
+ * Any state ends when the process is reaped; a task still attached then fails with
+ * "worker died: <exit code or signal>". Workers are process-group leaders, and kills
+ * go to the whole group, so the processes a command task started die with it.
+ *
+ * Exits are noticed through a pidfd (Linux >= 5.3) on the pool's loop; on libev's
+ * default loop, which reaps every child itself, through ev_child instead (ev_child works
+ * only there, and the raylet's loop is not the default one).
+ *
+ * Tasks that find no idle worker of their job/env and no free slot under max_workers
+ * wait in a FIFO; when all slots are taken but some worker is idle for another
+ * job/env, that worker is stopped to make room (a stopping worker no longer counts).
+ */
+#include "worker_pool.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "ids.h"
+#include "log.h"
+#include "pbutil.h"
+#include "wait_status.h"
+#include "worker.pb-c.h"
+
+extern char **environ;
+
+#define START_TIMEOUT_S 30.0 /* fork to Hello */
+#define STOP_GRACE_S 5.0     /* Exit, or a lost connection, to death; then SIGKILL */
+#define DEFAULT_IDLE_S 60.0
+#define SPEC_MAX (ESC_FRAME_MAX - 64) /* room for the WorkerMsg envelope */
+
+typedef struct pool_task {
+    struct pool_task *next; /* in the queue, or in a list of tasks to fail */
+    Escher__TaskSpec *spec; /* our copy */
+    char **env;             /* sorted copies of the KEY=VALUE strings */
+    size_t nenv;
+    worker_done_fn done;
+    void *ud;
+    const char *why; /* while on a list of tasks to fail: the error */
+} pool_task;
+
+typedef enum { W_STARTING, W_IDLE, W_BUSY, W_STOPPING } wstate;
+
+typedef struct worker {
+    struct worker *prev, *next;
+    worker_pool *pool;
+    char id[ESC_ID_HEX + 1];
+    char *job_id;
+    char **env; /* the task environment it was started with, sorted */
+    size_t nenv;
+    pid_t pid;
+    wstate state;
+    bool ready;           /* Hello received */
+    bool lost;            /* its connection ended while it was not stopping */
+    esc_frame_conn *conn; /* NULL before it connects and after the connection ends */
+    pool_task *task;      /* STARTING: to send after Hello; BUSY: running */
+    ev_timer timer;       /* start timeout, idle timeout, or stop grace */
+    int pidfd;
+    ev_io exit_io; /* pidfd readable: the process exited */
+    ev_child child;
+} worker;
+
+struct worker_pool {
+    struct ev_loop *loop;
+    char *exe, *socket_path, *log_dir;
+    int max_workers;
+    double idle_timeout;
+    bool use_child; /* the default loop: ev_child; else pidfds */
+    bool closing;
+    int listen_fd;
+    ev_io accept_io;
+    worker *workers;
+    size_t nworkers, nlive, nbusy; /* processes; not stopping; starting or busy */
+    pool_task *qhead, *qtail;
+};
+
+/* Tasks taken out of the pool that are to be failed, in order. */
+typedef struct {
+    pool_task *head, *tail;
+} task_list;
+
+static void pump(worker_pool *p);
+static void on_timer(struct ev_loop *loop, ev_timer *t, int revents);
+
+/* ------------------------------------------------------------------------- tasks */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted copies of the KEY=VALUE entries (others are dropped), so that two
+ * environments compare equal whatever their order. */
+static char **env_copy(const char *const *env, size_t n, size_t *nout)
+{
+    char **out = calloc(n + 1, sizeof *out);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (env[i] && strchr(env[i], '=') && env[i][0] != '=')
+            out[k++] = strdup(env[i]);
+    qsort(out, k, sizeof *out, cmp_str);
+    *nout = k;
+    return out;
+}
+
+static void env_free(char **env, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(env[i]);
+    free(env);
+}
+
+static bool env_equal(char **a, size_t na, char **b, size_t nb)
+{
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]))
+            return false;
+    return true;
+}
+
+static void task_free(pool_task *t)
+{
+    protobuf_c_message_free_unpacked(&t->spec->base, NULL);
+    env_free(t->env, t->nenv);
+    free(t);
+}
+
+/* Hands result to the task's owner and frees the task. */
+static void task_finish(pool_task *t, const Escher__TaskResult *result)
+{
+    t->done(t->ud, result);
+    task_free(t);
+}
+
+static void task_fail(pool_task *t, const char *why, int exit_code, int term_signal)
+{
+    Escher__TaskResult r = ESCHER__TASK_RESULT__INIT;
+    r.task_id = t->spec->task_id;
+    r.ok = false;
+    r.error = (char *)why;
+    r.exit_code = exit_code;
+    r.term_signal = term_signal;
+    task_finish(t, &r);
+}
+
+/* Fails every task of a list built by the caller. Callers first finish changing the
+ * pool, then call this: done callbacks may call back into the pool. */
+static void fail_list(task_list *l)
+{
+    pool_task *t = l->head;
+    l->head = l->tail = NULL;
+    while (t) {
+        pool_task *next = t->next;
+        task_fail(t, t->why, 0, 0);
+        t = next;
+    }
+}
+
+static void push_failed(task_list *l, pool_task *t, const char *why)
+{
+    t->why = why;
+    t->next = NULL;
+    if (l->tail)
+        l->tail->next = t;
+    else
+        l->head = t;
+    l->tail = t;
+}
+
+static void enqueue(worker_pool *p, pool_task *t)
+{
+    t->next = NULL;
+    if (p->qtail)
+        p->qtail->next = t;
+    else
+        p->qhead = t;
+    p->qtail = t;
+}
+
+/* Moves the queued tasks of job_id, or with task_id, or all when both are NULL, to out
+ * with error why. */
+static void take_queued(worker_pool *p, const char *job_id, const char *task_id,
+                        task_list *out, const char *why)
+{
+    pool_task **pp = &p->qhead, *last = NULL;
+    while (*pp) {
+        pool_task *t = *pp;
+        bool match = (!job_id && !task_id) || (job_id && !strcmp(t->spec->job_id, job_id)) ||
+                     (task_id && !strcmp(t->spec->task_id, task_id));
+        if (!match) {
+            last = t;
+            pp = &t->next;
+            continue;
+        }
+        *pp = t->next;
+        push_failed(out, t, why);
+    }
+    p->qtail = last;
+}
+
+/* ------------------------------------------------------------------ worker states */
+
+/* Adds (+1) or removes (-1) w's share of the pool's counters. */
+static void count(worker *w, int sign)
+{
+    worker_pool *p = w->pool;
+    if (w->state != W_STOPPING)
+        p->nlive += (size_t)sign;
+    if (w->state == W_STARTING || w->state == W_BUSY)
+        p->nbusy += (size_t)sign;
+}
+
+static void arm_timer(worker *w, double after)
+{
+    ev_timer_stop(w->pool->loop, &w->timer);
+    if (after > 0) {
+        ev_timer_set(&w->timer, after, 0);
+        ev_timer_start(w->pool->loop, &w->timer);
+    }
+}
+
+/* Moves w to state s and arms the timer that state needs. */
+static void set_state(worker *w, wstate s)
+{
+    count(w, -1);
+    w->state = s;
+    count(w, +1);
+    switch (s) {
+    case W_STARTING:
+        arm_timer(w, START_TIMEOUT_S);
+        break;
+    case W_IDLE:
+        arm_timer(w, w->pool->idle_timeout);
+        break;
+    case W_STOPPING:
+        arm_timer(w, STOP_GRACE_S);
+        break;
+    case W_BUSY:
+        arm_timer(w, 0); /* a task runs as long as it needs */
+        break;
+    }
+}
+
+/* SIGKILL to the worker's process group: the worker and whatever its tasks started. */
+static void kill_group(worker *w)
+{
+    if (kill(-w->pid, SIGKILL) < 0 && errno == ESRCH)
+        kill(w->pid, SIGKILL);
+}
+
+/* Stops sending to w and kills it; its task (if any) stays attached and is failed by
+ * the caller or, if left there, when the process is reaped. */
+static void worker_kill(worker *w)
+{
+    kill_group(w);
+    esc_frame_conn_free(w->conn);
+    w->conn = NULL;
+    set_state(w, W_STOPPING);
+}
+
+/* Asks an idle worker to exit; it is killed if it has not after STOP_GRACE_S. */
+static void worker_stop(worker *w)
+{
+    Escher__WorkerMsg__Exit ex = ESCHER__WORKER_MSG__EXIT__INIT;
+    Escher__WorkerMsg msg = ESCHER__WORKER_MSG__INIT;
+    msg.msg_case = ESCHER__WORKER_MSG__MSG_EXIT;
+    msg.exit = &ex;
+    if (!w->conn || esc_frame_conn_send(w->conn, &msg.base) < 0)
+        kill_group(w);
+    set_state(w, W_STOPPING);
+}
+
+/* Sends w its task. A broken connection shows up later through on_close. */
+static void send_execute(worker *w)
+{
+    Escher__WorkerMsg__Execute ex = ESCHER__WORKER_MSG__EXECUTE__INIT;
+    ex.spec = w->task->spec;
+    Escher__WorkerMsg msg = ESCHER__WORKER_MSG__INIT;
+    msg.msg_case = ESCHER__WORKER_MSG__MSG_EXECUTE;
+    msg.execute = &ex;
+    esc_frame_conn_send(w->conn, &msg.base);
+    set_state(w, W_BUSY);
+}
+
+static void assign(worker *w, pool_task *t)
+{
+    w->task = t;
+    if (w->ready)
+        send_execute(w);
+}
+
+/* The worker's own log (its stderr outside tasks) usually stays empty: no need to keep
+ * one empty file per worker ever started. */
+static void drop_empty_log(const worker *w)
+{
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/worker-%s.log", w->pool->log_dir, w->id);
+    if (stat(path, &st) == 0 && st.st_size == 0)
+        unlink(path);
+}
+
+/* Takes a reaped worker out of the pool. */
+static void worker_unlink(worker *w)
+{
+    worker_pool *p = w->pool;
+    drop_empty_log(w);
+    count(w, -1);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        p->workers = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    p->nworkers--;
+}
+
+static void worker_free(worker *w)
+{
+    struct ev_loop *loop = w->pool->loop;
+    ev_timer_stop(loop, &w->timer);
+    ev_child_stop(loop, &w->child);
+    ev_io_stop(loop, &w->exit_io);
+    if (w->pidfd >= 0)
+        close(w->pidfd);
+    esc_frame_conn_free(w->conn);
+    env_free(w->env, w->nenv);
+    free(w->job_id);
+    free(w);
+}
+
+/* --------------------------------------------------------------------- exits */
+
+/* The process is gone (status from waitpid, or -1 when someone else reaped it). */
+static void on_worker_exit(worker *w, int status)
+{
+    worker_pool *p = w->pool;
+    char desc[64], why[96];
+    if (status == -1)
+        snprintf(desc, sizeof desc, "unknown status");
+    else
+        esc_wait_status_desc(status, desc, sizeof desc);
+    pool_task *t = w->task;
+    w->task = NULL;
+    if (w->state != W_STOPPING)
+        ESC_WARN("worker %d (job %s) died: %s", (int)w->pid, w->job_id, desc);
+    worker_unlink(w);
+    worker_free(w);
+    if (t) {
+        snprintf(why, sizeof why, "worker died: %s", desc);
+        bool sig = status != -1 && WIFSIGNALED(status);
+        bool code = status != -1 && WIFEXITED(status);
+        task_fail(t, why, code ? WEXITSTATUS(status) : 0, sig ? WTERMSIG(status) : 0);
+    }
+    pump(p);
+}
+
+static void on_pidfd(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)loop;
+    (void)revents;
+    worker *w = io->data;
+    int status;
+    pid_t r;
+    while ((r = waitpid(w->pid, &status, WNOHANG)) < 0 && errno == EINTR)
+        ;
+    if (r == 0)
+        return; /* not yet a zombie: wait for the next readiness */
+    on_worker_exit(w, r < 0 ? -1 : status);
+}
+
+static void on_child(struct ev_loop *loop, ev_child *c, int revents)
+{
+    (void)loop;
+    (void)revents;
+    on_worker_exit(c->data, c->rstatus);
+}
+
+static int watch_exit(worker *w)
+{
+    worker_pool *p = w->pool;
+    if (p->use_child) {
+        ev_child_start(p->loop, &w->child);
+        return 0;
+    }
+    w->pidfd = (int)syscall(SYS_pidfd_open, w->pid, 0);
+    if (w->pidfd < 0)
+        return -1;
+    ev_io_set(&w->exit_io, w->pidfd, EV_READ);
+    ev_io_start(p->loop, &w->exit_io);
+    return 0;
+}
+
+/* -------------------------------------------------------------------- spawning */
+
+static char *kv(const char *key, const char *value)
+{
+    size_t n = strlen(key) + strlen(value) + 2;
+    char *s = malloc(n);
+    snprintf(s, n, "%s=%s", key, value);
+    return s;
+}
+
+static bool env_has_key(char **env, size_t n, const char *entry)
+{
+    size_t klen = strcspn(entry, "=");
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(env[i], entry, klen) && env[i][klen] == '=')
+            return true;
+    return false;
+}
+
+/* The worker's environment: ours, minus what the task env and the ESCHER_* worker
+ * variables override, plus those. Entries [0, *nown) are malloc'd. */
+static char **worker_envp(worker *w, size_t *nown)
+{
+    worker_pool *p = w->pool;
+    char *own[4] = {kv("ESCHER_RAYLET_SOCKET", p->socket_path), kv("ESCHER_WORKER_ID", w->id),
+                    kv("ESCHER_JOB_ID", w->job_id), kv("ESCHER_LOG_DIR", p->log_dir)};
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **envp = calloc(n + w->nenv + 5, sizeof *envp);
+    size_t k = 0;
+    for (size_t i = 0; i < 4; i++)
+        envp[k++] = own[i];
+    *nown = k;
+    for (size_t i = 0; i < n; i++)
+        if (!env_has_key(own, 4, environ[i]) && !env_has_key(w->env, w->nenv, environ[i]))
+            envp[k++] = environ[i];
+    for (size_t i = 0; i < w->nenv; i++)
+        envp[k++] = w->env[i];
+    return envp;
+}
+
+/* In the forked child: async-signal-safe calls only (the raylet has other threads). */
+static void exec_worker(const char *exe, char **envp, const char *log_path, pid_t parent)
+{
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a raylet that dies takes its workers along */
+    if (getppid() != parent)
+        _exit(127);
+    int null = open("/dev/null", O_RDONLY);
+    int log = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (null >= 0)
+        dup2(null, STDIN_FILENO);
+    if (log >= 0) {
+        dup2(log, STDOUT_FILENO);
+        dup2(log, STDERR_FILENO);
+    }
+    syscall(SYS_close_range, 3, ~0U, 0); /* fds the raylet forgot to mark close-on-exec */
+    char *argv[] = {(char *)exe, NULL};
+    execve(exe, argv, envp);
+    static const char msg[] = "escher-raylet: cannot exec the worker executable\n";
+    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0)
+        _exit(127);
+    _exit(127);
+}
+
+static pid_t fork_worker(worker *w)
+{
+    worker_pool *p = w->pool;
+    size_t nown;
+    char **envp = worker_envp(w, &nown);
+    char log_path[4200];
+    snprintf(log_path, sizeof log_path, "%s/worker-%s.log", p->log_dir, w->id);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0)
+        exec_worker(p->exe, envp, log_path, parent);
+    if (pid > 0)
+        setpgid(pid, pid); /* also here, so the group exists before we may kill it */
+    for (size_t i = 0; i < nown; i++)
+        free(envp[i]);
+    free(envp);
+    return pid;
+}
+
+static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errlen)
+{
+    worker *w = calloc(1, sizeof *w);
+    w->pool = p;
+    w->pidfd = -1;
+    if (esc_random_hex(w->id, ESC_ID_HEX / 2) < 0) {
+        snprintf(err, errlen, "no randomness for a worker id");
+        free(w);
+        return NULL;
+    }
+    w->job_id = strdup(t->spec->job_id);
+    w->env = env_copy((const char *const *)t->env, t->nenv, &w->nenv);
+    ev_timer_init(&w->timer, on_timer, 0, 0);
+    ev_io_init(&w->exit_io, on_pidfd, -1, EV_READ);
+    ev_child_init(&w->child, on_child, 0, 0);
+    w->timer.data = w->exit_io.data = w->child.data = w;
+    w->pid = fork_worker(w);
+    int forked = w->pid > 0;
+    if (forked)
+        ev_child_set(&w->child, w->pid, 0);
+    if (!forked || watch_exit(w) < 0) {
+        snprintf(err, errlen, "cannot start %s: %s", forked ? "watching a worker" : "a worker",
+                 strerror(errno));
+        if (forked) {
+            kill(-w->pid, SIGKILL);
+            waitpid(w->pid, NULL, 0);
+        }
+        worker_free(w);
+        return NULL;
+    }
+    w->state = W_STOPPING; /* counted by set_state below */
+    w->next = p->workers;
+    if (p->workers)
+        p->workers->prev = w;
+    p->workers = w;
+    p->nworkers++;
+    set_state(w, W_STARTING);
+    ESC_DEBUG("worker %d started for job %s", (int)w->pid, w->job_id);
+    return w;
+}
+
+/* --------------------------------------------------------------------- dispatch */
+
+static worker *find_idle(worker_pool *p, const pool_task *t)
+{
+    for (worker *w = p->workers; w; w = w->next)
+        if (w->state == W_IDLE && !strcmp(w->job_id, t->spec->job_id) &&
+            env_equal(w->env, w->nenv, t->env, t->nenv))
+            return w;
+    return NULL;
+}
+
+static worker *any_idle(worker_pool *p)
+{
+    for (worker *w = p->workers; w; w = w->next)
+        if (w->state == W_IDLE)
+            return w;
+    return NULL;
+}
+
+/* Gives t to a worker: an idle one of its job/env, else a new one in a free slot (made
+ * by stopping an idle worker of another job/env if needed). Calls no callbacks.
+ * Returns 1 when placed, 0 when t must wait, -1 when no worker could be started. */
+static int place(worker_pool *p, pool_task *t, char *err, size_t errlen)
+{
+    worker *w = find_idle(p, t);
+    if (!w) {
+        if (p->nlive >= (size_t)p->max_workers) {
+            worker *victim = any_idle(p);
+            if (!victim)
+                return 0;
+            worker_stop(victim);
+        }
+        w = spawn(p, t, err, errlen);
+        if (!w)
+            return -1;
+    }
+    assign(w, t);
+    return 1;
+}
+
+/* Starts queued tasks in order while workers are available. */
+static void pump(worker_pool *p)
+{
+    while (p->qhead && !p->closing) {
+        pool_task *t = p->qhead;
+        char err[256];
+        int r = place(p, t, err, sizeof err);
+        if (r == 0)
+            return;
+        p->qhead = t->next;
+        if (!p->qhead)
+            p->qtail = NULL;
+        if (r < 0) {
+            ESC_ERROR("task %s: %s", t->spec->task_id, err);
+            task_fail(t, err, 0, 0);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ the protocol */
+
+/* A worker that breaks the protocol or never starts: its task fails with why. */
+static void worker_abort(worker *w, const char *why)
+{
+    ESC_WARN("worker %d (job %s): %s", (int)w->pid, w->job_id, why);
+    pool_task *t = w->task;
+    w->task = NULL;
+    worker_kill(w);
+    if (t)
+        task_fail(t, why, 0, 0);
+    pump(w->pool);
+}
+
+static void on_hello(worker *w, const Escher__WorkerMsg__Hello *h)
+{
+    if (w->ready || strcmp(h->worker_id, w->id)) {
+        worker_abort(w, "worker protocol error: unexpected hello");
+        return;
+    }
+    w->ready = true;
+    if (w->task)
+        send_execute(w);
+    else
+        set_state(w, W_IDLE);
+}
+
+static void on_done(worker *w, const Escher__TaskResult *r)
+{
+    if (w->state != W_BUSY || !w->task || !r || strcmp(r->task_id, w->task->spec->task_id)) {
+        ESC_WARN("worker %d: result for a task it does not run, ignored", (int)w->pid);
+        return;
+    }
+    pool_task *t = w->task;
+    w->task = NULL;
+    set_state(w, W_IDLE);
+    task_finish(t, r);
+    pump(w->pool);
+}
+
+static void on_worker_msg(esc_frame_conn *c, const uint8_t *data, size_t len)
+{
+    worker *w = esc_frame_conn_ud(c);
+    Escher__WorkerMsg *m = escher__worker_msg__unpack(NULL, len, data);
+    if (!m)
+        worker_abort(w, "worker protocol error: undecodable message");
+    else if (m->msg_case == ESCHER__WORKER_MSG__MSG_HELLO && m->hello)
+        on_hello(w, m->hello);
+    else if (!w->ready)
+        worker_abort(w, "worker protocol error: no hello");
+    else if (m->msg_case == ESCHER__WORKER_MSG__MSG_DONE && m->done)
+        on_done(w, m->done->result);
+    else
+        ESC_WARN("worker %d: unexpected message %d, ignored", (int)w->pid, (int)m->msg_case);
+    if (m)
+        escher__worker_msg__free_unpacked(m, NULL);
+}
+
+/* The connection ended. A worker that was not told to stop is probably dying: its task
+ * stays attached until the reap says how it died; if it does not die within the grace
+ * period, it is killed. */
+static void on_worker_close(esc_frame_conn *c, const char *why)
+{
+    worker *w = esc_frame_conn_ud(c);
+    esc_frame_conn_free(c);
+    w->conn = NULL;
+    if (w->state == W_STOPPING)
+        return;
+    ESC_DEBUG("worker %d: connection ended (%s)", (int)w->pid, why);
+    w->lost = true;
+    if (w->state == W_IDLE)
+        set_state(w, W_STOPPING);
+    else
+        arm_timer(w, STOP_GRACE_S);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    worker *w = t->data;
+    if (w->state == W_IDLE)
+        worker_stop(w);
+    else if (w->lost || w->state == W_STOPPING)
+        kill_group(w);
+    else if (w->state == W_STARTING)
+        worker_abort(w, "worker did not connect in time");
+}
+
+static worker *find_starting(worker_pool *p, pid_t pid)
+{
+    for (worker *w = p->workers; w; w = w->next)
+        if (w->pid == pid && w->state == W_STARTING && !w->conn && !w->lost)
+            return w;
+    return NULL;
+}
+
+/* A connection is accepted only from a process we started and still wait for: the
+ * kernel's SO_PEERCRED pid, not anything the peer says, identifies it. */
+static void adopt(worker_pool *p, int fd)
+{
+    struct ucred cred = {0};
+    socklen_t len = sizeof cred;
+    worker *w = NULL;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+        w = find_starting(p, cred.pid);
+    if (!w) {
+        ESC_WARN("worker socket: connection from unknown pid %d refused", (int)cred.pid);
+        close(fd);
+        return;
+    }
+    w->conn = esc_frame_conn_new(p->loop, fd, on_worker_msg, on_worker_close, w);
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)loop;
+    (void)revents;
+    worker_pool *p = io->data;
+    for (;;) {
+        int fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+            adopt(p, fd);
+            continue;
+        }
+        if (errno != EINTR && errno != ECONNABORTED)
+            return; /* EAGAIN: all taken; EMFILE etc.: the next readiness retries */
+    }
+}
+
+/* -------------------------------------------------------------------- setting up */
+
+static int listen_unix(const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) {
+        snprintf(err, errlen, "worker socket path too long: %s", path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+        snprintf(err, errlen, "%s exists and is not a socket", path);
+        return -1;
+    }
+    unlink(path); /* a stale socket of an earlier raylet */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0 ||
+        chmod(path, 0600) < 0 || listen(fd, 128) < 0) {
+        snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int check_config(struct ev_loop *loop, const worker_pool_config *cfg, char *err,
+                        size_t errlen)
+{
+    if (!cfg->worker_exe || !cfg->socket_path || !cfg->log_dir) {
+        snprintf(err, errlen, "worker pool needs worker_exe, socket_path and log_dir");
+        return -1;
+    }
+    if (access(cfg->worker_exe, X_OK) < 0) {
+        snprintf(err, errlen, "worker executable %s: %s", cfg->worker_exe, strerror(errno));
+        return -1;
+    }
+    if (mkdir(cfg->log_dir, 0755) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create log dir %s: %s", cfg->log_dir, strerror(errno));
+        return -1;
+    }
+    if (!ev_is_default_loop(loop)) {
+        int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+        if (fd < 0) {
+            snprintf(err, errlen, "pidfd_open: %s (Linux >= 5.3 needed)", strerror(errno));
+            return -1;
+        }
+        close(fd);
+    }
+    return 0;
+}
+
+worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg, char *err,
+                             size_t errlen)
+{
+    if (check_config(loop, cfg, err, errlen) < 0)
+        return NULL;
+    int fd = listen_unix(cfg->socket_path, err, errlen);
+    if (fd < 0)
+        return NULL;
+    worker_pool *p = calloc(1, sizeof *p);
+    p->loop = loop;
+    p->exe = strdup(cfg->worker_exe);
+    p->socket_path = strdup(cfg->socket_path);
+    p->log_dir = strdup(cfg->log_dir);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    p->max_workers = cfg->max_workers > 0 ? cfg->max_workers : (int)(ncpu > 0 ? ncpu : 1) * 4;
+    p->idle_timeout = cfg->idle_timeout_s > 0 ? cfg->idle_timeout_s : DEFAULT_IDLE_S;
+    p->use_child = ev_is_default_loop(loop);
+    p->listen_fd = fd;
+    ev_io_init(&p->accept_io, on_accept, fd, EV_READ);
+    p->accept_io.data = p;
+    ev_io_start(loop, &p->accept_io);
+    return p;
+}
+
+/* ------------------------------------------------------------------ the interface */
+
+int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *const *env,
+                    size_t nenv, worker_done_fn done, void *ud)
+{
+    if (p->closing)
+        return -1;
+    if (protobuf_c_message_get_packed_size(&spec->base) > SPEC_MAX) {
+        ESC_ERROR("task %s: spec over %u MiB, too large for a worker", spec->task_id,
+                  ESC_FRAME_MAX >> 20);
+        return -1;
+    }
+    pool_task *t = calloc(1, sizeof *t);
+    t->spec = (Escher__TaskSpec *)esc_pb_dup(&spec->base);
+    t->env = env_copy(env, env ? nenv : 0, &t->nenv);
+    t->done = done;
+    t->ud = ud;
+    if (p->qhead) { /* others wait already: keep the order */
+        enqueue(p, t);
+        return 0;
+    }
+    char err[256];
+    int r = place(p, t, err, sizeof err);
+    if (r < 0) {
+        ESC_ERROR("task %s: %s", spec->task_id, err);
+        task_free(t);
+        return -1;
+    }
+    if (r == 0)
+        enqueue(p, t);
+    return 0;
+}
+
+bool worker_pool_cancel(worker_pool *p, const char *task_id)
+{
+    task_list failed = {0};
+    take_queued(p, NULL, task_id, &failed, "cancelled");
+    for (worker *w = p->workers; w && !failed.head; w = w->next) {
+        if (w->task && !strcmp(w->task->spec->task_id, task_id)) {
+            push_failed(&failed, w->task, "cancelled");
+            w->task = NULL;
+            worker_kill(w);
+        }
+    }
+    if (!failed.head)
+        return false;
+    fail_list(&failed);
+    pump(p);
+    return true;
+}
+
+void worker_pool_job_ended(worker_pool *p, const char *job_id)
+{
+    task_list failed = {0};
+    take_queued(p, job_id, NULL, &failed, "job ended");
+    for (worker *w = p->workers; w; w = w->next) {
+        if (strcmp(w->job_id, job_id) || w->state == W_STOPPING)
+            continue;
+        if (w->state == W_IDLE) {
+            worker_stop(w);
+            continue;
+        }
+        if (w->task)
+            push_failed(&failed, w->task, "job ended");
+        w->task = NULL;
+        worker_kill(w);
+    }
+    fail_list(&failed);
+    pump(p);
+}
+
+size_t worker_pool_size(const worker_pool *p)
+{
+    return p->nworkers;
+}
+
+size_t worker_pool_busy(const worker_pool *p)
+{
+    return p->nbusy;
+}
+
+/* Kills and reaps every worker, synchronously: nothing of ours outlives the pool. */
+static void reap_all(worker_pool *p, task_list *failed)
+{
+    for (worker *w = p->workers; w; w = w->next)
+        kill_group(w);
+    while (p->workers) {
+        worker *w = p->workers;
+        if (w->task)
+            push_failed(failed, w->task, "raylet shutting down");
+        w->task = NULL;
+        /* ECHILD: libev's default loop reaped it already. */
+        while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        worker_unlink(w);
+        worker_free(w);
+    }
+}
+
+void worker_pool_free(worker_pool *p)
+{
+    if (!p)
+        return;
+    p->closing = true;
+    ev_io_stop(p->loop, &p->accept_io);
+    close(p->listen_fd);
+    unlink(p->socket_path);
+    task_list failed = {0};
+    take_queued(p, NULL, NULL, &failed, "raylet shutting down");
+    reap_all(p, &failed);
+    fail_list(&failed);
+    free(p->exe);
+    free(p->socket_path);
+    free(p->log_dir);
+    free(p);
+}

@@ -1,0 +1,123 @@
+/* test_tasks.c: task functions for the worker tests (libescher_test_tasks.so). */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "escher/task.h"
+
+/* Returns its first argument. */
+ESC_TASK(echo)
+{
+    (void)ctx;
+    return esc_buf_set(ret, arg, len);
+}
+
+/* Two native-endian int64 arguments -> their sum (int64). Returns 1 on bad arguments. */
+ESC_TASK(add)
+{
+    (void)arg;
+    (void)len;
+    int64_t a, b;
+    size_t la, lb;
+    const void *pa = esc_task_arg(ctx, 0, &la), *pb = esc_task_arg(ctx, 1, &lb);
+    if (esc_task_num_args(ctx) != 2 || la != sizeof a || lb != sizeof b)
+        return 1;
+    memcpy(&a, pa, sizeof a);
+    memcpy(&b, pb, sizeof b);
+    int64_t sum = a + b;
+    return esc_buf_set(ret, &sum, sizeof sum);
+}
+
+/* Return i is "out-<i>", for every return asked for. */
+ESC_TASK(multi)
+{
+    (void)arg;
+    (void)len;
+    (void)ret;
+    for (size_t i = 0; i < esc_task_num_returns(ctx); i++)
+        if (esc_buf_printf(esc_task_return(ctx, i), "out-%zu", i) < 0)
+            return 1;
+    return 0;
+}
+
+/* Dies by SIGSEGV. The default action is restored first, so that a sanitizer's handler
+ * (which would turn the signal into exit code 1) does not hide the signal, and no core
+ * file is written. */
+ESC_TASK(crash)
+{
+    (void)ctx;
+    (void)arg;
+    (void)len;
+    (void)ret;
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+    return 0;
+}
+
+ESC_TASK(fail)
+{
+    (void)ctx;
+    (void)arg;
+    (void)len;
+    (void)ret;
+    return 3;
+}
+
+/* Sleeps for the number of milliseconds in its argument (decimal text). */
+ESC_TASK(sleep_ms)
+{
+    (void)ctx;
+    (void)ret;
+    char buf[32] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    long ms = atol(buf);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0)
+        ;
+    return 0;
+}
+
+/* Writes its argument to stdout (through stdio) and "err:" + argument to stderr. */
+ESC_TASK(print)
+{
+    (void)ctx;
+    (void)ret;
+    printf("out:%.*s\n", (int)len, (const char *)arg);
+    fprintf(stderr, "err:%.*s\n", (int)len, (const char *)arg);
+    return 0;
+}
+
+/* Returns the worker's pid as decimal text. */
+ESC_TASK(pid)
+{
+    (void)ctx;
+    (void)arg;
+    (void)len;
+    return esc_buf_printf(ret, "%d", (int)getpid());
+}
+
+/* Returns the value of the environment variable named by the argument ("" if unset). */
+ESC_TASK(getenv_task)
+{
+    (void)ctx;
+    char name[256] = {0};
+    memcpy(name, arg, len < sizeof name - 1 ? len : sizeof name - 1);
+    const char *v = getenv(name);
+    return esc_buf_set(ret, v ? v : "", v ? strlen(v) : 0);
+}
+
+/* Returns "<task id> <job id> <num args>". */
+ESC_TASK(whoami)
+{
+    (void)arg;
+    (void)len;
+    return esc_buf_printf(ret, "%s %s %zu", esc_task_id(ctx), esc_task_job_id(ctx),
+                          esc_task_num_args(ctx));
+}
