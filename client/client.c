@@ -116,6 +116,7 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
                               "not starting with '.'",
                               o->namespace_);
     esc_client *c = calloc(1, sizeof *c);
+    esc_client_raylets_init(c);
     c->detached = o->detached;
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
     char *token = NULL;
@@ -124,7 +125,7 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
         c->gcs = esc_rpc_channel_new(c->address, token);
         rc = register_job(c, o->namespace_, st);
     }
-    free(token);
+    c->token = token;
     if (rc == ESC_OK && !o->short_lived) {
         c->live = esc_subscription_start(c->gcs, NULL, c->job_id, 0, drop_event, NULL, NULL);
         if (!c->live)
@@ -162,6 +163,10 @@ void esc_disconnect(esc_client *c)
     if (c->job_id)
         finish_job(c);
     esc_rpc_channel_free(c->gcs);
+    esc_client_raylets_free(c);
+    if (c->token)
+        memset(c->token, 0, strlen(c->token));
+    free(c->token);
     free(c->address);
     free(c->job_id);
     free(c->namespace_);

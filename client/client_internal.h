@@ -2,12 +2,15 @@
 #ifndef ESC_CLIENT_INTERNAL_H
 #define ESC_CLIENT_INTERNAL_H
 
+#include <pthread.h>
+
 #include "escher/escher.h"
 #include "gcs.pb-c.h"
 #include "subscription.h"
 
 /* Every field is set by esc_connect and read-only afterwards, which is what makes one
- * client safe to share between threads (the channel is thread-safe itself). */
+ * client safe to share between threads (the channel is thread-safe itself), except the
+ * raylet caches, which are guarded by raylets_mu. */
 struct esc_client {
     esc_rpc_channel *gcs;
     char *address;
@@ -19,11 +22,29 @@ struct esc_client {
     /* The job's liveness: the GCS ends a job whose driver has had no Subscribe stream
      * for its job timeout. NULL for a short-lived client. */
     esc_subscription *live;
+    char *token;        /* kept for channels to raylets */
+    /* raylets.c: channels to raylets by address, and raylet addresses by node id. */
+    pthread_mutex_t raylets_mu;
+    struct esc_strmap *raylet_channels;   /* address -> esc_rpc_channel */
+    struct esc_strmap *raylet_addresses;  /* node id -> malloc'd "host:port" */
 };
 
 /* One unary call of a Gcs method with the client's default deadline. */
 int esc_client_call(esc_client *c, const char *method, const ProtobufCMessage *req,
                     ProtobufCMessage **reply, int flags, esc_status *st);
+
+/* ---- raylets.c ---- */
+/* Sets up and frees the raylet caches (esc_connect, esc_disconnect). */
+void esc_client_raylets_init(esc_client *c);
+void esc_client_raylets_free(esc_client *c);
+/* The address of node_id's raylet (NULL: the client's local node), from the GCS's node
+ * table, cached: node ids are never reused. Copies it into out (len bytes). Returns
+ * ESC_OK, FAILED_PRECONDITION (no local node), NOT_FOUND (unknown or dead node) or the
+ * GCS call's code. */
+int esc_client_raylet_address(esc_client *c, const char *node_id, char *out, size_t len,
+                              esc_status *st);
+/* A channel to the raylet at address, made once and owned by the client. */
+esc_rpc_channel *esc_client_raylet_channel(esc_client *c, const char *address);
 
 /* strdup that maps NULL to "" so optional proto strings never need NULL checks. */
 char *esc_client_strdup(const char *s);

@@ -10,6 +10,7 @@
  *   wait_applied.c WaitApplied
  *   status.c      GetClusterStatus
  *   kv.c          the key-value table
+ *   object_dir.c  the object directory (in memory only: objects die with their raylet)
  *   persist.c     loading every table from storage at start
  */
 #ifndef ESC_GCS_H
@@ -60,6 +61,7 @@ typedef struct {
 
 typedef struct gcs_sub gcs_sub;
 typedef struct gcs_waiter gcs_waiter;
+typedef struct gcs_objdir gcs_objdir;
 
 typedef struct {
     Escher__Event **events;           /* circular, owned */
@@ -81,6 +83,7 @@ typedef struct gcs {
     gcs_ring ring;
     gcs_sub *subs;
     gcs_waiter *waiters;
+    gcs_objdir *objdir;     /* object directory (object_dir.c) */
     ev_timer sweep;
 } gcs;
 
@@ -153,6 +156,17 @@ void gcs_status_register(gcs *g);
 void gcs_kv_register(gcs *g);
 void gcs_kv_load(gcs *g, const char *key, const void *value, size_t len);
 void gcs_kv_free(gcs *g);
+
+/* ---- object_dir.c ---- */
+/* Creates the directory and registers the ObjectDirectory service. */
+void gcs_objects_register(gcs *g);
+/* Drops every location on a node that died (objects left with none leave too). */
+void gcs_objects_node_dead(gcs *g, const char *node_id);
+/* Drops every object of a job that ended. */
+void gcs_objects_job_ended(gcs *g, const char *job_id);
+/* Answers held GetLocations calls UNAVAILABLE (before the server goes). */
+void gcs_objects_close_all(gcs *g);
+void gcs_objects_free(gcs *g);
 
 /* ---- persist.c ---- */
 /* Loads every table from storage. Returns 0, or -1 with err. */

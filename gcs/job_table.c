@@ -1,7 +1,8 @@
 /* job_table.c: jobs. A job is alive while its driver keeps a Subscribe stream open (or,
  * for short-lived clients, until it finishes); a job with no stream for job_timeout_ms
  * has lost its driver and ends. When a job ends, its non-detached ephemeral resources
- * are removed in the same event that announces the end. */
+ * are removed in the same event that announces the end, and its objects leave the
+ * object directory (raylets free them when they apply that event). */
 #include "gcs.h"
 
 #include <stdio.h>
@@ -88,6 +89,7 @@ static uint64_t job_end(gcs *g, gcs_job *j, bool failed, char *err, size_t errle
     }
     protobuf_c_message_free_unpacked(&j->info->base, NULL);
     j->info = done;
+    gcs_objects_job_ended(g, done->job_id);
     return seq;
 }
 

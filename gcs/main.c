@@ -110,6 +110,7 @@ static void register_services(gcs *g)
     gcs_status_register(g);
     gcs_jobs_register(g);
     gcs_kv_register(g);
+    gcs_objects_register(g);
 }
 
 static void gcs_free_tables(gcs *g)
@@ -118,6 +119,7 @@ static void gcs_free_tables(gcs *g)
     gcs_registry_free(g);
     gcs_jobs_free(g);
     gcs_kv_free(g);
+    gcs_objects_free(g);
     gcs_ring_free(&g->ring);
 }
 
@@ -188,6 +190,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "escher-gcs: %s\n", err);
     gcs_pubsub_close_all(&g);
     gcs_wait_close_all(&g);
+    gcs_objects_close_all(&g);
     esc_rpc_server_free(g.server);
     esc_loop_drain(g.loop);
     gcs_free_tables(&g);

@@ -1,6 +1,7 @@
 /* node_table.c: raylets register, report (heartbeat plus applied sequence plus their
  * accounting), drain, and are declared dead after a silence. A dead node's ephemeral
- * resources are removed in the same event that announces its death. */
+ * resources are removed in the same event that announces its death; its object
+ * locations are dropped from the directory. */
 #include "gcs.h"
 
 #include <stdio.h>
@@ -188,6 +189,7 @@ static void node_die(gcs *g, gcs_node *n)
     if (gcs_registry_remove_where(g, n->info->node_id, NULL, ev, b, err, sizeof err) == 0)
         return; /* storage is down: try again at the next sweep */
     n->info->state = ESCHER__NODE_STATE__NODE_DEAD;
+    gcs_objects_node_dead(g, n->info->node_id);
     if (n->report) {
         protobuf_c_message_free_unpacked(&n->report->base, NULL);
         n->report = NULL;

@@ -7,7 +7,9 @@
  *    restarted with memory storage counts from the start again).
  *  - Other events at or below the applied seq were applied already (a resubscription
  *    may repeat the tail) and are skipped.
- *  - EV_JOB_FINISHED then releases the job's leases.
+ *  - EV_JOB_FINISHED then releases the job's leases and frees its objects.
+ *  - EV_SNAPSHOT also makes the node announce all its objects again: a snapshot follows
+ *    a GCS restart, and the object directory is not persisted.
  * After each event the queue and the report thread are told (raylet_changed). Freeing
  * a big event costs as much as applying it, so that waits until the ack is on its way
  * (raylet_flush). */
@@ -90,6 +92,7 @@ void raylet_apply_event(raylet *r, Escher__Event *ev)
 {
     if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {
         apply_snapshot(r, ev);
+        raylet_objects_reannounce(r->objects);
     } else if (ev->seq <= r->applied_seq) {
         ESC_DEBUG("skipping event seq %" PRIu64 " (applied %" PRIu64 ")", ev->seq,
                   r->applied_seq);
@@ -97,8 +100,10 @@ void raylet_apply_event(raylet *r, Escher__Event *ev)
         return;
     } else {
         apply_ops(r, ev);
-        if (ev->kind == ESCHER__EVENT_KIND__EV_JOB_FINISHED)
+        if (ev->kind == ESCHER__EVENT_KIND__EV_JOB_FINISHED) {
             raylet_leases_job_finished(r->leases, ev->job_id);
+            raylet_objects_job_finished(r->objects, ev->job_id);
+        }
         else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node &&
                  !strcmp(ev->node->node_id, r->node_id))
             ESC_WARN("the GCS declared this node dead at seq %" PRIu64, ev->seq);

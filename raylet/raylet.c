@@ -91,6 +91,15 @@ static void log_node(const raylet *r)
     ESC_INFO("node %s at %s: %s", r->node.hostname, r->address, line);
 }
 
+/* The object store's capacity: the node's object_store_memory, in bytes. */
+static uint64_t store_capacity(const raylet_node *n)
+{
+    for (size_t i = 0; i < n->nphysical; i++)
+        if (!strcmp(n->physical[i].name, "object_store_memory"))
+            return (uint64_t)(n->physical[i].qty / ESC_QTY_SCALE);
+    return 0;
+}
+
 int raylet_start(raylet *r, char *err, size_t errlen)
 {
     raylet_detected d;
@@ -109,12 +118,14 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->loop = esc_loop_new();
     esc_loop_stop_on_signals(r->loop);
     r->leases = raylet_leases_new(r);
+    r->objects = raylet_objects_new(r, store_capacity(&r->node));
     char listen[300];
     host_port(listen, sizeof listen, r->cfg.bind, r->cfg.port);
     r->server = esc_rpc_server_new(listen, r->cfg.token, esc_loop_post, r->loop, err, errlen);
     if (!r->server)
         return -1;
-    if (raylet_leases_serve(r->leases, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
+    if (raylet_leases_serve(r->leases, r->server) != 0 ||
+        raylet_objects_serve(r->objects, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
         snprintf(err, errlen, "cannot start the gRPC server on %s", listen);
         return -1;
     }
@@ -148,10 +159,13 @@ int raylet_shutdown(raylet *r)
     raylet_link_stop(r->link);
     esc_rpc_server_free(r->server);
     r->server = NULL;
+    raylet_objects_stop(r->objects);
     if (r->loop)
         esc_loop_drain(r->loop);
     raylet_leases_free(r->leases);
     r->leases = NULL;
+    raylet_objects_free(r->objects);
+    r->objects = NULL;
     raylet_link_free(r->link);
     r->link = NULL;
     if (r->loop) {

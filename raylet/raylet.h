@@ -7,7 +7,9 @@
  *  - the gRPC server's completion-queue thread hands calls to the loop (esc_loop_post);
  *  - the report thread (gcs_link.c) registers the node, then sends ReportNode;
  *  - the subscription thread (gcs_link.c) reads the GCS event stream and posts each
- *    event to the loop, where log_apply.c applies it.
+ *    event to the loop, where log_apply.c applies it;
+ *  - the location sender thread (object_announce.c) tells the GCS object directory
+ *    where this node's objects are.
  */
 #ifndef RAYLET_H
 #define RAYLET_H
@@ -119,6 +121,7 @@ raylet_rows *raylet_rows_build(const esc_acct *a, raylet_rows *reuse);
 
 typedef struct raylet_leases raylet_leases;
 typedef struct raylet_link raylet_link;
+typedef struct raylet_objects raylet_objects;
 
 typedef struct raylet {
     raylet_config cfg;
@@ -127,6 +130,7 @@ typedef struct raylet {
     esc_acct *acct;
     esc_rpc_server *server;
     raylet_leases *leases;
+    raylet_objects *objects;     /* the object store and its service */
     raylet_link *link;
     char address[300];           /* node_ip:port advertised to the cluster */
     char node_id[128];           /* "" until registered */
@@ -177,6 +181,31 @@ size_t raylet_leases_count(const raylet_leases *ls);
 size_t raylet_leases_queued(const raylet_leases *ls);
 /* Answers every queued request (not granted) and frees the table. */
 void raylet_leases_free(raylet_leases *ls);
+
+/* ------------------------------------------------------------ objects (object_service.c) */
+
+/* The node's object store of `capacity` bytes (object_store_memory) and the state of the
+ * ObjectStore service. */
+raylet_objects *raylet_objects_new(raylet *r, uint64_t capacity);
+/* Registers the ObjectStore service's handlers and starts the location sender thread.
+ * Returns 0 or -1. */
+int raylet_objects_serve(raylet_objects *o, esc_rpc_server *srv);
+/* Stores a sealed object (a task's return value, or with is_error its error text) and
+ * announces its location to the GCS. data is copied. Returns ESC_OK, or the store's
+ * code (RESOURCE_EXHAUSTED when full, ALREADY_EXISTS), logged; UNAVAILABLE once
+ * raylet_objects_free ran (so whatever stores results must be freed before it). Loop
+ * thread. */
+int raylet_store_object(raylet *r, const char *id, const char *job_id, const void *data,
+                        size_t len, bool is_error, const char *error);
+/* Frees every object of the job (its EV_JOB_FINISHED was applied). */
+void raylet_objects_job_finished(raylet_objects *o, const char *job_id);
+/* Announces every sealed object again (after a snapshot: the GCS may have restarted and
+ * lost its directory, which lives only in memory). */
+void raylet_objects_reannounce(raylet_objects *o);
+/* Stops the sender thread (before the loop's last drain). */
+void raylet_objects_stop(raylet_objects *o);
+/* Ends streams in progress and frees the store. */
+void raylet_objects_free(raylet_objects *o);
 
 /* ------------------------------------------------------------ events (log_apply.c) */
 

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "ids.h"
+
 /* strnlen is POSIX, not C11; the bound keeps an overlong string from being read whole. */
 static size_t bounded_len(const char *s, size_t max)
 {
@@ -35,6 +37,19 @@ bool esc_name_valid(const char *s)
         return false;
     size_t len = bounded_len(s, ESC_NAME_MAX + 1);
     return part_valid(s, len);
+}
+
+bool esc_object_id_valid(const char *s)
+{
+    if (s == NULL || s[0] == '.')
+        return false;
+    size_t len = bounded_len(s, ESC_OBJECT_ID_MAX);
+    if (len == 0 || len >= ESC_OBJECT_ID_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!name_char_ok(s[i]))
+            return false;
+    return true;
 }
 
 bool esc_name_is_physical(const char *s)

@@ -18,6 +18,11 @@
 /* True when s is a valid short name or namespace. */
 bool esc_name_valid(const char *s);
 
+/* True when s is a valid object id: 1..ESC_OBJECT_ID_MAX-1 (ids.h) chars of
+ * [A-Za-z0-9_.-], not starting with '.' (random hex for puts, the task id and the
+ * return's index for task returns). */
+bool esc_object_id_valid(const char *s);
+
 /* True when s is a physical resource name (CPU, GPU, memory, object_store_memory, node:*). */
 bool esc_name_is_physical(const char *s);
 

@@ -1,5 +1,5 @@
 /* escher.h: the escher C SDK (libescher), core part: connecting, ephemeral resources,
- * cluster status and the key-value store.
+ * cluster status, the key-value store and objects.
  *
  * Every client is a job. A job has a namespace; the ephemeral resources it creates live
  * in that namespace ("<namespace>/<name>") and are removed when the job ends (the client
@@ -223,6 +223,73 @@ int esc_kv_del(esc_client *c, const char *ns, const char *key, bool *deleted, es
 int esc_kv_keys(esc_client *c, const char *ns, const char *prefix, char ***keys, size_t *n,
                 esc_status *st);
 void esc_kv_keys_free(char **keys, size_t n);
+
+/* ------------------------------------------------------------------ objects */
+
+/* Objects are immutable byte values kept in the memory of a node's raylet (its object
+ * store, of object_store_memory bytes). A reference names one by its id; the GCS keeps
+ * which nodes hold a copy, and a reader on another node pulls it from one of them in
+ * chunks. An object lives until its owner releases it or its job ends (or its node
+ * dies). A failed task's return is an error object: reading it gives its error. */
+typedef struct esc_ref esc_ref;
+
+/* Stores len bytes (copied) as a new object in the store of the client's local node.
+ * On ESC_OK *out is a new reference (the caller frees it with esc_ref_free; that does
+ * not free the object) and the object is registered at the GCS: any client can read or
+ * release it at once. Returns FAILED_PRECONDITION when the client has no local node,
+ * RESOURCE_EXHAUSTED ("object store full (used X of Y bytes ...)") when it does not
+ * fit, or a call's code. The object belongs to the client's job. */
+int esc_put(esc_client *c, const void *data, size_t len, esc_ref **out, esc_status *st);
+
+/* Reads an object, waiting until some node holds it: timeout_ms > 0 waits at most that
+ * long, 0 does not wait, < 0 waits without limit. Prefers a copy on the local node,
+ * else pulls one from another node (trying the next copy when a node fails). On ESC_OK
+ * *data (malloc'd, the caller frees it; one NUL byte follows the *len bytes) holds the
+ * value. Returns DEADLINE_EXCEEDED when no node held it in time, NOT_FOUND when every
+ * copy was freed meanwhile, ABORTED with the task's error text in st for an error
+ * object (then *data is NULL), or a call's code. */
+int esc_get(esc_client *c, const esc_ref *ref, int timeout_ms, void **data, size_t *len,
+            esc_status *st);
+
+/* Frees the object on every node that holds it (its locations leave the GCS directory).
+ * Releasing an object that is gone already is ESC_OK. The reference itself stays valid
+ * (esc_ref_free frees it). */
+int esc_ref_release(esc_client *c, const esc_ref *ref, esc_status *st);
+
+/* The object id of a reference (owned by the reference). */
+const char *esc_ref_id(const esc_ref *ref);
+
+/* A new reference to the object with this id (copied), e.g. one received from another
+ * process; NULL when the id is not a valid object id (1-79 of A-Z a-z 0-9 _ . -). */
+esc_ref *esc_ref_from_id(const char *id);
+
+/* Frees a reference (NULL is fine); the object is untouched. */
+void esc_ref_free(esc_ref *ref);
+
+/* Where an object is: what a data-locality policy reads. */
+typedef struct {
+    uint64_t size;         /* bytes */
+    bool is_error;         /* a failed task's error object */
+    size_t n;              /* nodes holding a copy; 0 when none does now */
+    char **node_ids;       /* n node ids */
+    char **addresses;      /* their raylets' addresses, same order */
+} esc_object_locations;
+
+/* Asks the GCS which nodes hold the object now (no waiting). *out is owned by the
+ * caller (esc_object_locations_free); an unknown object gives ESC_OK with n == 0. */
+int esc_ref_locations(esc_client *c, const esc_ref *ref, esc_object_locations **out,
+                      esc_status *st);
+void esc_object_locations_free(esc_object_locations *l);
+
+typedef struct {
+    uint64_t capacity;     /* bytes: the node's object_store_memory */
+    uint64_t used;         /* bytes held by objects (also ones still being written) */
+    uint32_t objects;
+} esc_object_store_stats;
+
+/* The object store usage of a node (node_id NULL: the client's local node). */
+int esc_object_store_stats_get(esc_client *c, const char *node_id,
+                               esc_object_store_stats *out, esc_status *st);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,453 @@
+/* object_dir.c: the object directory (service ObjectDirectory): object id -> {size,
+ * is_error, owner job, set of nodes holding a copy}.
+ *
+ * Raylets add a location when an object is sealed in their store and remove it when it
+ * is freed. GetLocations with wait_ms holds the call until some node holds the object:
+ * AddLocation wakes exactly the waiters of that id (event driven), a timer answers
+ * found=false at the deadline, and a caller that goes away is dropped. Locations on a
+ * node that dies go with it; an object with no location left leaves the directory (a
+ * reader then waits: a retried task may put it again). A job's entries go when it ends.
+ *
+ * Not persisted: an object lives in a raylet's memory and dies with it, so a stored
+ * location could only outlive the thing it points to. A GCS that restarts starts with
+ * an empty directory, and each raylet, which gets a snapshot after the restart,
+ * announces all its objects again.
+ *
+ * Indexes: every location is on its object's list and on its node's list, and every
+ * object on its job's list, so node death and job end cost what they remove. */
+#include "gcs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "names.h"
+#include "object.pb-c.h"
+
+typedef struct dir_obj dir_obj;
+
+typedef struct dir_loc {
+    dir_obj *obj;
+    struct dir_loc *next_in_obj;
+    struct dir_loc *prev_in_node, *next_in_node;
+    char *node_id;
+} dir_loc;
+
+struct dir_obj {
+    char *id;
+    char *job_id;                  /* "" when the object has no owner job */
+    uint64_t size;
+    bool is_error;
+    dir_loc *locs;
+    dir_obj *prev_in_job, *next_in_job;
+};
+
+typedef struct dir_list {          /* a bucket of a node's locations or a job's objects */
+    void *head;
+} dir_list;
+
+typedef struct dir_waiter {
+    struct dir_waiter *prev, *next;
+    gcs *g;
+    esc_rpc_ctx *call;
+    char *object_id;
+    ev_timer timer;
+} dir_waiter;
+
+struct gcs_objdir {
+    esc_strmap *objects;           /* object id -> dir_obj */
+    esc_strmap *by_node;           /* node id -> dir_list of dir_loc */
+    esc_strmap *by_job;            /* job id -> dir_list of dir_obj */
+    esc_strmap *waiting;           /* object id -> first dir_waiter */
+};
+
+/* ------------------------------------------------------------ buckets */
+
+static dir_list *bucket(esc_strmap *m, const char *key)
+{
+    dir_list *l = esc_strmap_get(m, key);
+    if (!l) {
+        l = calloc(1, sizeof *l);
+        if (!l)
+            abort();
+        esc_strmap_put(m, key, l);
+    }
+    return l;
+}
+
+static void bucket_drop_if_empty(esc_strmap *m, const char *key)
+{
+    dir_list *l = esc_strmap_get(m, key);
+    if (l && !l->head)
+        free(esc_strmap_del(m, key));
+}
+
+/* ------------------------------------------------------------ objects and locations */
+
+static void loc_unlink_node(gcs_objdir *d, dir_loc *l)
+{
+    if (l->prev_in_node) {
+        l->prev_in_node->next_in_node = l->next_in_node;
+    } else {
+        dir_list *b = esc_strmap_get(d->by_node, l->node_id);
+        b->head = l->next_in_node;
+    }
+    if (l->next_in_node)
+        l->next_in_node->prev_in_node = l->prev_in_node;
+    bucket_drop_if_empty(d->by_node, l->node_id);
+}
+
+/* Takes o out of every index and frees it with its locations. */
+static void obj_drop(gcs_objdir *d, dir_obj *o)
+{
+    while (o->locs) {
+        dir_loc *l = o->locs;
+        o->locs = l->next_in_obj;
+        loc_unlink_node(d, l);
+        free(l->node_id);
+        free(l);
+    }
+    if (o->prev_in_job) {
+        o->prev_in_job->next_in_job = o->next_in_job;
+    } else {
+        dir_list *b = esc_strmap_get(d->by_job, o->job_id);
+        b->head = o->next_in_job;
+    }
+    if (o->next_in_job)
+        o->next_in_job->prev_in_job = o->prev_in_job;
+    bucket_drop_if_empty(d->by_job, o->job_id);
+    esc_strmap_del(d->objects, o->id);
+    free(o->id);
+    free(o->job_id);
+    free(o);
+}
+
+/* Removes one location; the object goes too when it was the last. */
+static void loc_remove(gcs_objdir *d, dir_loc *l)
+{
+    dir_obj *o = l->obj;
+    dir_loc **pp = &o->locs;
+    while (*pp != l)
+        pp = &(*pp)->next_in_obj;
+    *pp = l->next_in_obj;
+    loc_unlink_node(d, l);
+    free(l->node_id);
+    free(l);
+    if (!o->locs)
+        obj_drop(d, o);
+}
+
+static dir_obj *obj_new(gcs_objdir *d, const Escher__ObjectLocation *in)
+{
+    dir_obj *o = calloc(1, sizeof *o);
+    if (!o)
+        abort();
+    o->id = strdup(in->object_id);
+    o->job_id = strdup(in->job_id);
+    o->size = in->size;
+    o->is_error = in->is_error;
+    dir_list *b = bucket(d->by_job, o->job_id);
+    o->next_in_job = b->head;
+    if (o->next_in_job)
+        o->next_in_job->prev_in_job = o;
+    b->head = o;
+    esc_strmap_put(d->objects, o->id, o);
+    return o;
+}
+
+static bool obj_has_node(const dir_obj *o, const char *node_id)
+{
+    for (const dir_loc *l = o->locs; l; l = l->next_in_obj)
+        if (!strcmp(l->node_id, node_id))
+            return true;
+    return false;
+}
+
+static void loc_add(gcs_objdir *d, dir_obj *o, const char *node_id)
+{
+    dir_loc *l = calloc(1, sizeof *l);
+    if (!l)
+        abort();
+    l->obj = o;
+    l->node_id = strdup(node_id);
+    l->next_in_obj = o->locs;
+    o->locs = l;
+    dir_list *b = bucket(d->by_node, node_id);
+    l->next_in_node = b->head;
+    if (l->next_in_node)
+        l->next_in_node->prev_in_node = l;
+    b->head = l;
+}
+
+/* ------------------------------------------------------------ answers */
+
+static void reply_locations(gcs *g, esc_rpc_ctx *call, const dir_obj *o)
+{
+    Escher__GetLocationsReply rep = ESCHER__GET_LOCATIONS_REPLY__INIT;
+    size_t n = 0;
+    for (const dir_loc *l = o ? o->locs : NULL; l; l = l->next_in_obj)
+        n++;
+    rep.node_ids = calloc(n + 1, sizeof *rep.node_ids);
+    rep.addresses = calloc(n + 1, sizeof *rep.addresses);
+    for (const dir_loc *l = o ? o->locs : NULL; l; l = l->next_in_obj) {
+        gcs_node *node = gcs_node_find(g, l->node_id);
+        if (!gcs_node_alive(node))
+            continue; /* cannot happen: a node's death drops its locations */
+        rep.node_ids[rep.n_node_ids++] = l->node_id;
+        rep.addresses[rep.n_addresses++] = node->info->address;
+    }
+    rep.found = rep.n_node_ids > 0;
+    if (rep.found) {
+        rep.size = o->size;
+        rep.is_error = o->is_error;
+    }
+    esc_rpc_reply(call, &rep.base);
+    free(rep.node_ids);
+    free(rep.addresses);
+}
+
+/* ------------------------------------------------------------ waiters */
+
+static void waiter_unlink(gcs_objdir *d, dir_waiter *w)
+{
+    if (w->prev) {
+        w->prev->next = w->next;
+    } else if (w->next) {
+        esc_strmap_put(d->waiting, w->object_id, w->next);
+    } else {
+        esc_strmap_del(d->waiting, w->object_id);
+    }
+    if (w->next)
+        w->next->prev = w->prev;
+}
+
+static void waiter_free(gcs *g, dir_waiter *w)
+{
+    ev_timer_stop(esc_loop_ev(g->loop), &w->timer);
+    free(w->object_id);
+    free(w);
+}
+
+static void on_wait_timeout(struct ev_loop *ev, ev_timer *t, int revents)
+{
+    (void)ev;
+    (void)revents;
+    dir_waiter *w = t->data;
+    gcs *g = w->g;
+    waiter_unlink(g->objdir, w);
+    reply_locations(g, w->call, NULL);
+    waiter_free(g, w);
+}
+
+static void on_wait_cancel(esc_rpc_ctx *call, void *ud)
+{
+    dir_waiter *w = ud;
+    gcs *g = w->g;
+    waiter_unlink(g->objdir, w);
+    esc_rpc_finish(call, ESC_CANCELLED, NULL);
+    waiter_free(g, w);
+}
+
+static void wait_for(gcs *g, esc_rpc_ctx *call, const char *object_id, uint32_t wait_ms)
+{
+    dir_waiter *w = calloc(1, sizeof *w);
+    if (!w)
+        abort();
+    w->g = g;
+    w->call = call;
+    w->object_id = strdup(object_id);
+    w->next = esc_strmap_put(g->objdir->waiting, object_id, w);
+    if (w->next)
+        w->next->prev = w;
+    struct ev_loop *ev = esc_loop_ev(g->loop);
+    ev_now_update(ev);
+    ev_timer_init(&w->timer, on_wait_timeout, wait_ms / 1000.0, 0);
+    w->timer.data = w;
+    ev_timer_start(ev, &w->timer);
+    esc_rpc_ctx_on_cancel(call, on_wait_cancel, w);
+}
+
+/* Answers everyone waiting for o. */
+static void wake(gcs *g, const dir_obj *o)
+{
+    dir_waiter *w = esc_strmap_del(g->objdir->waiting, o->id);
+    while (w) {
+        dir_waiter *next = w->next;
+        reply_locations(g, w->call, o);
+        waiter_free(g, w);
+        w = next;
+    }
+}
+
+/* ------------------------------------------------------------ handlers */
+
+static int check_location(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
+{
+    if (!esc_object_id_valid(in->object_id))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "invalid object id (1-79 of A-Z a-z 0-9 _ . -)");
+    if (!*in->node_id)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "node id is empty");
+    gcs_node *n = gcs_node_find(g, in->node_id);
+    if (!n)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "unknown node %.64s", in->node_id);
+    if (!gcs_node_alive(n))
+        return esc_status_set(st, ESC_FAILED_PRECONDITION, "node %.64s is dead", in->node_id);
+    return ESC_OK;
+}
+
+static int check_add(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
+{
+    if (check_location(g, in, st) != ESC_OK)
+        return st->code;
+    if (*in->job_id && !esc_name_valid(in->job_id))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "invalid job id");
+    gcs_job *j = gcs_job_find(g, in->job_id);
+    /* A put racing with the end of its job: refused, so the raylet frees it too. */
+    if (j && j->info->state != ESCHER__JOB_STATE__JOB_RUNNING)
+        return esc_status_set(st, ESC_FAILED_PRECONDITION, "job %s has ended", in->job_id);
+    const dir_obj *o = esc_strmap_get(g->objdir->objects, in->object_id);
+    if (o && (o->size != in->size || o->is_error != in->is_error || strcmp(o->job_id, in->job_id)))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "object %s is known with another size, kind or job",
+                              in->object_id);
+    return ESC_OK;
+}
+
+static void handle_add(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__ObjectLocation *in = (const Escher__ObjectLocation *)msg;
+    esc_status st = {0};
+    if (check_add(g, in, &st) != ESC_OK) {
+        esc_rpc_finish(call, st.code, st.message);
+        return;
+    }
+    gcs_objdir *d = g->objdir;
+    dir_obj *o = esc_strmap_get(d->objects, in->object_id);
+    if (!o)
+        o = obj_new(d, in);
+    if (!obj_has_node(o, in->node_id))
+        loc_add(d, o, in->node_id);
+    Escher__AddLocationReply rep = ESCHER__ADD_LOCATION_REPLY__INIT;
+    esc_rpc_reply(call, &rep.base);
+    wake(g, o);
+}
+
+static void handle_remove(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__ObjectLocation *in = (const Escher__ObjectLocation *)msg;
+    esc_status st = {0};
+    /* A dead node's locations are gone already: removing one is a no-op, not an error. */
+    if (check_location(g, in, &st) != ESC_OK && st.code != ESC_FAILED_PRECONDITION) {
+        esc_rpc_finish(call, st.code, st.message);
+        return;
+    }
+    dir_obj *o = esc_strmap_get(g->objdir->objects, in->object_id);
+    for (dir_loc *l = o ? o->locs : NULL; l; l = l->next_in_obj) {
+        if (!strcmp(l->node_id, in->node_id)) {
+            loc_remove(g->objdir, l);
+            break;
+        }
+    }
+    Escher__RemoveLocationReply rep = ESCHER__REMOVE_LOCATION_REPLY__INIT;
+    esc_rpc_reply(call, &rep.base);
+}
+
+static void handle_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__GetLocationsRequest *rq = (const Escher__GetLocationsRequest *)msg;
+    if (!esc_object_id_valid(rq->object_id)) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT,
+                       "invalid object id (1-79 of A-Z a-z 0-9 _ . -)");
+        return;
+    }
+    const dir_obj *o = esc_strmap_get(g->objdir->objects, rq->object_id);
+    if (o || rq->wait_ms == 0)
+        reply_locations(g, call, o);
+    else
+        wait_for(g, call, rq->object_id, rq->wait_ms);
+}
+
+/* ------------------------------------------------------------ hooks and lifetime */
+
+void gcs_objects_node_dead(gcs *g, const char *node_id)
+{
+    gcs_objdir *d = g->objdir;
+    size_t n = 0;
+    dir_list *b;
+    /* Looked up again each time: loc_remove frees the bucket with its last location. */
+    while (d && (b = esc_strmap_get(d->by_node, node_id)) != NULL) {
+        loc_remove(d, b->head);
+        n++;
+    }
+    if (n)
+        ESC_INFO("node %s died: dropped %zu object locations", node_id, n);
+}
+
+void gcs_objects_job_ended(gcs *g, const char *job_id)
+{
+    gcs_objdir *d = g->objdir;
+    size_t n = 0;
+    dir_list *b;
+    /* Looked up again each time: obj_drop frees the bucket with its last object. */
+    while (d && job_id && *job_id && (b = esc_strmap_get(d->by_job, job_id)) != NULL) {
+        obj_drop(d, b->head);
+        n++;
+    }
+    if (n)
+        ESC_INFO("job %s ended: dropped %zu objects from the directory", job_id, n);
+}
+
+void gcs_objects_register(gcs *g)
+{
+    gcs_objdir *d = calloc(1, sizeof *d);
+    if (!d)
+        abort();
+    d->objects = esc_strmap_new();
+    d->by_node = esc_strmap_new();
+    d->by_job = esc_strmap_new();
+    d->waiting = esc_strmap_new();
+    g->objdir = d;
+    const ProtobufCServiceDescriptor *svc = &escher__object_directory__descriptor;
+    esc_rpc_server_handle(g->server, svc, "AddLocation", handle_add, g);
+    esc_rpc_server_handle(g->server, svc, "RemoveLocation", handle_remove, g);
+    esc_rpc_server_handle(g->server, svc, "GetLocations", handle_get, g);
+}
+
+void gcs_objects_close_all(gcs *g)
+{
+    gcs_objdir *d = g->objdir;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (d && esc_strmap_next(d->waiting, &pos, &k, &v)) {
+        esc_strmap_del(d->waiting, k); /* deleting the entry just returned is allowed */
+        for (dir_waiter *w = v, *next; w; w = next) {
+            next = w->next;
+            esc_rpc_finish(w->call, ESC_UNAVAILABLE, "gcs shutting down");
+            waiter_free(g, w);
+        }
+    }
+}
+
+void gcs_objects_free(gcs *g)
+{
+    gcs_objdir *d = g->objdir;
+    if (!d)
+        return;
+    gcs_objects_close_all(g);
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(d->objects, &pos, &k, &v))
+        obj_drop(d, v); /* deleting the entry just returned is allowed */
+    esc_strmap_free(d->objects);
+    esc_strmap_free(d->by_node);
+    esc_strmap_free(d->by_job);
+    esc_strmap_free(d->waiting);
+    free(d);
+    g->objdir = NULL;
+}
