@@ -30,6 +30,8 @@ static const char usage[] =
     "  --resources NAME=QTY,...    static custom resources\n"
     "  --labels K=V,...            node labels\n"
     "  --node-id-file F            write the node id here once registered\n"
+    "  --log-dir DIR               task logs (task-ID.out/.err) and worker logs\n"
+    "                              (default /tmp/escher/logs/raylet-PID)\n"
     "  --node-id ID                reuse a node id\n";
 
 const char *raylet_usage(void)
@@ -245,6 +247,7 @@ enum {
     OPT_LABELS,
     OPT_NODE_ID_FILE,
     OPT_NODE_ID,
+    OPT_LOG_DIR,
     OPT_HELP,
 };
 
@@ -262,6 +265,7 @@ static const struct option long_opts[] = {
     {"labels", required_argument, NULL, OPT_LABELS},
     {"node-id-file", required_argument, NULL, OPT_NODE_ID_FILE},
     {"node-id", required_argument, NULL, OPT_NODE_ID},
+    {"log-dir", required_argument, NULL, OPT_LOG_DIR},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -318,6 +322,11 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
             return fail(err, errlen, "%s: bad node id '%s' (1..64 chars of A-Za-z0-9_.-)", flag,
                         v);
         set_str(&cfg->node_id, v);
+        return 0;
+    case OPT_LOG_DIR:
+        if (!*v)
+            return fail(err, errlen, "%s: empty path", flag);
+        set_str(&cfg->log_dir, v);
         return 0;
     case OPT_HELP:
         cfg->help = true;
@@ -399,5 +408,6 @@ void raylet_config_free(raylet_config *cfg)
     free(cfg->labels);
     free(cfg->node_id_file);
     free(cfg->node_id);
+    free(cfg->log_dir);
     memset(cfg, 0, sizeof *cfg);
 }

@@ -14,6 +14,8 @@
  * a big event costs as much as applying it, so that waits until the ack is on its way
  * (raylet_flush). */
 #include "raylet.h"
+#include "cluster_view.h"
+#include "task_manager.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -92,6 +94,7 @@ void raylet_apply_event(raylet *r, Escher__Event *ev)
 {
     if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {
         apply_snapshot(r, ev);
+        cluster_view_apply(r->view, ev);
         raylet_objects_reannounce(r->objects);
     } else if (ev->seq <= r->applied_seq) {
         ESC_DEBUG("skipping event seq %" PRIu64 " (applied %" PRIu64 ")", ev->seq,
@@ -100,8 +103,10 @@ void raylet_apply_event(raylet *r, Escher__Event *ev)
         return;
     } else {
         apply_ops(r, ev);
+        cluster_view_apply(r->view, ev);
         if (ev->kind == ESCHER__EVENT_KIND__EV_JOB_FINISHED) {
             raylet_leases_job_finished(r->leases, ev->job_id);
+            task_manager_job_finished(r->tasks, ev->job_id);
             raylet_objects_job_finished(r->objects, ev->job_id);
         }
         else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node &&

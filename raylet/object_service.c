@@ -358,6 +358,11 @@ int raylet_store_object(raylet *r, const char *id, const char *job_id, const voi
     return ESC_OK;
 }
 
+bool raylet_object_get(raylet *r, const char *id, object_view *out)
+{
+    return r->objects && object_store_get(r->objects->store, id, out);
+}
+
 void raylet_objects_job_finished(raylet_objects *o, const char *job_id)
 {
     size_t n = object_store_delete_job(o->store, job_id);

@@ -13,7 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster_view.h"
 #include "log.h"
+#include "rpc_async.h"
+#include "task_manager.h"
+#include "worker_pool.h"
 #include "qty.h"
 
 void raylet_fail(raylet *r, int code)
@@ -55,6 +64,10 @@ void raylet_flush(raylet *r)
         r->queue_dirty = false;
         if (raylet_leases_queued(r->leases) > 0) {
             raylet_leases_reexamine(r->leases);
+            publish_if_changed(r);
+        }
+        if (task_manager_queued(r->tasks) > 0) {
+            task_manager_reexamine(r->tasks);
             publish_if_changed(r);
         }
     }
@@ -100,6 +113,53 @@ static uint64_t store_capacity(const raylet_node *n)
     return 0;
 }
 
+/* mkdir -p, for the default log and socket folders. */
+static int make_dirs(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* escher-worker lives next to escher-raylet (the build and the install put them
+ * together). */
+static void worker_exe(char *out, size_t len)
+{
+    char self[PATH_MAX - 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash)
+        *slash = 0;
+    snprintf(out, len, "%s/escher-worker", n > 0 ? self : ".");
+}
+
+static int start_workers(raylet *r, char *err, size_t errlen)
+{
+    char exe[PATH_MAX], sock[108], logs[PATH_MAX];
+    worker_exe(exe, sizeof exe);
+    if (r->cfg.log_dir)
+        snprintf(logs, sizeof logs, "%s", r->cfg.log_dir);
+    else
+        snprintf(logs, sizeof logs, "/tmp/escher/logs/raylet-%d", (int)getpid());
+    snprintf(sock, sizeof sock, "/tmp/escher/sockets/raylet-%d.sock", (int)getpid());
+    if (make_dirs(logs) != 0 || make_dirs("/tmp/escher/sockets") != 0) {
+        snprintf(err, errlen, "cannot create %s or /tmp/escher/sockets: %s", logs, strerror(errno));
+        return -1;
+    }
+    worker_pool_config pc = {.worker_exe = exe, .socket_path = sock, .log_dir = logs};
+    r->pool = worker_pool_new(esc_loop_ev(r->loop), &pc, err, errlen);
+    return r->pool ? 0 : -1;
+}
+
 int raylet_start(raylet *r, char *err, size_t errlen)
 {
     raylet_detected d;
@@ -119,13 +179,19 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     esc_loop_stop_on_signals(r->loop);
     r->leases = raylet_leases_new(r);
     r->objects = raylet_objects_new(r, store_capacity(&r->node));
+    r->view = cluster_view_new();
+    r->async = esc_rpc_async_new(esc_loop_post, r->loop);
+    r->tasks = task_manager_new(r);
+    if (start_workers(r, err, errlen) != 0)
+        return -1;
     char listen[300];
     host_port(listen, sizeof listen, r->cfg.bind, r->cfg.port);
     r->server = esc_rpc_server_new(listen, r->cfg.token, esc_loop_post, r->loop, err, errlen);
     if (!r->server)
         return -1;
     if (raylet_leases_serve(r->leases, r->server) != 0 ||
-        raylet_objects_serve(r->objects, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
+        raylet_objects_serve(r->objects, r->server) != 0 ||
+        task_manager_serve(r->tasks, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
         snprintf(err, errlen, "cannot start the gRPC server on %s", listen);
         return -1;
     }
@@ -159,9 +225,19 @@ int raylet_shutdown(raylet *r)
     raylet_link_stop(r->link);
     esc_rpc_server_free(r->server);
     r->server = NULL;
+    /* Running tasks end (and store their error objects) while the store still exists;
+     * then the forwarding thread drains; then the loop runs what they posted. */
+    worker_pool_free(r->pool);
+    r->pool = NULL;
+    esc_rpc_async_free(r->async);
+    r->async = NULL;
     raylet_objects_stop(r->objects);
     if (r->loop)
         esc_loop_drain(r->loop);
+    task_manager_free(r->tasks);
+    r->tasks = NULL;
+    cluster_view_free(r->view);
+    r->view = NULL;
     raylet_leases_free(r->leases);
     r->leases = NULL;
     raylet_objects_free(r->objects);

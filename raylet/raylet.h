@@ -21,6 +21,7 @@
 #include <ev.h>
 
 #include "accounting.h"
+#include "object_store.h"
 #include "gcs.pb-c.h"
 #include "loop.h"
 #include "rpc.h"
@@ -57,6 +58,7 @@ typedef struct {
     size_t nlabels;
     char *node_id_file;
     char *node_id;               /* NULL: let the GCS assign one */
+    char *log_dir;               /* NULL: /tmp/escher/logs/raylet-<pid> */
     bool help;
 } raylet_config;
 
@@ -122,6 +124,10 @@ raylet_rows *raylet_rows_build(const esc_acct *a, raylet_rows *reuse);
 typedef struct raylet_leases raylet_leases;
 typedef struct raylet_link raylet_link;
 typedef struct raylet_objects raylet_objects;
+typedef struct worker_pool worker_pool;
+typedef struct cluster_view cluster_view;
+typedef struct task_manager task_manager;
+typedef struct esc_rpc_async esc_rpc_async;
 
 typedef struct raylet {
     raylet_config cfg;
@@ -131,6 +137,10 @@ typedef struct raylet {
     esc_rpc_server *server;
     raylet_leases *leases;
     raylet_objects *objects;     /* the object store and its service */
+    worker_pool *pool;           /* escher-worker processes */
+    cluster_view *view;          /* the other nodes, from the event stream */
+    task_manager *tasks;         /* TaskService: placement, queue, execution */
+    esc_rpc_async *async;        /* outbound calls that must not block the loop */
     raylet_link *link;
     char address[300];           /* node_ip:port advertised to the cluster */
     char node_id[128];           /* "" until registered */
@@ -197,6 +207,9 @@ int raylet_objects_serve(raylet_objects *o, esc_rpc_server *srv);
  * thread. */
 int raylet_store_object(raylet *r, const char *id, const char *job_id, const void *data,
                         size_t len, bool is_error, const char *error);
+/* A read-only view of a sealed object in this node's store (valid until the store
+ * changes); false when this node does not hold it. */
+bool raylet_object_get(raylet *r, const char *id, object_view *out);
 /* Frees every object of the job (its EV_JOB_FINISHED was applied). */
 void raylet_objects_job_finished(raylet_objects *o, const char *job_id);
 /* Announces every sealed object again (after a snapshot: the GCS may have restarted and

@@ -66,7 +66,8 @@ typedef struct esc_rpc_ctx esc_rpc_ctx;
 typedef void (*esc_rpc_post_fn)(void *post_ud, void (*fn)(void *), void *arg);
 
 /* A method handler. Runs on the owner's thread with the unpacked request, which it
- * does not own (freed after the call ends). It must eventually answer with
+ * does not own: it is freed with the call, which may happen as soon as the handler
+ * answers, so copy what is needed before esc_rpc_reply / esc_rpc_finish. It must eventually answer with
  * esc_rpc_reply or esc_rpc_finish (possibly later, from any thread), and may first
  * send stream messages with esc_rpc_send. */
 typedef void (*esc_rpc_handler)(esc_rpc_ctx *call, const ProtobufCMessage *req, void *ud);

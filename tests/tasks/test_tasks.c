@@ -121,3 +121,37 @@ ESC_TASK(whoami)
     return esc_buf_printf(ret, "%s %s %zu", esc_task_id(ctx), esc_task_job_id(ctx),
                           esc_task_num_args(ctx));
 }
+
+/* Crashes the first time it runs for a marker path (its argument), succeeds afterwards:
+ * a worker crash that a retry survives. */
+ESC_TASK(crash_once)
+{
+    (void)ctx;
+    char path[512] = {0};
+    memcpy(path, arg, len < sizeof path - 1 ? len : sizeof path - 1);
+    if (access(path, F_OK) != 0) {
+        FILE *f = fopen(path, "w");
+        if (f)
+            fclose(f);
+        raise(SIGSEGV);
+    }
+    return esc_buf_set(ret, "survived", 8);
+}
+
+/* Sleeps the milliseconds in its argument and returns "<start_us> <end_us> <node>":
+ * wall-clock microseconds around the sleep and the node it ran on (ESCHER_NODE_ID). */
+ESC_TASK(stamp)
+{
+    (void)ctx;
+    char buf[32] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    long ms = atol(buf);
+    struct timespec t0, t1, ts = {ms / 1000, (ms % 1000) * 1000000L};
+    clock_gettime(CLOCK_REALTIME, &t0);
+    while (nanosleep(&ts, &ts) < 0)
+        ;
+    clock_gettime(CLOCK_REALTIME, &t1);
+    const char *node = getenv("ESCHER_NODE_ID");
+    return esc_buf_printf(ret, "%lld %lld %s", (long long)t0.tv_sec * 1000000 + t0.tv_nsec / 1000,
+                          (long long)t1.tv_sec * 1000000 + t1.tv_nsec / 1000, node ? node : "");
+}

@@ -291,6 +291,55 @@ typedef struct {
 int esc_object_store_stats_get(esc_client *c, const char *node_id,
                                esc_object_store_stats *out, esc_status *st);
 
+/* ------------------------------------------------------------------ tasks */
+
+/* One argument of a task: inline bytes (copied at submission), or a reference to an
+ * object whose value the worker fetches before the task runs. */
+typedef struct {
+    const void *data;
+    size_t len;
+    const esc_ref *ref;   /* set: this argument is the object's value */
+} esc_task_arg;
+
+/* What to run and with what. Exactly one of `symbol` (a C function exported from the
+ * shared library `library`, see escher/task.h) or `argv` (a command line) is set.
+ * Resource names are taken literally: physical ("CPU", "GPU"), static custom ("accel"),
+ * or an ephemeral resource's full name ("ns/name"; esc_client_namespace gives yours). */
+typedef struct {
+    const char *name;                 /* for logs; NULL: the symbol or argv[0] */
+    const char *library, *symbol;
+    const char *const *argv;          /* NULL-terminated */
+    const char *const *env;           /* NULL-terminated "KEY=VALUE", may be NULL */
+    const char *cwd;                  /* may be NULL */
+    const esc_amount *resources;
+    size_t nresources;
+    const esc_task_arg *args;
+    size_t nargs;
+    unsigned num_returns;             /* 0 means 1 */
+    unsigned max_retries;             /* retries after the worker process dies */
+} esc_task_spec;
+
+/* Submits a task to the client's local raylet, which runs it there, spills it to a node
+ * that can hold its resources, or queues it until one can. Returns at once. On ESC_OK
+ * refs[0..num_returns-1] are new references to the return values (the caller frees each
+ * with esc_ref_free; read them with esc_get, which waits for the task), and task_id
+ * (when not NULL, ESC_OBJECT_ID_MAX bytes) gets the task's id. A failed task's returns
+ * are error objects: esc_get gives ABORTED with the failure ("task returned 3", "worker
+ * died: signal 11 (SIGSEGV)", "cancelled"). */
+int esc_task_submit(esc_client *c, const esc_task_spec *spec, esc_ref **refs, char *task_id,
+                    esc_status *st);
+
+/* Cancels the task that produces ref: a queued task never runs, a running one is killed.
+ * Its returns become error objects "cancelled". ESC_NOT_FOUND when the task is neither
+ * queued nor running on the local raylet (finished, or placed on another node). */
+int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st);
+
+/* Waits until at least num_ready of the n objects exist (or timeout_ms passes; < 0: no
+ * limit). ready[i] tells which; *nready how many. ESC_OK even when fewer are ready at the
+ * timeout: the caller reads *nready. */
+int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
+             int timeout_ms, bool *ready, size_t *nready, esc_status *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,181 @@
+/* tasks.c: submitting, cancelling and waiting for tasks (escher.h). The return
+ * references are known before the task runs: return i of task T is object
+ * esc_return_id(T, i), which the raylet creates when T ends. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_internal.h"
+#include "ids.h"
+#include "task.pb-c.h"
+
+#define SUBMIT_TIMEOUT_MS 10000
+
+static size_t count_strings(const char *const *v)
+{
+    size_t n = 0;
+    while (v && v[n])
+        n++;
+    return n;
+}
+
+/* The spec's pointers borrow from `in`; only the arrays are allocated here. */
+typedef struct {
+    Escher__TaskSpec spec;
+    Escher__FunctionRef fn;
+    Escher__CommandRef cmd;
+    Escher__Amount *amounts;
+    Escher__Amount **amount_ptrs;
+    Escher__TaskArg *args;
+    Escher__TaskArg **arg_ptrs;
+    char task_id[ESC_ID_HEX * 2 + 1];
+} spec_msg;
+
+static void spec_msg_free(spec_msg *m)
+{
+    free(m->amounts);
+    free(m->amount_ptrs);
+    free(m->args);
+    free(m->arg_ptrs);
+}
+
+static int build_spec(esc_client *c, const esc_task_spec *in, spec_msg *m, esc_status *st)
+{
+    memset(m, 0, sizeof *m);
+    bool is_fn = in->symbol && *in->symbol, is_cmd = in->argv && in->argv[0];
+    if (is_fn == is_cmd)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "a task is exactly one of a function (library, symbol) or a command");
+    escher__task_spec__init(&m->spec);
+    esc_random_hex(m->task_id, ESC_ID_HEX); /* 32 hex: ids of returns extend it */
+    m->spec.task_id = m->task_id;
+    m->spec.job_id = (char *)esc_client_job_id(c);
+    m->spec.name = (char *)(in->name ? in->name : is_fn ? in->symbol : in->argv[0]);
+    m->spec.num_returns = in->num_returns ? in->num_returns : 1;
+    m->spec.max_retries = in->max_retries;
+    if (is_fn) {
+        escher__function_ref__init(&m->fn);
+        m->fn.library = (char *)(in->library ? in->library : "");
+        m->fn.symbol = (char *)in->symbol;
+        m->spec.function = &m->fn;
+    } else {
+        escher__command_ref__init(&m->cmd);
+        m->cmd.argv = (char **)in->argv;
+        m->cmd.n_argv = count_strings(in->argv);
+        m->cmd.env = (char **)in->env;
+        m->cmd.n_env = count_strings(in->env);
+        m->cmd.cwd = (char *)(in->cwd ? in->cwd : "");
+        m->spec.command = &m->cmd;
+    }
+    m->amounts = calloc(in->nresources + 1, sizeof *m->amounts);
+    m->amount_ptrs = calloc(in->nresources + 1, sizeof *m->amount_ptrs);
+    for (size_t i = 0; i < in->nresources; i++) {
+        escher__amount__init(&m->amounts[i]);
+        m->amounts[i].name = (char *)in->resources[i].name;
+        m->amounts[i].value = in->resources[i].value;
+        m->amount_ptrs[i] = &m->amounts[i];
+    }
+    m->spec.resources = m->amount_ptrs;
+    m->spec.n_resources = in->nresources;
+    m->args = calloc(in->nargs + 1, sizeof *m->args);
+    m->arg_ptrs = calloc(in->nargs + 1, sizeof *m->arg_ptrs);
+    for (size_t i = 0; i < in->nargs; i++) {
+        escher__task_arg__init(&m->args[i]);
+        if (in->args[i].ref)
+            m->args[i].object_id = (char *)esc_ref_id(in->args[i].ref);
+        else
+            m->args[i].data = (ProtobufCBinaryData){in->args[i].len, (uint8_t *)in->args[i].data};
+        m->arg_ptrs[i] = &m->args[i];
+    }
+    m->spec.args = m->arg_ptrs;
+    m->spec.n_args = in->nargs;
+    return ESC_OK;
+}
+
+static esc_rpc_channel *local_raylet(esc_client *c, esc_status *st)
+{
+    char addr[300];
+    if (esc_client_raylet_address(c, NULL, addr, sizeof addr, st) != ESC_OK)
+        return NULL;
+    return esc_client_raylet_channel(c, addr);
+}
+
+int esc_task_submit(esc_client *c, const esc_task_spec *in, esc_ref **refs, char *task_id,
+                    esc_status *st)
+{
+    spec_msg m;
+    int rc = build_spec(c, in, &m, st);
+    esc_rpc_channel *ch = rc == ESC_OK ? local_raylet(c, st) : NULL;
+    if (rc == ESC_OK && !ch)
+        rc = st ? st->code : ESC_UNAVAILABLE;
+    ProtobufCMessage *rep = NULL;
+    if (rc == ESC_OK)
+        rc = esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &m.spec.base,
+                          &rep, SUBMIT_TIMEOUT_MS, 0, st);
+    if (rep)
+        protobuf_c_message_free_unpacked(rep, NULL);
+    if (rc == ESC_OK) {
+        for (unsigned i = 0; i < m.spec.num_returns; i++) {
+            char id[ESC_OBJECT_ID_MAX];
+            esc_return_id(m.task_id, i, id, sizeof id);
+            refs[i] = esc_ref_from_id(id);
+        }
+        if (task_id)
+            snprintf(task_id, ESC_OBJECT_ID_MAX, "%s", m.task_id);
+    }
+    spec_msg_free(&m);
+    return rc;
+}
+
+int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st)
+{
+    char task_id[ESC_OBJECT_ID_MAX];
+    const char *id = esc_ref_id(ref);
+    size_t len = strlen(id);
+    if (len <= 4 || len - 4 >= sizeof task_id)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "not the return of a task");
+    memcpy(task_id, id, len - 4);
+    task_id[len - 4] = 0;
+    esc_rpc_channel *ch = local_raylet(c, st);
+    if (!ch)
+        return st ? st->code : ESC_UNAVAILABLE;
+    Escher__CancelTaskRequest req = ESCHER__CANCEL_TASK_REQUEST__INIT;
+    req.task_id = task_id;
+    Escher__CancelTaskReply *rep = NULL;
+    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "CancelTask", &req.base,
+                          (ProtobufCMessage **)&rep, SUBMIT_TIMEOUT_MS, 0, st);
+    if (rc == ESC_OK && !rep->found)
+        rc = esc_status_set(st, ESC_NOT_FOUND, "task %s is not queued or running here", task_id);
+    if (rep)
+        protobuf_c_message_free_unpacked(&rep->base, NULL);
+    return rc;
+}
+
+static bool exists_now(esc_client *c, const esc_ref *ref)
+{
+    esc_object_locations *l = NULL;
+    bool yes = esc_ref_locations(c, ref, &l, NULL) == ESC_OK && l->n > 0;
+    esc_object_locations_free(l);
+    return yes;
+}
+
+int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
+             int timeout_ms, bool *ready, size_t *nready, esc_status *st)
+{
+    uint64_t end = timeout_ms < 0 ? UINT64_MAX : esc_now_ms() + (uint64_t)timeout_ms;
+    uint64_t nap_ms = 1;
+    for (;;) {
+        *nready = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!ready[i])
+                ready[i] = exists_now(c, refs[i]);
+            *nready += ready[i];
+        }
+        if (*nready >= num_ready || *nready == n || esc_now_ms() >= end)
+            return esc_status_set(st, ESC_OK, NULL);
+        /* The directory has no multi-object wait yet: back off from 1 ms to 50 ms. */
+        struct timespec ts = {0, (long)nap_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        nap_ms = nap_ms * 2 > 50 ? 50 : nap_ms * 2;
+    }
+}

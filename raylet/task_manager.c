@@ -1,0 +1,414 @@
+/* task_manager.c: see task_manager.h for the policy; this file keeps it to plain
+ * resource matching: fits here, else feasible elsewhere, else wait. */
+#include "task_manager.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_view.h"
+#include "ids.h"
+#include "log.h"
+#include "names.h"
+#include "pbutil.h"
+#include "qty.h"
+#include "raylet.h"
+#include "rpc_async.h"
+#include "strmap.h"
+#include "worker_pool.h"
+
+#define MAX_RETURNS 1024
+#define FORWARD_TIMEOUT_MS 5000
+
+typedef struct task_entry {
+    struct task_entry *prev, *next; /* the queue, while waiting */
+    task_manager *tm;
+    Escher__TaskSpec *spec;         /* owned */
+    esc_acct_req *req;              /* names point into spec */
+    size_t nreq;
+} task_entry;
+
+struct task_manager {
+    raylet *r;
+    task_entry *head, *tail;        /* FIFO of waiting tasks */
+    size_t nqueued;
+    esc_strmap *running;            /* task id -> task_entry */
+    esc_strmap *peers;              /* raylet address -> esc_rpc_channel */
+};
+
+/* ------------------------------------------------------------ entries */
+
+static task_entry *entry_new(task_manager *tm, Escher__TaskSpec *spec)
+{
+    task_entry *e = calloc(1, sizeof *e);
+    e->tm = tm;
+    e->spec = spec;
+    e->nreq = spec->n_resources;
+    e->req = calloc(e->nreq + 1, sizeof *e->req);
+    for (size_t i = 0; i < e->nreq; i++)
+        e->req[i] = (esc_acct_req){spec->resources[i]->name, spec->resources[i]->value};
+    return e;
+}
+
+static void entry_free(task_entry *e)
+{
+    protobuf_c_message_free_unpacked(&e->spec->base, NULL);
+    free(e->req);
+    free(e);
+}
+
+static void enqueue(task_manager *tm, task_entry *e)
+{
+    e->next = NULL;
+    e->prev = tm->tail;
+    if (tm->tail)
+        tm->tail->next = e;
+    else
+        tm->head = e;
+    tm->tail = e;
+    tm->nqueued++;
+}
+
+static void dequeue(task_manager *tm, task_entry *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        tm->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        tm->tail = e->prev;
+    e->prev = e->next = NULL;
+    tm->nqueued--;
+}
+
+/* ------------------------------------------------------------ results */
+
+/* Every return of the task becomes an error object carrying `why`. */
+static void store_error(task_manager *tm, const Escher__TaskSpec *spec, const char *why)
+{
+    unsigned n = spec->num_returns ? spec->num_returns : 1;
+    for (unsigned i = 0; i < n; i++) {
+        char id[ESC_OBJECT_ID_MAX];
+        esc_return_id(spec->task_id, i, id, sizeof id);
+        raylet_store_object(tm->r, id, spec->job_id, NULL, 0, true, why);
+    }
+}
+
+static void store_returns(task_manager *tm, const Escher__TaskSpec *spec,
+                          const Escher__TaskResult *res)
+{
+    unsigned n = spec->num_returns ? spec->num_returns : 1;
+    for (unsigned i = 0; i < n; i++) {
+        char id[ESC_OBJECT_ID_MAX];
+        esc_return_id(spec->task_id, i, id, sizeof id);
+        const ProtobufCBinaryData *b = i < res->n_returns ? &res->returns[i] : NULL;
+        raylet_store_object(tm->r, id, spec->job_id, b ? b->data : NULL, b ? b->len : 0, false,
+                            NULL);
+    }
+}
+
+/* A system failure (the worker process died) is retried; an application failure (the
+ * task returned non-zero, the command exited non-zero) or a cancel is not. */
+static bool retryable(const Escher__TaskResult *res)
+{
+    return !res->ok && res->error && strncmp(res->error, "worker died", 11) == 0;
+}
+
+static void schedule(task_manager *tm, task_entry *e);
+
+static void on_done(void *ud, const Escher__TaskResult *res)
+{
+    task_entry *e = ud;
+    task_manager *tm = e->tm;
+    raylet *r = tm->r;
+    esc_acct_release(r->acct, e->req, e->nreq);
+    raylet_changed(r, true);
+    esc_strmap_del(tm->running, e->spec->task_id);
+    if (retryable(res) && e->spec->attempt < e->spec->max_retries && !r->stopping) {
+        e->spec->attempt++;
+        ESC_WARN("task %s (%s): %s; retrying (attempt %u of %u)", e->spec->task_id,
+                 e->spec->name, res->error, e->spec->attempt, e->spec->max_retries);
+        schedule(tm, e);
+        return;
+    }
+    if (res->ok)
+        store_returns(tm, e->spec, res);
+    else
+        store_error(tm, e->spec, res->error && *res->error ? res->error : "task failed");
+    entry_free(e);
+}
+
+/* ------------------------------------------------------------ placement */
+
+/* Object arguments become inline bytes for the worker: views into this node's store,
+ * lent to the spec only while worker_pool_run copies it. Returns NULL, or why the task
+ * cannot run. */
+static const char *lend_args(task_manager *tm, task_entry *e, char *why, size_t len)
+{
+    for (size_t i = 0; i < e->spec->n_args; i++) {
+        Escher__TaskArg *a = e->spec->args[i];
+        if (!*a->object_id)
+            continue;
+        object_view v;
+        if (!raylet_object_get(tm->r, a->object_id, &v)) {
+            snprintf(why, len, "argument object %.80s is not on this node (arguments from "
+                     "other nodes are not fetched yet)", a->object_id);
+            return why;
+        }
+        if (v.is_error) {
+            snprintf(why, len, "argument %.80s is a failed task's: %.300s", a->object_id, v.error);
+            return why;
+        }
+        a->data = (ProtobufCBinaryData){(size_t)v.size, (uint8_t *)v.data};
+    }
+    return NULL;
+}
+
+static void unlend_args(task_entry *e)
+{
+    for (size_t i = 0; i < e->spec->n_args; i++)
+        if (*e->spec->args[i]->object_id)
+            e->spec->args[i]->data = (ProtobufCBinaryData){0, NULL};
+}
+
+static void run(task_manager *tm, task_entry *e)
+{
+    raylet *r = tm->r;
+    char why[512];
+    if (lend_args(tm, e, why, sizeof why)) {
+        unlend_args(e);
+        store_error(tm, e->spec, why);
+        entry_free(e);
+        return;
+    }
+    if (!esc_acct_acquire(r->acct, e->req, e->nreq)) {
+        unlend_args(e);
+        enqueue(tm, e);
+        return;
+    }
+    raylet_changed(r, false);
+    esc_strmap_put(tm->running, e->spec->task_id, e);
+    char node_env[200];
+    snprintf(node_env, sizeof node_env, "ESCHER_NODE_ID=%s", r->node_id);
+    const char *env[] = {node_env};
+    int rc = worker_pool_run(r->pool, e->spec, env, 1, on_done, e);
+    unlend_args(e);
+    if (rc != 0) {
+        esc_strmap_del(tm->running, e->spec->task_id);
+        esc_acct_release(r->acct, e->req, e->nreq);
+        raylet_changed(r, true);
+        store_error(tm, e->spec, "cannot start a worker process");
+        entry_free(e);
+    }
+}
+
+static esc_rpc_channel *peer(task_manager *tm, const char *address)
+{
+    esc_rpc_channel *ch = esc_strmap_get(tm->peers, address);
+    if (!ch) {
+        ch = esc_rpc_channel_new(address, tm->r->cfg.token);
+        esc_strmap_put(tm->peers, address, ch);
+    }
+    return ch;
+}
+
+typedef struct {
+    task_manager *tm;
+    task_entry *e;
+} forward_ctx;
+
+/* The peer did not take the task: keep it here, without spilling it again. */
+static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
+{
+    forward_ctx *f = ud;
+    if (reply)
+        protobuf_c_message_free_unpacked(reply, NULL);
+    if (code == ESC_OK) {
+        entry_free(f->e);
+    } else {
+        ESC_WARN("spilling task %s failed (%s %s); it waits here", f->e->spec->task_id,
+                 esc_status_name(code), st->message);
+        f->e->spec->spill_hops = ESC_MAX_SPILL_HOPS;
+        enqueue(f->tm, f->e);
+    }
+    free(f);
+}
+
+static void forward(task_manager *tm, task_entry *e, const char *address)
+{
+    e->spec->spill_hops++;
+    forward_ctx *f = malloc(sizeof *f);
+    *f = (forward_ctx){tm, e};
+    esc_rpc_async_call(tm->r->async, peer(tm, address), &escher__task_service__descriptor,
+                       "SubmitTask", &e->spec->base, FORWARD_TIMEOUT_MS, 0, on_forwarded, f);
+}
+
+/* Where could this task go when it does not fit here now? NULL: stay. */
+static const char *spill_target(task_manager *tm, const task_entry *e)
+{
+    raylet *r = tm->r;
+    if (e->spec->spill_hops >= ESC_MAX_SPILL_HOPS || esc_acct_feasible(r->acct, e->req, e->nreq))
+        return NULL;
+    return cluster_view_find_feasible(r->view, r->node_id, e->req, e->nreq);
+}
+
+static void schedule(task_manager *tm, task_entry *e)
+{
+    if (esc_acct_fits(tm->r->acct, e->req, e->nreq)) {
+        run(tm, e);
+        return;
+    }
+    const char *to = spill_target(tm, e);
+    if (to)
+        forward(tm, e, to);
+    else
+        enqueue(tm, e);
+}
+
+void task_manager_reexamine(task_manager *tm)
+{
+    task_entry *e = tm->head;
+    while (e) {
+        task_entry *next = e->next;
+        if (esc_acct_fits(tm->r->acct, e->req, e->nreq)) {
+            dequeue(tm, e);
+            run(tm, e);
+        } else {
+            const char *to = spill_target(tm, e);
+            if (to) {
+                dequeue(tm, e);
+                forward(tm, e, to);
+            }
+        }
+        e = next;
+    }
+}
+
+/* ------------------------------------------------------------ service */
+
+static int check_spec(const Escher__TaskSpec *s, esc_status *st)
+{
+    if (!esc_name_valid(s->task_id) || !esc_name_valid(s->job_id))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "task and job ids must be set");
+    bool fn = s->function && *s->function->symbol, cmd = s->command && s->command->n_argv;
+    if (fn == cmd)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "a task is exactly one of a function or a command");
+    if (s->num_returns > MAX_RETURNS)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "at most %d returns", MAX_RETURNS);
+    for (size_t i = 0; i < s->n_resources; i++) {
+        const Escher__Amount *a = s->resources[i];
+        if (!*a->name || a->value <= 0 || a->value > ESC_QTY_MAX || a->unbounded)
+            return esc_status_set(st, ESC_INVALID_ARGUMENT, "bad resource request '%.80s'",
+                                  a->name);
+    }
+    return ESC_OK;
+}
+
+static void handle_submit(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    esc_status st = {0};
+    if (check_spec((const Escher__TaskSpec *)msg, &st) != ESC_OK) {
+        esc_rpc_finish(call, st.code, st.message);
+        return;
+    }
+    if (tm->r->stopping) {
+        esc_rpc_finish(call, ESC_UNAVAILABLE, "raylet shutting down");
+        return;
+    }
+    /* Copied before the reply: replying releases the call, and the request with it. */
+    task_entry *e = entry_new(tm, (Escher__TaskSpec *)esc_pb_dup(msg));
+    Escher__SubmitTaskReply rep = ESCHER__SUBMIT_TASK_REPLY__INIT;
+    rep.accepted = true;
+    esc_rpc_reply(call, &rep.base);
+    schedule(tm, e);
+}
+
+static task_entry *find_queued(task_manager *tm, const char *task_id)
+{
+    for (task_entry *e = tm->head; e; e = e->next)
+        if (strcmp(e->spec->task_id, task_id) == 0)
+            return e;
+    return NULL;
+}
+
+static void handle_cancel(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__CancelTaskRequest *req = (const Escher__CancelTaskRequest *)msg;
+    Escher__CancelTaskReply rep = ESCHER__CANCEL_TASK_REPLY__INIT;
+    task_entry *e = find_queued(tm, req->task_id);
+    if (e) {
+        dequeue(tm, e);
+        store_error(tm, e->spec, "cancelled");
+        entry_free(e);
+        rep.found = true;
+    } else {
+        rep.found = worker_pool_cancel(tm->r->pool, req->task_id);
+    }
+    esc_rpc_reply(call, &rep.base);
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+task_manager *task_manager_new(raylet *r)
+{
+    task_manager *tm = calloc(1, sizeof *tm);
+    tm->r = r;
+    tm->running = esc_strmap_new();
+    tm->peers = esc_strmap_new();
+    return tm;
+}
+
+int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
+{
+    const ProtobufCServiceDescriptor *d = &escher__task_service__descriptor;
+    return esc_rpc_server_handle(srv, d, "SubmitTask", handle_submit, tm) |
+           esc_rpc_server_handle(srv, d, "CancelTask", handle_cancel, tm);
+}
+
+void task_manager_job_finished(task_manager *tm, const char *job_id)
+{
+    task_entry *e = tm->head;
+    while (e) {
+        task_entry *next = e->next;
+        if (strcmp(e->spec->job_id, job_id) == 0) {
+            dequeue(tm, e);
+            entry_free(e);
+        }
+        e = next;
+    }
+    worker_pool_job_ended(tm->r->pool, job_id);
+}
+
+size_t task_manager_queued(const task_manager *tm)
+{
+    return tm->nqueued;
+}
+
+size_t task_manager_running(const task_manager *tm)
+{
+    return esc_strmap_count(tm->running);
+}
+
+void task_manager_free(task_manager *tm)
+{
+    if (!tm)
+        return;
+    while (tm->head) {
+        task_entry *e = tm->head;
+        dequeue(tm, e);
+        entry_free(e);
+    }
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(tm->peers, &pos, &k, &v))
+        esc_rpc_channel_free(v);
+    esc_strmap_free(tm->peers);
+    esc_strmap_free(tm->running);
+    free(tm);
+}

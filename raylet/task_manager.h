@@ -1,0 +1,42 @@
+/* task_manager.h: tasks on this node: admission, spillback, queueing, execution, retry.
+ *
+ * A task arrives through TaskService.SubmitTask (from a driver, or forwarded by another
+ * raylet). The raylet first tries its own node: when the task's resources fit now it
+ * holds them (accounting) and runs the task on a worker. When this node could never fit
+ * it (a name absent or a total too small) and another alive node could, it forwards the
+ * task there (at most ESC_MAX_SPILL_HOPS times, so tasks never ping-pong). Otherwise the
+ * task waits in a FIFO queue, feasible-but-busy or infeasible, and is re-examined when a
+ * log entry or a release could make it fit: event driven, never on a timer.
+ *
+ * When a task ends its resources are released and its return values (or, for a failed
+ * task, error objects naming the failure) go to the node's object store. A task whose
+ * worker died is retried while attempts remain (max_retries).
+ */
+#ifndef RAYLET_TASK_MANAGER_H
+#define RAYLET_TASK_MANAGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rpc.h"
+#include "task.pb-c.h"
+
+#define ESC_MAX_SPILL_HOPS 2
+
+struct raylet;
+typedef struct task_manager task_manager;
+
+task_manager *task_manager_new(struct raylet *r);
+/* Registers TaskService on the raylet's server. Returns 0 or -1. */
+int task_manager_serve(task_manager *tm, esc_rpc_server *srv);
+/* Starts queued tasks that fit now, spills those another node can take (loop thread). */
+void task_manager_reexamine(task_manager *tm);
+/* Drops the job's queued tasks and cancels its running ones. */
+void task_manager_job_finished(task_manager *tm, const char *job_id);
+size_t task_manager_queued(const task_manager *tm);
+size_t task_manager_running(const task_manager *tm);
+/* Fails queued tasks ("raylet shutting down") and frees the manager; the worker pool
+ * must already be freed (it ends the running tasks). */
+void task_manager_free(task_manager *tm);
+
+#endif

@@ -1,0 +1,32 @@
+/* rpc_async.h: outbound unary calls for an event-loop owner that must never block.
+ *
+ * A caller on the loop thread queues a call; a sender thread makes it (blocking,
+ * esc_rpc_call) and posts the outcome back to the loop, where the callback runs. Calls
+ * go out in queue order on one thread, which keeps per-destination order too.
+ */
+#ifndef ESC_RPC_ASYNC_H
+#define ESC_RPC_ASYNC_H
+
+#include "rpc.h"
+
+typedef struct esc_rpc_async esc_rpc_async;
+
+/* Runs on the owner's thread with the outcome; reply (may be NULL) is owned by the
+ * callee (free with protobuf_c_message_free_unpacked). */
+typedef void (*esc_rpc_async_fn)(void *ud, int code, const esc_status *st, ProtobufCMessage *reply);
+
+/* Starts the sender thread; post/post_ud deliver callbacks (esc_loop_post). */
+esc_rpc_async *esc_rpc_async_new(esc_rpc_post_fn post, void *post_ud);
+
+/* Queues a call. req is copied now. fn may be NULL (fire and forget). The channel must
+ * outlive the call. */
+void esc_rpc_async_call(esc_rpc_async *a, esc_rpc_channel *ch,
+                        const ProtobufCServiceDescriptor *svc, const char *method,
+                        const ProtobufCMessage *req, int timeout_ms, int flags,
+                        esc_rpc_async_fn fn, void *ud);
+
+/* Makes the queued calls, joins the thread and frees it; callbacks of calls made during
+ * the drain are still posted, so the owner must drain its loop afterwards. */
+void esc_rpc_async_free(esc_rpc_async *a);
+
+#endif

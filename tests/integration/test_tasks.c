@@ -1,0 +1,233 @@
+/* test_tasks.c: tasks on a GCS and two raylets: local and remote execution, a task
+ * waiting for an ephemeral resource that appears later on another node, a capacity of 3
+ * never exceeded by 300 competing tasks, failures, crashes retried, and cancel. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static h_cluster C;
+static char LIB[512];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(LIB, sizeof LIB, "%s/tests/tasks/libescher_test_tasks.so",
+             getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build");
+    h_init(&C, 3000);
+    if (h_gcs_start(&C) != 0 || h_raylet_start(&C, 0, NULL) != 0 ||
+        h_raylet_start(&C, 1, "--resources only_b=1") != 0)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_stop(&C);
+    return 0;
+}
+
+/* Submits fn(arg) with the given resources; returns its one reference. */
+static esc_ref *submit(esc_client *cl, const char *fn, const char *arg, const esc_amount *res,
+                       size_t nres, unsigned retries)
+{
+    esc_task_arg a = {.data = arg, .len = arg ? strlen(arg) : 0};
+    esc_task_spec spec = {.library = LIB, .symbol = fn, .resources = res, .nresources = nres,
+                          .args = arg ? &a : NULL, .nargs = arg ? 1 : 0, .max_retries = retries};
+    esc_ref *ref = NULL;
+    esc_status st;
+    int rc = esc_task_submit(cl, &spec, &ref, NULL, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "submit %s: %s %s\n", fn, esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    return ref;
+}
+
+/* esc_get as a string (caller frees); NULL with *code on failure. */
+static char *get_str(esc_client *cl, esc_ref *ref, int timeout_ms, int *code, esc_status *st)
+{
+    void *data = NULL;
+    size_t len = 0;
+    *code = esc_get(cl, ref, timeout_ms, &data, &len, st);
+    return *code == ESC_OK ? data : NULL;
+}
+
+static void test_local_task(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t1", 0, false);
+    esc_ref *r = submit(cl, "echo", "hello", NULL, 0, 0);
+    int code;
+    esc_status st;
+    char *v = get_str(cl, r, 10000, &code, &st);
+    assert_non_null(v);
+    assert_string_equal(v, "hello");
+    free(v);
+    esc_ref_free(r);
+    /* Where did it run: ESCHER_NODE_ID of the worker. */
+    r = submit(cl, "getenv_task", "ESCHER_NODE_ID", NULL, 0, 0);
+    v = get_str(cl, r, 10000, &code, &st);
+    assert_non_null(v);
+    assert_string_equal(v, C.raylets[0].node_id);
+    free(v);
+    esc_ref_free(r);
+    esc_disconnect(cl);
+}
+
+static void test_remote_by_static_resource(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t2", 0, false);
+    esc_amount b[] = {{.name = "only_b", .value = ESC_QTY(1)}};
+    esc_ref *r = submit(cl, "getenv_task", "ESCHER_NODE_ID", b, 1, 0);
+    int code;
+    esc_status st;
+    char *v = get_str(cl, r, 10000, &code, &st);
+    assert_non_null(v);
+    assert_string_equal(v, C.raylets[1].node_id); /* spilled from raylet 0 to raylet 1 */
+    free(v);
+    esc_ref_free(r);
+    esc_disconnect(cl);
+}
+
+static void test_waits_for_ephemeral_resource_on_remote_node(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t3", 0, false);
+    esc_amount need[] = {{.name = "t3/later", .value = ESC_QTY(1)}};
+    esc_ref *r = submit(cl, "getenv_task", "ESCHER_NODE_ID", need, 1, 0);
+    int code;
+    esc_status st;
+    char *v = get_str(cl, r, 300, &code, &st);
+    assert_null(v);
+    assert_int_equal(code, ESC_DEADLINE_EXCEEDED); /* infeasible: nobody has it yet */
+    esc_target b = ESC_NODE(C.raylets[1].node_id);
+    uint64_t seq;
+    double t0 = h_now_ms();
+    assert_int_equal(esc_resource_set(cl, "later", ESC_QTY(1), &b, &seq, NULL), ESC_OK);
+    v = get_str(cl, r, 10000, &code, &st);
+    assert_non_null(v);
+    assert_string_equal(v, C.raylets[1].node_id);
+    assert_true(h_now_ms() - t0 < 5000);
+    free(v);
+    esc_ref_free(r);
+    esc_disconnect(cl);
+}
+
+static void test_capacity_three_never_exceeded(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    esc_client *cl = h_connect(&C, "t4", 0, false);
+    uint64_t seq;
+    assert_int_equal(esc_resource_set(cl, "slot", ESC_QTY(3), NULL, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    esc_amount need[] = {{.name = "t4/slot", .value = ESC_QTY(1)}};
+    esc_ref *refs[N];
+    for (int i = 0; i < N; i++)
+        refs[i] = submit(cl, "stamp", "2", need, 1, 0);
+    long long start[N], end[N];
+    for (int i = 0; i < N; i++) {
+        int code;
+        esc_status st;
+        char *v = get_str(cl, refs[i], 60000, &code, &st);
+        if (!v)
+            fprintf(stderr, "task %d: %s %s\n", i, esc_status_name(code), st.message);
+        assert_non_null(v);
+        assert_int_equal(sscanf(v, "%lld %lld", &start[i], &end[i]), 2);
+        free(v);
+        esc_ref_free(refs[i]);
+    }
+    /* At every task start, count the tasks running then. */
+    int most = 0;
+    for (int i = 0; i < N; i++) {
+        int running = 0;
+        for (int j = 0; j < N; j++)
+            running += start[j] <= start[i] && end[j] > start[i];
+        if (running > most)
+            most = running;
+    }
+    assert_true(most >= 1);
+    assert_true(most <= 3);
+    esc_disconnect(cl);
+}
+
+static void test_failures(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t5", 0, false);
+    int code;
+    esc_status st;
+    esc_ref *r = submit(cl, "fail", NULL, NULL, 0, 3);
+    assert_null(get_str(cl, r, 10000, &code, &st));
+    assert_int_equal(code, ESC_ABORTED);
+    assert_non_null(strstr(st.message, "task returned 3")); /* not retried: an app error */
+    esc_ref_free(r);
+
+    r = submit(cl, "crash", NULL, NULL, 0, 0);
+    assert_null(get_str(cl, r, 10000, &code, &st));
+    assert_int_equal(code, ESC_ABORTED);
+    assert_non_null(strstr(st.message, "SIGSEGV"));
+    esc_ref_free(r);
+
+    char marker[300];
+    snprintf(marker, sizeof marker, "%s/crash_once", C.dir);
+    r = submit(cl, "crash_once", marker, NULL, 0, 1);
+    char *v = get_str(cl, r, 10000, &code, &st);
+    assert_non_null(v);
+    assert_string_equal(v, "survived"); /* the worker crashed, the retry ran */
+    free(v);
+    esc_ref_free(r);
+    esc_disconnect(cl);
+}
+
+static void test_cancel(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t6", 0, false);
+    uint64_t seq;
+    assert_int_equal(esc_resource_set(cl, "gate", 0, NULL, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    esc_amount gate[] = {{.name = "t6/gate", .value = ESC_QTY(1)}};
+    esc_ref *queued = submit(cl, "echo", "never", gate, 1, 0);
+    esc_ref *running = submit(cl, "sleep_ms", "20000", NULL, 0, 0);
+    usleep(300000);
+    esc_status st;
+    assert_int_equal(esc_cancel(cl, queued, &st), ESC_OK);
+    double t0 = h_now_ms();
+    assert_int_equal(esc_cancel(cl, running, &st), ESC_OK);
+    int code;
+    assert_null(get_str(cl, queued, 5000, &code, &st));
+    assert_int_equal(code, ESC_ABORTED);
+    assert_non_null(strstr(st.message, "cancelled"));
+    assert_null(get_str(cl, running, 5000, &code, &st));
+    assert_int_equal(code, ESC_ABORTED);
+    assert_non_null(strstr(st.message, "cancelled"));
+    assert_true(h_now_ms() - t0 < 5000);
+    esc_ref_free(queued);
+    esc_ref_free(running);
+    esc_disconnect(cl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_local_task),
+        cmocka_unit_test(test_remote_by_static_resource),
+        cmocka_unit_test(test_waits_for_ephemeral_resource_on_remote_node),
+        cmocka_unit_test(test_capacity_three_never_exceeded),
+        cmocka_unit_test(test_failures),
+        cmocka_unit_test(test_cancel),
+    };
+    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    return failed || h_unclean_exits() ? 1 : 0;
+}
