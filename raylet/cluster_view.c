@@ -128,7 +128,7 @@ static bool covers(const view_node *n, const esc_acct_req *req, size_t k)
 }
 
 const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
-                                       const esc_acct_req *req, size_t n)
+                                       const esc_acct_req *req, size_t n, const char **node_id)
 {
     const char *best_id = NULL, *best_addr = NULL;
     size_t pos = 0;
@@ -143,5 +143,7 @@ const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
             best_addr = node->address;
         }
     }
+    if (node_id)
+        *node_id = best_id;
     return best_addr;
 }

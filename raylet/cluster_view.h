@@ -24,8 +24,9 @@ void cluster_view_apply(cluster_view *v, const Escher__Event *ev);
 
 /* The address of an alive node other than `self` whose capacities cover the request
  * (each name present with total >= qty, or unbounded), the first in node-id order; NULL
- * when none. The string is owned by the view. */
+ * when none. *node_id (may be NULL) gets that node's id. Strings are owned by the view
+ * and valid until the next event. */
 const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
-                                       const esc_acct_req *req, size_t n);
+                                       const esc_acct_req *req, size_t n, const char **node_id);
 
 #endif

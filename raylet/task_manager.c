@@ -23,6 +23,7 @@
 typedef struct task_entry {
     struct task_entry *prev, *next; /* the queue, while waiting */
     task_manager *tm;
+    char *spilled_to;               /* node id, while forwarded */
     Escher__TaskSpec *spec;         /* owned */
     esc_acct_req *req;              /* names point into spec */
     size_t nreq;
@@ -34,6 +35,10 @@ struct task_manager {
     size_t nqueued;
     esc_strmap *running;            /* task id -> task_entry */
     esc_strmap *peers;              /* raylet address -> esc_rpc_channel */
+    /* Tasks this raylet forwarded, by task id, kept until their node dies (then they are
+     * submitted again while retries remain: their returns died with the node) or their
+     * job ends. */
+    esc_strmap *spilled;
 };
 
 /* ------------------------------------------------------------ entries */
@@ -52,6 +57,7 @@ static task_entry *entry_new(task_manager *tm, Escher__TaskSpec *spec)
 
 static void entry_free(task_entry *e)
 {
+    free(e->spilled_to);
     protobuf_c_message_free_unpacked(&e->spec->base, NULL);
     free(e->req);
     free(e);
@@ -226,7 +232,7 @@ static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMess
     if (reply)
         protobuf_c_message_free_unpacked(reply, NULL);
     if (code == ESC_OK) {
-        entry_free(f->e);
+        esc_strmap_put(f->tm->spilled, f->e->spec->task_id, f->e);
     } else {
         ESC_WARN("spilling task %s failed (%s %s); it waits here", f->e->spec->task_id,
                  esc_status_name(code), st->message);
@@ -236,9 +242,11 @@ static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMess
     free(f);
 }
 
-static void forward(task_manager *tm, task_entry *e, const char *address)
+static void forward(task_manager *tm, task_entry *e, const char *address, const char *node_id)
 {
     e->spec->spill_hops++;
+    free(e->spilled_to);
+    e->spilled_to = strdup(node_id);
     forward_ctx *f = malloc(sizeof *f);
     *f = (forward_ctx){tm, e};
     esc_rpc_async_call(tm->r->async, peer(tm, address), &escher__task_service__descriptor,
@@ -246,12 +254,12 @@ static void forward(task_manager *tm, task_entry *e, const char *address)
 }
 
 /* Where could this task go when it does not fit here now? NULL: stay. */
-static const char *spill_target(task_manager *tm, const task_entry *e)
+static const char *spill_target(task_manager *tm, const task_entry *e, const char **node_id)
 {
     raylet *r = tm->r;
     if (e->spec->spill_hops >= ESC_MAX_SPILL_HOPS || esc_acct_feasible(r->acct, e->req, e->nreq))
         return NULL;
-    return cluster_view_find_feasible(r->view, r->node_id, e->req, e->nreq);
+    return cluster_view_find_feasible(r->view, r->node_id, e->req, e->nreq, node_id);
 }
 
 static void schedule(task_manager *tm, task_entry *e)
@@ -260,9 +268,10 @@ static void schedule(task_manager *tm, task_entry *e)
         run(tm, e);
         return;
     }
-    const char *to = spill_target(tm, e);
+    const char *node = NULL;
+    const char *to = spill_target(tm, e, &node);
     if (to)
-        forward(tm, e, to);
+        forward(tm, e, to, node);
     else
         enqueue(tm, e);
 }
@@ -276,10 +285,11 @@ void task_manager_reexamine(task_manager *tm)
             dequeue(tm, e);
             run(tm, e);
         } else {
-            const char *to = spill_target(tm, e);
+            const char *node = NULL;
+            const char *to = spill_target(tm, e, &node);
             if (to) {
                 dequeue(tm, e);
-                forward(tm, e, to);
+                forward(tm, e, to, node);
             }
         }
         e = next;
@@ -360,7 +370,48 @@ task_manager *task_manager_new(raylet *r)
     tm->r = r;
     tm->running = esc_strmap_new();
     tm->peers = esc_strmap_new();
+    tm->spilled = esc_strmap_new();
     return tm;
+}
+
+/* Removes and returns the spilled entries matching node_id or job_id (one of them). */
+static task_entry **take_spilled(task_manager *tm, const char *node_id, const char *job_id,
+                                 size_t *n)
+{
+    task_entry **out = calloc(esc_strmap_count(tm->spilled) + 1, sizeof *out);
+    *n = 0;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(tm->spilled, &pos, &k, &v)) {
+        task_entry *e = v;
+        if ((node_id && !strcmp(e->spilled_to, node_id)) ||
+            (job_id && !strcmp(e->spec->job_id, job_id))) {
+            out[(*n)++] = e;
+            esc_strmap_del(tm->spilled, k);
+        }
+    }
+    return out;
+}
+
+void task_manager_node_dead(task_manager *tm, const char *node_id)
+{
+    size_t n;
+    task_entry **lost = take_spilled(tm, node_id, NULL, &n);
+    for (size_t i = 0; i < n; i++) {
+        task_entry *e = lost[i];
+        if (e->spec->attempt >= e->spec->max_retries) {
+            store_error(tm, e->spec, "the node running it died and no retries remain");
+            entry_free(e);
+            continue;
+        }
+        e->spec->attempt++;
+        e->spec->spill_hops = 0;
+        ESC_WARN("task %s (%s) was on dead node %s; submitting it again (attempt %u of %u)",
+                 e->spec->task_id, e->spec->name, node_id, e->spec->attempt, e->spec->max_retries);
+        schedule(tm, e);
+    }
+    free(lost);
 }
 
 int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
@@ -372,6 +423,11 @@ int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
 
 void task_manager_job_finished(task_manager *tm, const char *job_id)
 {
+    size_t n;
+    task_entry **done = take_spilled(tm, NULL, job_id, &n);
+    for (size_t i = 0; i < n; i++)
+        entry_free(done[i]);
+    free(done);
     task_entry *e = tm->head;
     while (e) {
         task_entry *next = e->next;
@@ -410,5 +466,9 @@ void task_manager_free(task_manager *tm)
         esc_rpc_channel_free(v);
     esc_strmap_free(tm->peers);
     esc_strmap_free(tm->running);
+    pos = 0;
+    while (esc_strmap_next(tm->spilled, &pos, &k, &v))
+        entry_free(v);
+    esc_strmap_free(tm->spilled);
     free(tm);
 }

@@ -31,6 +31,9 @@ task_manager *task_manager_new(struct raylet *r);
 int task_manager_serve(task_manager *tm, esc_rpc_server *srv);
 /* Starts queued tasks that fit now, spills those another node can take (loop thread). */
 void task_manager_reexamine(task_manager *tm);
+/* A node died: the tasks this raylet forwarded there are submitted again while their
+ * retries last (their return values died with the node), else they fail. */
+void task_manager_node_dead(task_manager *tm, const char *node_id);
 /* Drops the job's queued tasks and cancels its running ones. */
 void task_manager_job_finished(task_manager *tm, const char *job_id);
 size_t task_manager_queued(const task_manager *tm);

@@ -91,6 +91,44 @@ static void test_raylet_killed(void **state)
     h_stop(&C);
 }
 
+/* A task spilled to a node that is killed mid-task runs again on another node. */
+static void test_task_reruns_after_raylet_kill(void **state)
+{
+    (void)state;
+    char lib[512];
+    snprintf(lib, sizeof lib, "%s/tests/tasks/libescher_test_tasks.so",
+             getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build");
+    h_init(&C, 1000);
+    assert_int_equal(h_gcs_start(&C), 0);
+    assert_int_equal(h_raylet_start(&C, 0, NULL), 0);
+    assert_int_equal(h_raylet_start(&C, 1, "--resources work=1"), 0);
+    assert_int_equal(h_raylet_start(&C, 2, "--resources work=1"), 0);
+    /* Spillback picks the first feasible node in node-id order. */
+    int first = strcmp(C.raylets[1].node_id, C.raylets[2].node_id) < 0 ? 1 : 2;
+    int other = 3 - first;
+    esc_client *cl = h_connect(&C, "mid", 0, false);
+    esc_amount work[] = {{.name = "work", .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "1500", .len = 4};
+    esc_task_spec spec = {.library = lib, .symbol = "stamp", .resources = work, .nresources = 1,
+                          .args = &arg, .nargs = 1, .max_retries = 1};
+    esc_ref *ref = NULL;
+    assert_int_equal(esc_task_submit(cl, &spec, &ref, NULL, NULL), ESC_OK);
+    usleep(500000);
+    h_kill(&C.raylets[first].pid, SIGKILL);
+    void *v = NULL;
+    size_t len;
+    esc_status st;
+    int rc = esc_get(cl, ref, 20000, &v, &len, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "get: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    assert_non_null(strstr(v, C.raylets[other].node_id));
+    free(v);
+    esc_ref_free(ref);
+    esc_disconnect(cl);
+    h_stop(&C);
+}
+
 static void test_driver_death_cleans_job(void **state)
 {
     (void)state;
@@ -226,6 +264,7 @@ int main(int argc, char **argv)
         return driver_main(argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_raylet_killed),
+        cmocka_unit_test(test_task_reruns_after_raylet_kill),
         cmocka_unit_test(test_driver_death_cleans_job),
         cmocka_unit_test(test_gcs_restart_with_redis),
     };
