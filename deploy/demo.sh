@@ -19,6 +19,8 @@ step "$ESC" resource set pool inf --all-nodes
 step "$ESC" resource set lane 2 --where CPU=1 --num-nodes 1
 step "$ESC" status
 step "$BUILD/examples/ephemeral_resources"
+step "$BUILD/examples/fanout" 200
+step "$BUILD/examples/placement"
 step "$ESC" resource delete queue
 step "$ESC" status --json
 pids=$(cat "$SESSION"/pids/*.pid)

@@ -1,0 +1,42 @@
+/* example_tasks.c: the task functions the examples run (libescher_example_tasks.so). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "escher/task.h"
+
+/* Squares the decimal integer in its argument; returns the result as decimal text. */
+ESC_TASK(square)
+{
+    (void)ctx;
+    char buf[32] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    long long x = atoll(buf);
+    return esc_buf_printf(ret, "%lld", x * x);
+}
+
+/* Sums the decimal integers of all its arguments. */
+ESC_TASK(sum)
+{
+    (void)arg;
+    (void)len;
+    long long total = 0;
+    for (size_t i = 0; i < esc_task_num_args(ctx); i++) {
+        size_t n;
+        const char *a = esc_task_arg(ctx, i, &n);
+        char buf[32] = {0};
+        memcpy(buf, a, n < sizeof buf - 1 ? n : sizeof buf - 1);
+        total += atoll(buf);
+    }
+    return esc_buf_printf(ret, "%lld", total);
+}
+
+/* Returns the id of the node it ran on. */
+ESC_TASK(where)
+{
+    (void)ctx;
+    (void)arg;
+    (void)len;
+    const char *node = getenv("ESCHER_NODE_ID");
+    return esc_buf_printf(ret, "%s", node ? node : "?");
+}
