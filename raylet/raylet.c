@@ -20,6 +20,7 @@
 
 #include "cluster_view.h"
 #include "log.h"
+#include "object_fetch.h"
 #include "rpc_async.h"
 #include "task_manager.h"
 #include "worker_pool.h"
@@ -182,6 +183,7 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->view = cluster_view_new();
     r->async = esc_rpc_async_new(esc_loop_post, r->loop);
     r->tasks = task_manager_new(r);
+    r->fetcher = object_fetcher_new(r);
     if (start_workers(r, err, errlen) != 0)
         return -1;
     char listen[300];
@@ -231,11 +233,14 @@ int raylet_shutdown(raylet *r)
     r->pool = NULL;
     esc_rpc_async_free(r->async);
     r->async = NULL;
+    object_fetcher_stop(r->fetcher);
     raylet_objects_stop(r->objects);
     if (r->loop)
         esc_loop_drain(r->loop);
     task_manager_free(r->tasks);
     r->tasks = NULL;
+    object_fetcher_free(r->fetcher);
+    r->fetcher = NULL;
     cluster_view_free(r->view);
     r->view = NULL;
     raylet_leases_free(r->leases);

@@ -141,6 +141,7 @@ typedef struct raylet {
     cluster_view *view;          /* the other nodes, from the event stream */
     task_manager *tasks;         /* TaskService: placement, queue, execution */
     esc_rpc_async *async;        /* outbound calls that must not block the loop */
+    struct object_fetcher *fetcher; /* argument objects from other nodes */
     raylet_link *link;
     char address[300];           /* node_ip:port advertised to the cluster */
     char node_id[128];           /* "" until registered */

@@ -9,6 +9,7 @@
 #include "cluster_view.h"
 #include "ids.h"
 #include "log.h"
+#include "object_fetch.h"
 #include "names.h"
 #include "pbutil.h"
 #include "qty.h"
@@ -39,6 +40,7 @@ struct task_manager {
      * submitted again while retries remain: their returns died with the node) or their
      * job ends. */
     esc_strmap *spilled;
+    esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
 };
 
 /* ------------------------------------------------------------ entries */
@@ -262,16 +264,43 @@ static const char *spill_target(task_manager *tm, const task_entry *e, const cha
     return cluster_view_find_feasible(r->view, r->node_id, e->req, e->nreq, node_id);
 }
 
+/* True when an argument object is not on this node yet. */
+static bool arg_missing(task_manager *tm, const Escher__TaskArg *a)
+{
+    object_view v;
+    return *a->object_id && !raylet_object_get(tm->r, a->object_id, &v);
+}
+
+/* Starts fetching the task's missing argument objects; true when it must wait for them
+ * (it is parked in tm->fetching until task_manager_object_arrived). */
+static bool wait_for_args(task_manager *tm, task_entry *e)
+{
+    bool waiting = false;
+    for (size_t i = 0; i < e->spec->n_args; i++) {
+        if (arg_missing(tm, e->spec->args[i])) {
+            object_fetch(tm->r->fetcher, e->spec->args[i]->object_id, e->spec->job_id);
+            waiting = true;
+        }
+    }
+    if (waiting)
+        esc_strmap_put(tm->fetching, e->spec->task_id, e);
+    return waiting;
+}
+
 static void schedule(task_manager *tm, task_entry *e)
 {
-    if (esc_acct_fits(tm->r->acct, e->req, e->nreq)) {
-        run(tm, e);
+    /* Arguments first: a task that will run here needs them here. A task that cannot
+     * run here at all is spilled with its references, and its new node fetches them. */
+    const char *spill_node = NULL;
+    const char *to = spill_target(tm, e, &spill_node);
+    if (to) {
+        forward(tm, e, to, spill_node);
         return;
     }
-    const char *node = NULL;
-    const char *to = spill_target(tm, e, &node);
-    if (to)
-        forward(tm, e, to, node);
+    if (wait_for_args(tm, e))
+        return;
+    if (esc_acct_fits(tm->r->acct, e->req, e->nreq))
+        run(tm, e);
     else
         enqueue(tm, e);
 }
@@ -371,6 +400,7 @@ task_manager *task_manager_new(raylet *r)
     tm->running = esc_strmap_new();
     tm->peers = esc_strmap_new();
     tm->spilled = esc_strmap_new();
+    tm->fetching = esc_strmap_new();
     return tm;
 }
 
@@ -392,6 +422,70 @@ static task_entry **take_spilled(task_manager *tm, const char *node_id, const ch
         }
     }
     return out;
+}
+
+/* Entries waiting for arguments whose wait `done` says is over (removed from the map). */
+static task_entry **take_fetching(task_manager *tm, bool (*done)(task_manager *, task_entry *,
+                                                                 const char *),
+                                  const char *id, size_t *n)
+{
+    task_entry **out = calloc(esc_strmap_count(tm->fetching) + 1, sizeof *out);
+    *n = 0;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(tm->fetching, &pos, &k, &v)) {
+        if (done(tm, v, id)) {
+            out[(*n)++] = v;
+            esc_strmap_del(tm->fetching, k);
+        }
+    }
+    return out;
+}
+
+static bool all_args_here(task_manager *tm, task_entry *e, const char *id)
+{
+    (void)id;
+    for (size_t i = 0; i < e->spec->n_args; i++)
+        if (arg_missing(tm, e->spec->args[i]))
+            return false;
+    return true;
+}
+
+static bool needs_missing(task_manager *tm, task_entry *e, const char *id)
+{
+    for (size_t i = 0; i < e->spec->n_args; i++)
+        if (!strcmp(e->spec->args[i]->object_id, id) && arg_missing(tm, e->spec->args[i]))
+            return true;
+    return false;
+}
+
+void task_manager_object_arrived(task_manager *tm, const char *id)
+{
+    size_t n;
+    task_entry **ready = take_fetching(tm, all_args_here, id, &n);
+    for (size_t i = 0; i < n; i++)
+        schedule(tm, ready[i]);
+    free(ready);
+}
+
+void task_manager_object_failed(task_manager *tm, const char *id, const char *why)
+{
+    size_t n;
+    task_entry **lost = take_fetching(tm, needs_missing, id, &n);
+    for (size_t i = 0; i < n; i++) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "cannot fetch argument %.80s: %.500s", id, why);
+        store_error(tm, lost[i]->spec, msg);
+        entry_free(lost[i]);
+    }
+    free(lost);
+}
+
+static bool of_job(task_manager *tm, task_entry *e, const char *job_id)
+{
+    (void)tm;
+    return !strcmp(e->spec->job_id, job_id);
 }
 
 void task_manager_node_dead(task_manager *tm, const char *node_id)
@@ -425,6 +519,10 @@ void task_manager_job_finished(task_manager *tm, const char *job_id)
 {
     size_t n;
     task_entry **done = take_spilled(tm, NULL, job_id, &n);
+    for (size_t i = 0; i < n; i++)
+        entry_free(done[i]);
+    free(done);
+    done = take_fetching(tm, of_job, job_id, &n);
     for (size_t i = 0; i < n; i++)
         entry_free(done[i]);
     free(done);
@@ -470,5 +568,9 @@ void task_manager_free(task_manager *tm)
     while (esc_strmap_next(tm->spilled, &pos, &k, &v))
         entry_free(v);
     esc_strmap_free(tm->spilled);
+    pos = 0;
+    while (esc_strmap_next(tm->fetching, &pos, &k, &v))
+        entry_free(v);
+    esc_strmap_free(tm->fetching);
     free(tm);
 }

@@ -34,6 +34,11 @@ void task_manager_reexamine(task_manager *tm);
 /* A node died: the tasks this raylet forwarded there are submitted again while their
  * retries last (their return values died with the node), else they fail. */
 void task_manager_node_dead(task_manager *tm, const char *node_id);
+/* An argument object arrived here (object_fetch.c): tasks that have all theirs are
+ * scheduled. */
+void task_manager_object_arrived(task_manager *tm, const char *id);
+/* An argument object could not be fetched: the tasks waiting for it fail with why. */
+void task_manager_object_failed(task_manager *tm, const char *id, const char *why);
 /* Drops the job's queued tasks and cancels its running ones. */
 void task_manager_job_finished(task_manager *tm, const char *job_id);
 size_t task_manager_queued(const task_manager *tm);

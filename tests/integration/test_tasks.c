@@ -99,6 +99,45 @@ static void test_remote_by_static_resource(void **state)
     esc_disconnect(cl);
 }
 
+/* Arguments that live on another node are fetched before the task runs: an object put
+ * on node 1, and the return of a task still running on node 1. */
+static void test_arguments_from_another_node(void **state)
+{
+    (void)state;
+    esc_client *on_b = h_connect(&C, "t7", 1, false);
+    esc_client *on_a = h_connect(&C, "t7", 0, false);
+    esc_ref *put = NULL;
+    assert_int_equal(esc_put(on_b, "from-b", 6, &put, NULL), ESC_OK);
+    esc_task_arg a1 = {.ref = put};
+    esc_task_spec echo = {.library = LIB, .symbol = "echo", .args = &a1, .nargs = 1};
+    esc_ref *r1 = NULL;
+    assert_int_equal(esc_task_submit(on_a, &echo, &r1, NULL, NULL), ESC_OK);
+    int code;
+    esc_status st;
+    char *v = get_str(on_a, r1, 10000, &code, &st);
+    assert_non_null(v);
+    assert_string_equal(v, "from-b");
+    free(v);
+
+    /* A producer on node 1 that takes 300 ms, a consumer on node 0 that needs its value. */
+    esc_amount b[] = {{.name = "only_b", .value = ESC_QTY(1)}};
+    esc_ref *slow = submit(on_a, "stamp", "300", b, 1, 0);
+    esc_task_arg a2 = {.ref = slow};
+    esc_task_spec consume = {.library = LIB, .symbol = "echo", .args = &a2, .nargs = 1};
+    esc_ref *r2 = NULL;
+    assert_int_equal(esc_task_submit(on_a, &consume, &r2, NULL, NULL), ESC_OK);
+    v = get_str(on_a, r2, 10000, &code, &st);
+    assert_non_null(v);
+    assert_non_null(strstr(v, C.raylets[1].node_id)); /* stamp's text, made on node 1 */
+    free(v);
+    esc_ref_free(put);
+    esc_ref_free(r1);
+    esc_ref_free(slow);
+    esc_ref_free(r2);
+    esc_disconnect(on_a);
+    esc_disconnect(on_b);
+}
+
 static void test_waits_for_ephemeral_resource_on_remote_node(void **state)
 {
     (void)state;
@@ -223,6 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_local_task),
         cmocka_unit_test(test_remote_by_static_resource),
+        cmocka_unit_test(test_arguments_from_another_node),
         cmocka_unit_test(test_waits_for_ephemeral_resource_on_remote_node),
         cmocka_unit_test(test_capacity_three_never_exceeded),
         cmocka_unit_test(test_failures),
