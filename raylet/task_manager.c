@@ -8,6 +8,7 @@
 
 #include "cluster_view.h"
 #include "ids.h"
+#include "gpu_slots.h"
 #include "log.h"
 #include "object_fetch.h"
 #include "names.h"
@@ -28,6 +29,8 @@ typedef struct task_entry {
     Escher__TaskSpec *spec;         /* owned */
     esc_acct_req *req;              /* names point into spec */
     size_t nreq;
+    int64_t gpus;                   /* the GPU quantity requested (fixed point) */
+    gpu_grant grant;                /* the instances it holds while running */
 } task_entry;
 
 struct task_manager {
@@ -41,6 +44,7 @@ struct task_manager {
      * job ends. */
     esc_strmap *spilled;
     esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
+    gpu_slots *gpus;                /* which GPU instance each running task holds */
 };
 
 /* ------------------------------------------------------------ entries */
@@ -52,8 +56,11 @@ static task_entry *entry_new(task_manager *tm, Escher__TaskSpec *spec)
     e->spec = spec;
     e->nreq = spec->n_resources;
     e->req = calloc(e->nreq + 1, sizeof *e->req);
-    for (size_t i = 0; i < e->nreq; i++)
+    for (size_t i = 0; i < e->nreq; i++) {
         e->req[i] = (esc_acct_req){spec->resources[i]->name, spec->resources[i]->value};
+        if (!strcmp(spec->resources[i]->name, "GPU"))
+            e->gpus += spec->resources[i]->value;
+    }
     return e;
 }
 
@@ -126,13 +133,26 @@ static bool retryable(const Escher__TaskResult *res)
 
 static void schedule(task_manager *tm, task_entry *e);
 
+/* Admission: the table must fit, and so must the GPU instances. */
+static bool fits_now(task_manager *tm, const task_entry *e)
+{
+    return esc_acct_fits(tm->r->acct, e->req, e->nreq) && gpu_slots_fit(tm->gpus, e->gpus);
+}
+
+static void release(task_manager *tm, task_entry *e)
+{
+    esc_acct_release(tm->r->acct, e->req, e->nreq);
+    gpu_slots_release(tm->gpus, &e->grant);
+    memset(&e->grant, 0, sizeof e->grant);
+    raylet_changed(tm->r, true);
+}
+
 static void on_done(void *ud, const Escher__TaskResult *res)
 {
     task_entry *e = ud;
     task_manager *tm = e->tm;
     raylet *r = tm->r;
-    esc_acct_release(r->acct, e->req, e->nreq);
-    raylet_changed(r, true);
+    release(tm, e);
     esc_strmap_del(tm->running, e->spec->task_id);
     if (retryable(res) && e->spec->attempt < e->spec->max_retries && !r->stopping) {
         e->spec->attempt++;
@@ -191,22 +211,25 @@ static void run(task_manager *tm, task_entry *e)
         entry_free(e);
         return;
     }
-    if (!esc_acct_acquire(r->acct, e->req, e->nreq)) {
+    if (!fits_now(tm, e) || !esc_acct_acquire(r->acct, e->req, e->nreq)) {
         unlend_args(e);
         enqueue(tm, e);
         return;
     }
+    gpu_slots_acquire(tm->gpus, e->gpus, &e->grant);
     raylet_changed(r, false);
     esc_strmap_put(tm->running, e->spec->task_id, e);
-    char node_env[200];
+    /* Tasks see only their GPU instances (none for a task without GPUs). */
+    char node_env[200], gpu_env[300], ids[256];
     snprintf(node_env, sizeof node_env, "ESCHER_NODE_ID=%s", r->node_id);
-    const char *env[] = {node_env};
-    int rc = worker_pool_run(r->pool, e->spec, env, 1, on_done, e);
+    gpu_grant_format(&e->grant, ids, sizeof ids);
+    snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", ids);
+    const char *env[] = {node_env, gpu_env};
+    int rc = worker_pool_run(r->pool, e->spec, env, 2, on_done, e);
     unlend_args(e);
     if (rc != 0) {
         esc_strmap_del(tm->running, e->spec->task_id);
-        esc_acct_release(r->acct, e->req, e->nreq);
-        raylet_changed(r, true);
+        release(tm, e);
         store_error(tm, e->spec, "cannot start a worker process");
         entry_free(e);
     }
@@ -299,7 +322,7 @@ static void schedule(task_manager *tm, task_entry *e)
     }
     if (wait_for_args(tm, e))
         return;
-    if (esc_acct_fits(tm->r->acct, e->req, e->nreq))
+    if (fits_now(tm, e))
         run(tm, e);
     else
         enqueue(tm, e);
@@ -310,7 +333,7 @@ void task_manager_reexamine(task_manager *tm)
     task_entry *e = tm->head;
     while (e) {
         task_entry *next = e->next;
-        if (esc_acct_fits(tm->r->acct, e->req, e->nreq)) {
+        if (fits_now(tm, e)) {
             dequeue(tm, e);
             run(tm, e);
         } else {
@@ -393,6 +416,15 @@ static void handle_cancel(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
 
 /* ------------------------------------------------------------ lifetime */
 
+/* Whole GPUs of this node, from its physical resources. */
+static int node_gpus(const raylet *r)
+{
+    for (size_t i = 0; i < r->node.nphysical; i++)
+        if (!strcmp(r->node.physical[i].name, "GPU"))
+            return (int)(r->node.physical[i].qty / ESC_QTY_SCALE);
+    return 0;
+}
+
 task_manager *task_manager_new(raylet *r)
 {
     task_manager *tm = calloc(1, sizeof *tm);
@@ -401,6 +433,7 @@ task_manager *task_manager_new(raylet *r)
     tm->peers = esc_strmap_new();
     tm->spilled = esc_strmap_new();
     tm->fetching = esc_strmap_new();
+    tm->gpus = gpu_slots_new(node_gpus(r));
     return tm;
 }
 
@@ -572,5 +605,6 @@ void task_manager_free(task_manager *tm)
     while (esc_strmap_next(tm->fetching, &pos, &k, &v))
         entry_free(v);
     esc_strmap_free(tm->fetching);
+    gpu_slots_free(tm->gpus);
     free(tm);
 }

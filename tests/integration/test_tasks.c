@@ -1,6 +1,6 @@
 /* test_tasks.c: tasks on a GCS and two raylets: local and remote execution, a task
  * waiting for an ephemeral resource that appears later on another node, a capacity of 3
- * never exceeded by 300 competing tasks, failures, crashes retried, and cancel. */
+ * never exceeded by 1000 competing tasks, failures, crashes retried, and cancel. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,7 +23,7 @@ static int setup(void **state)
     snprintf(LIB, sizeof LIB, "%s/tests/tasks/libescher_test_tasks.so",
              getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build");
     h_init(&C, 3000);
-    if (h_gcs_start(&C) != 0 || h_raylet_start(&C, 0, NULL) != 0 ||
+    if (h_gcs_start(&C) != 0 || h_raylet_start(&C, 0, "--num-gpus 2") != 0 ||
         h_raylet_start(&C, 1, "--resources only_b=1") != 0)
         return -1;
     return 0;
@@ -165,7 +165,7 @@ static void test_waits_for_ephemeral_resource_on_remote_node(void **state)
 static void test_capacity_three_never_exceeded(void **state)
 {
     (void)state;
-    enum { N = 300 };
+    enum { N = 1000 };
     esc_client *cl = h_connect(&C, "t4", 0, false);
     uint64_t seq;
     assert_int_equal(esc_resource_set(cl, "slot", ESC_QTY(3), NULL, &seq, NULL), ESC_OK);
@@ -229,6 +229,46 @@ static void test_failures(void **state)
     esc_disconnect(cl);
 }
 
+/* Two tasks of one GPU each run at once on different instances; a task without GPUs
+ * sees none; two halves share one instance. (The raylet is told it has 2 GPUs.) */
+static void test_gpu_instances(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t8", 0, false);
+    esc_amount one[] = {{.name = "GPU", .value = ESC_QTY(1)}};
+    esc_amount half[] = {{.name = "GPU", .value = ESC_QTY(0.5)}};
+    esc_ref *a = submit(cl, "gpu_probe", "400", one, 1, 0);
+    esc_ref *b = submit(cl, "gpu_probe", "400", one, 1, 0);
+    esc_ref *none = submit(cl, "gpu_probe", "0", NULL, 0, 0);
+    int code;
+    esc_status st;
+    char *va = get_str(cl, a, 10000, &code, &st), *vb = get_str(cl, b, 10000, &code, &st);
+    char *vn = get_str(cl, none, 10000, &code, &st);
+    assert_non_null(va);
+    assert_non_null(vb);
+    assert_non_null(vn);
+    assert_true((!strcmp(va, "0") && !strcmp(vb, "1")) || (!strcmp(va, "1") && !strcmp(vb, "0")));
+    assert_string_equal(vn, "");
+    free(va);
+    free(vb);
+    free(vn);
+    esc_ref *h1 = submit(cl, "gpu_probe", "200", half, 1, 0);
+    esc_ref *h2 = submit(cl, "gpu_probe", "200", half, 1, 0);
+    va = get_str(cl, h1, 10000, &code, &st);
+    vb = get_str(cl, h2, 10000, &code, &st);
+    assert_non_null(va);
+    assert_non_null(vb);
+    assert_string_equal(va, vb); /* packed on one instance */
+    free(va);
+    free(vb);
+    esc_ref_free(a);
+    esc_ref_free(b);
+    esc_ref_free(none);
+    esc_ref_free(h1);
+    esc_ref_free(h2);
+    esc_disconnect(cl);
+}
+
 static void test_cancel(void **state)
 {
     (void)state;
@@ -266,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_waits_for_ephemeral_resource_on_remote_node),
         cmocka_unit_test(test_capacity_three_never_exceeded),
         cmocka_unit_test(test_failures),
+        cmocka_unit_test(test_gpu_instances),
         cmocka_unit_test(test_cancel),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);

@@ -155,3 +155,17 @@ ESC_TASK(stamp)
     return esc_buf_printf(ret, "%lld %lld %s", (long long)t0.tv_sec * 1000000 + t0.tv_nsec / 1000,
                           (long long)t1.tv_sec * 1000000 + t1.tv_nsec / 1000, node ? node : "");
 }
+
+/* Sleeps the milliseconds in its argument, then returns CUDA_VISIBLE_DEVICES. */
+ESC_TASK(gpu_probe)
+{
+    (void)ctx;
+    char buf[32] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    long ms = atol(buf);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0)
+        ;
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    return esc_buf_printf(ret, "%s", v ? v : "(unset)");
+}
