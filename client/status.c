@@ -1,6 +1,7 @@
 /* status.c: the cluster status (GetClusterStatus) as plain C structs: per node, each
  * resource's total, held and available, with owner and namespace of ephemeral ones. */
 #include "client_internal.h"
+#include "raylet.pb-c.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,40 @@ static void fill_node(esc_node_status *ns, const Escher__NodeStatus *n, const es
     qsort(ns->resources, ns->nresources, sizeof *ns->resources, resource_cmp);
 }
 
+#define DEMAND_TIMEOUT_MS 1000
+
+static void fill_demand(esc_demand *d, const Escher__Demand *m)
+{
+    d->nshape = m->n_shape;
+    d->shape = calloc(m->n_shape + 1, sizeof *d->shape);
+    for (size_t i = 0; i < m->n_shape; i++)
+        d->shape[i] = (esc_amount){strdup(m->shape[i]->name), m->shape[i]->value, false};
+    d->count = m->count;
+    d->infeasible = m->infeasible;
+    d->nmissing = m->n_missing;
+    d->missing = calloc(m->n_missing + 1, sizeof *d->missing);
+    for (size_t i = 0; i < m->n_missing; i++)
+        d->missing[i] = strdup(m->missing[i]);
+}
+
+/* Asks an alive node's raylet for its queued demand. */
+static void node_demand(esc_client *c, esc_node_status *ns)
+{
+    if (strcmp(ns->state, "ALIVE") != 0 || !*ns->address)
+        return;
+    esc_rpc_channel *ch = esc_client_raylet_channel(c, ns->address);
+    Escher__GetNodeStateRequest req = ESCHER__GET_NODE_STATE_REQUEST__INIT;
+    Escher__GetNodeStateReply *rep = NULL;
+    if (esc_rpc_call(ch, &escher__raylet__descriptor, "GetNodeState", &req.base,
+                     (ProtobufCMessage **)&rep, DEMAND_TIMEOUT_MS, 0, NULL) != ESC_OK)
+        return;
+    ns->ndemand = rep->n_demand;
+    ns->demand = calloc(rep->n_demand + 1, sizeof *ns->demand);
+    for (size_t i = 0; i < rep->n_demand; i++)
+        fill_demand(&ns->demand[i], rep->demand[i]);
+    protobuf_c_message_free_unpacked(&rep->base, NULL);
+}
+
 int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *st)
 {
     *out = NULL;
@@ -106,8 +141,10 @@ int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *
     s->committed_seq = r->committed_seq;
     s->nnodes = r->n_nodes;
     s->nodes = calloc(r->n_nodes + 1, sizeof *s->nodes);
-    for (size_t i = 0; i < r->n_nodes; i++)
+    for (size_t i = 0; i < r->n_nodes; i++) {
         fill_node(&s->nodes[i], r->nodes[i], reg);
+        node_demand(c, &s->nodes[i]);
+    }
     esc_strmap_free(reg);
     protobuf_c_message_free_unpacked(m, NULL);
     *out = s;
@@ -126,6 +163,15 @@ void esc_cluster_status_free(esc_cluster_status *s)
             free(n->resources[j].owner);
         }
         free(n->resources);
+        for (size_t j = 0; j < n->ndemand; j++) {
+            for (size_t k = 0; k < n->demand[j].nshape; k++)
+                free((char *)n->demand[j].shape[k].name);
+            free(n->demand[j].shape);
+            for (size_t k = 0; k < n->demand[j].nmissing; k++)
+                free(n->demand[j].missing[k]);
+            free(n->demand[j].missing);
+        }
+        free(n->demand);
         free(n->id);
         free(n->address);
         free(n->state);

@@ -147,3 +147,17 @@ const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
         *node_id = best_id;
     return best_addr;
 }
+
+bool cluster_view_has_name(const cluster_view *v, const char *name)
+{
+    size_t pos = 0;
+    const char *id;
+    void *val;
+    while (esc_strmap_next(v->nodes, &pos, &id, &val)) {
+        const view_node *node = val;
+        const esc_capacity *c = esc_strmap_get(node->caps, name);
+        if (node->alive && c && c->present)
+            return true;
+    }
+    return false;
+}

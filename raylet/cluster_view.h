@@ -29,4 +29,7 @@ void cluster_view_apply(cluster_view *v, const Escher__Event *ev);
 const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
                                        const esc_acct_req *req, size_t n, const char **node_id);
 
+/* True when some alive node (self included) has the resource at all. */
+bool cluster_view_has_name(const cluster_view *v, const char *name);
+
 #endif

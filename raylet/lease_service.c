@@ -15,6 +15,7 @@
  *    granted=false.
  * Everything here runs on the loop thread. */
 #include "raylet.h"
+#include "task_manager.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -275,7 +276,9 @@ static void on_get_node_state(esc_rpc_ctx *call, const ProtobufCMessage *msg, vo
     rep.resources = rows->rows;
     rep.num_leases = (uint32_t)ls->nleases;
     rep.queued_leases = (uint32_t)ls->nqueued;
+    rep.demand = task_manager_demand(r->tasks, &rep.n_demand);
     esc_rpc_reply(call, &rep.base);
+    task_manager_demand_free(rep.demand, rep.n_demand);
     free(rows);
 }
 

@@ -608,3 +608,69 @@ void task_manager_free(task_manager *tm)
     gpu_slots_free(tm->gpus);
     free(tm);
 }
+
+/* ------------------------------------------------------------ demand */
+
+/* "name=value;..." in request order: tasks with the same key have the same shape. */
+static void shape_key(const task_entry *e, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < e->nreq && off < len; i++) {
+        int k = snprintf(out + off, len - off, "%s=%lld;", e->req[i].name,
+                         (long long)e->req[i].qty);
+        if (k < 0)
+            break;
+        off += (size_t)k;
+    }
+}
+
+static Escher__Demand *demand_of(task_manager *tm, const task_entry *e)
+{
+    Escher__Demand *d = calloc(1, sizeof *d);
+    escher__demand__init(d);
+    d->n_shape = e->nreq;
+    d->shape = calloc(e->nreq + 1, sizeof *d->shape);
+    d->missing = calloc(e->nreq + 1, sizeof *d->missing);
+    for (size_t i = 0; i < e->nreq; i++) {
+        Escher__Amount *a = malloc(sizeof *a);
+        escher__amount__init(a);
+        a->name = strdup(e->req[i].name);
+        a->value = e->req[i].qty;
+        d->shape[i] = a;
+        esc_acct_row row;
+        if (!esc_acct_get(tm->r->acct, e->req[i].name, &row) &&
+            !cluster_view_has_name(tm->r->view, e->req[i].name))
+            d->missing[d->n_missing++] = strdup(e->req[i].name);
+    }
+    d->infeasible = !esc_acct_feasible(tm->r->acct, e->req, e->nreq) &&
+                    !cluster_view_find_feasible(tm->r->view, tm->r->node_id, e->req, e->nreq, NULL);
+    return d;
+}
+
+Escher__Demand **task_manager_demand(task_manager *tm, size_t *n)
+{
+    esc_strmap *by_shape = esc_strmap_new();
+    Escher__Demand **out = calloc(tm->nqueued + 1, sizeof *out);
+    *n = 0;
+    for (task_entry *e = tm->head; e; e = e->next) {
+        char key[2048];
+        shape_key(e, key, sizeof key);
+        Escher__Demand *d = esc_strmap_get(by_shape, key);
+        if (!d) {
+            d = demand_of(tm, e);
+            esc_strmap_put(by_shape, key, d);
+            out[(*n)++] = d;
+        }
+        d->count++;
+    }
+    esc_strmap_free(by_shape);
+    return out;
+}
+
+void task_manager_demand_free(Escher__Demand **d, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        protobuf_c_message_free_unpacked(&d[i]->base, NULL);
+    free(d);
+}

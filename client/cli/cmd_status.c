@@ -34,6 +34,22 @@ static json_t *resource_json(const esc_resource_info *r)
     return o;
 }
 
+static json_t *demand_json(const esc_demand *d)
+{
+    json_t *shape = json_object();
+    for (size_t i = 0; i < d->nshape; i++)
+        json_object_set_new(shape, d->shape[i].name, cli_json_qty(d->shape[i].value, false));
+    json_t *missing = json_array();
+    for (size_t i = 0; i < d->nmissing; i++)
+        json_array_append_new(missing, json_string(d->missing[i]));
+    json_t *o = json_object();
+    json_object_set_new(o, "shape", shape);
+    json_object_set_new(o, "count", json_integer(d->count));
+    json_object_set_new(o, "infeasible", json_boolean(d->infeasible));
+    json_object_set_new(o, "missing", missing);
+    return o;
+}
+
 static json_t *node_json(const esc_node_status *n)
 {
     json_t *res = json_object();
@@ -44,6 +60,13 @@ static json_t *node_json(const esc_node_status *n)
     json_object_set_new(o, "address", json_string(n->address));
     json_object_set_new(o, "state", json_string(n->state));
     json_object_set_new(o, "resources", res);
+    /* Only when tasks wait: an idle node keeps the four keys of the documented shape. */
+    if (n->ndemand) {
+        json_t *demand = json_array();
+        for (size_t i = 0; i < n->ndemand; i++)
+            json_array_append_new(demand, demand_json(&n->demand[i]));
+        json_object_set_new(o, "demand", demand);
+    }
     return o;
 }
 
@@ -85,6 +108,23 @@ static void print_resource_row(const esc_resource_info *r, int w)
     putchar('\n');
 }
 
+/* "3 tasks want {CPU: 1, ns/x: 2}  infeasible: missing ns/x" */
+static void print_demand(const esc_demand *d)
+{
+    printf("  %u task%s waiting for {", d->count, d->count == 1 ? "" : "s");
+    for (size_t i = 0; i < d->nshape; i++) {
+        char q[48];
+        cli_fmt_qty(d->shape[i].name, d->shape[i].value, false, true, q, sizeof q);
+        printf("%s%s: %s", i ? ", " : "", d->shape[i].name, q);
+    }
+    printf("}");
+    if (d->infeasible)
+        printf("  infeasible");
+    for (size_t i = 0; i < d->nmissing; i++)
+        printf("%s%s", i ? ", " : ": missing ", d->missing[i]);
+    putchar('\n');
+}
+
 static void print_node(const esc_node_status *n)
 {
     printf("\nnode %s  %s  %s  applied seq %" PRIu64 "\n", n->id, n->address, n->state,
@@ -94,6 +134,10 @@ static void print_node(const esc_node_status *n)
            "OWNER", "NAMESPACE");
     for (size_t i = 0; i < n->nresources; i++)
         print_resource_row(&n->resources[i], w);
+    if (n->ndemand)
+        printf("  pending:\n");
+    for (size_t i = 0; i < n->ndemand; i++)
+        print_demand(&n->demand[i]);
 }
 
 static int print_table(const esc_cluster_status *s)

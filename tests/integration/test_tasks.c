@@ -269,6 +269,54 @@ static void test_gpu_instances(void **state)
     esc_disconnect(cl);
 }
 
+/* Queued tasks show up in the cluster status, by shape, with what is missing. */
+static void test_status_shows_demand(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t9", 0, false);
+    uint64_t seq;
+    assert_int_equal(esc_resource_set(cl, "zero", 0, NULL, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    esc_amount nowhere[] = {{.name = "t9/nowhere", .value = ESC_QTY(1)}};
+    esc_amount zero[] = {{.name = "t9/zero", .value = ESC_QTY(1)}};
+    esc_ref *r[3] = {submit(cl, "echo", "x", nowhere, 1, 0), submit(cl, "echo", "x", nowhere, 1, 0),
+                     submit(cl, "echo", "x", zero, 1, 0)};
+    usleep(200000);
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    const esc_node_status *n0 = NULL;
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (!strcmp(s->nodes[i].id, C.raylets[0].node_id))
+            n0 = &s->nodes[i];
+    assert_non_null(n0);
+    assert_int_equal(n0->ndemand, 2);
+    bool saw_missing = false, saw_zero = false;
+    for (size_t i = 0; i < n0->ndemand; i++) {
+        const esc_demand *d = &n0->demand[i];
+        assert_int_equal(d->nshape, 1);
+        if (!strcmp(d->shape[0].name, "t9/nowhere")) {
+            saw_missing = true;
+            assert_int_equal(d->count, 2);
+            assert_true(d->infeasible);
+            assert_int_equal(d->nmissing, 1);
+            assert_string_equal(d->missing[0], "t9/nowhere");
+        } else {
+            saw_zero = true;
+            assert_string_equal(d->shape[0].name, "t9/zero");
+            assert_int_equal(d->count, 1);
+            assert_true(d->infeasible);        /* capacity 0 everywhere */
+            assert_int_equal(d->nmissing, 0);  /* but the name exists */
+        }
+    }
+    assert_true(saw_missing && saw_zero);
+    esc_cluster_status_free(s);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(esc_cancel(cl, r[i], NULL), ESC_OK);
+        esc_ref_free(r[i]);
+    }
+    esc_disconnect(cl);
+}
+
 static void test_cancel(void **state)
 {
     (void)state;
@@ -307,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_capacity_three_never_exceeded),
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_gpu_instances),
+        cmocka_unit_test(test_status_shows_demand),
         cmocka_unit_test(test_cancel),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);

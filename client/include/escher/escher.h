@@ -170,7 +170,19 @@ typedef struct {
     uint64_t applied_seq;
     esc_resource_info *resources;
     size_t nresources;
+    struct esc_demand *demand;   /* tasks queued on this node, grouped by shape */
+    size_t ndemand;
 } esc_node_status;
+
+/* Tasks waiting on a node that ask for the same resources. */
+typedef struct esc_demand {
+    esc_amount *shape;    /* names and quantities asked for (strings owned by the status) */
+    size_t nshape;
+    unsigned count;       /* how many tasks wait with this shape */
+    bool infeasible;      /* no alive node has (enough of) every resource of the shape */
+    char **missing;       /* names that exist on no alive node */
+    size_t nmissing;
+} esc_demand;
 
 typedef struct {
     uint64_t seq;           /* every alive node has applied the log up to here */
