@@ -31,7 +31,7 @@
 #include "log.h"
 #include "names.h"
 #include "object.pb-c.h"
-#include "object_announce.h"
+#include "rpc_async.h"
 #include "object_store.h"
 
 #define PARTIAL_TIMEOUT_MS 30000
@@ -56,7 +56,7 @@ typedef struct pull {
 struct raylet_objects {
     raylet *r;
     object_store *store;
-    object_announcer *ann;
+    esc_rpc_channel *gcs;      /* for the object directory (calls go out on r->async) */
     pull *pulls;               /* streams in progress, ended at shutdown */
     ev_timer sweep;
 };
@@ -77,8 +77,28 @@ static void reply_sealed(esc_rpc_ctx *call)
     esc_rpc_reply(call, &rep.base);
 }
 
-static void on_added(void *arg, int code)
+#define ANNOUNCE_TIMEOUT_MS 2000 /* retried within it; a GCS back later gets a reannounce */
+
+/* AddLocation / RemoveLocation through the raylet's outbound queue (never blocking the
+ * loop; in order, so an add and a later remove of one object stay in order). */
+static void announce(raylet_objects *o, const char *method, const char *id, const char *job_id,
+                     uint64_t size, bool is_error, esc_rpc_async_fn done, void *ud)
 {
+    Escher__ObjectLocation loc = ESCHER__OBJECT_LOCATION__INIT;
+    loc.object_id = (char *)id;
+    loc.node_id = o->r->node_id;
+    loc.job_id = (char *)(job_id ? job_id : "");
+    loc.size = size;
+    loc.is_error = is_error;
+    esc_rpc_async_call(o->r->async, o->gcs, &escher__object_directory__descriptor, method,
+                       &loc.base, ANNOUNCE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, done, ud);
+}
+
+static void on_added(void *arg, int code, const esc_status *st, ProtobufCMessage *reply)
+{
+    (void)st;
+    if (reply)
+        protobuf_c_message_free_unpacked(reply, NULL);
     add_ctx *c = arg;
     if (code == ESC_FAILED_PRECONDITION) {
         /* The GCS refused: the job ended, or this node was declared dead. */
@@ -103,8 +123,7 @@ static void announce_add(raylet_objects *o, const object_view *v, esc_rpc_ctx *c
     c->o = o;
     c->call = call;
     snprintf(c->id, sizeof c->id, "%s", v->id);
-    object_announcer_add(o->ann, v->id, o->r->node_id, v->job_id, v->size, v->is_error,
-                         on_added, c);
+    announce(o, "AddLocation", v->id, v->job_id, v->size, v->is_error, on_added, c);
 }
 
 /* ------------------------------------------------------------ partial puts */
@@ -307,7 +326,7 @@ static bool free_one(raylet_objects *o, const char *id)
     if (!object_store_delete(o->store, id, &was_sealed))
         return false;
     if (was_sealed)
-        object_announcer_remove(o->ann, id, o->r->node_id);
+        announce(o, "RemoveLocation", id, NULL, 0, false, NULL, NULL);
     return true;
 }
 
@@ -390,7 +409,7 @@ raylet_objects *raylet_objects_new(raylet *r, uint64_t capacity)
         abort();
     o->r = r;
     o->store = object_store_new(capacity, PARTIAL_TIMEOUT_MS);
-    o->ann = object_announcer_new(r->loop, r->cfg.gcs_address, r->cfg.token);
+    o->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
     ev_init(&o->sweep, on_sweep);
     o->sweep.repeat = SWEEP_PERIOD_S;
     o->sweep.data = o;
@@ -405,13 +424,7 @@ int raylet_objects_serve(raylet_objects *o, esc_rpc_server *srv)
         esc_rpc_server_handle(srv, svc, "FreeObjects", on_free_objects, o) != 0 ||
         esc_rpc_server_handle(srv, svc, "Stats", on_stats, o) != 0)
         return -1;
-    return object_announcer_start(o->ann);
-}
-
-void raylet_objects_stop(raylet_objects *o)
-{
-    if (o)
-        object_announcer_stop(o->ann);
+    return 0;
 }
 
 void raylet_objects_free(raylet_objects *o)
@@ -421,7 +434,7 @@ void raylet_objects_free(raylet_objects *o)
     while (o->pulls)
         pull_end(o->pulls, ESC_UNAVAILABLE, "raylet is shutting down");
     ev_timer_stop(esc_loop_ev(o->r->loop), &o->sweep);
-    object_announcer_free(o->ann);
+    esc_rpc_channel_free(o->gcs);
     object_store_free(o->store);
     free(o);
 }

@@ -234,7 +234,6 @@ int raylet_shutdown(raylet *r)
     esc_rpc_async_free(r->async);
     r->async = NULL;
     object_fetcher_stop(r->fetcher);
-    raylet_objects_stop(r->objects);
     if (r->loop)
         esc_loop_drain(r->loop);
     task_manager_free(r->tasks);

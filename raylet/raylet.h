@@ -8,8 +8,10 @@
  *  - the report thread (gcs_link.c) registers the node, then sends ReportNode;
  *  - the subscription thread (gcs_link.c) reads the GCS event stream and posts each
  *    event to the loop, where log_apply.c applies it;
- *  - the location sender thread (object_announce.c) tells the GCS object directory
- *    where this node's objects are.
+ *  - the outbound sender thread (runtime/rpc_async.c) makes the calls the loop must not
+ *    block on: object locations to the GCS, tasks spilled to other raylets;
+ *  - worker processes are watched through pidfds on the loop; argument fetches run on
+ *    their own short-lived threads (object_fetch.c).
  */
 #ifndef RAYLET_H
 #define RAYLET_H
@@ -198,8 +200,8 @@ void raylet_leases_free(raylet_leases *ls);
 /* The node's object store of `capacity` bytes (object_store_memory) and the state of the
  * ObjectStore service. */
 raylet_objects *raylet_objects_new(raylet *r, uint64_t capacity);
-/* Registers the ObjectStore service's handlers and starts the location sender thread.
- * Returns 0 or -1. */
+/* Registers the ObjectStore service's handlers. Returns 0 or -1. Locations are announced
+ * through r->async. */
 int raylet_objects_serve(raylet_objects *o, esc_rpc_server *srv);
 /* Stores a sealed object (a task's return value, or with is_error its error text) and
  * announces its location to the GCS. data is copied. Returns ESC_OK, or the store's
@@ -216,8 +218,6 @@ void raylet_objects_job_finished(raylet_objects *o, const char *job_id);
 /* Announces every sealed object again (after a snapshot: the GCS may have restarted and
  * lost its directory, which lives only in memory). */
 void raylet_objects_reannounce(raylet_objects *o);
-/* Stops the sender thread (before the loop's last drain). */
-void raylet_objects_stop(raylet_objects *o);
 /* Ends streams in progress and frees the store. */
 void raylet_objects_free(raylet_objects *o);
 

@@ -56,7 +56,7 @@ static pending_call *next_call(esc_rpc_async *a)
     pthread_mutex_lock(&a->mu);
     while (!a->head && !a->stopping)
         pthread_cond_wait(&a->cv, &a->mu);
-    pending_call *p = a->head;
+    pending_call *p = a->stopping ? NULL : a->head;
     if (p) {
         a->head = p->next;
         if (!a->head)
@@ -127,6 +127,13 @@ void esc_rpc_async_free(esc_rpc_async *a)
     pthread_cond_signal(&a->cv);
     pthread_mutex_unlock(&a->mu);
     pthread_join(a->thread, NULL);
+    /* Calls never made end as UNAVAILABLE, so every callback still runs once. */
+    while (a->head) {
+        pending_call *p = a->head;
+        a->head = p->next;
+        p->code = esc_status_set(&p->st, ESC_UNAVAILABLE, "shutting down");
+        a->post(a->post_ud, deliver, p);
+    }
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
     free(a);

@@ -25,8 +25,9 @@ void esc_rpc_async_call(esc_rpc_async *a, esc_rpc_channel *ch,
                         const ProtobufCMessage *req, int timeout_ms, int flags,
                         esc_rpc_async_fn fn, void *ud);
 
-/* Makes the queued calls, joins the thread and frees it; callbacks of calls made during
- * the drain are still posted, so the owner must drain its loop afterwards. */
+/* Lets the call in flight end, joins the thread and frees it; calls not made yet end
+ * with ESC_UNAVAILABLE. Every callback is posted (exactly once), so the owner drains its
+ * loop afterwards. */
 void esc_rpc_async_free(esc_rpc_async *a);
 
 #endif
