@@ -78,6 +78,7 @@ int cli_json_print(json_t *v);
 int cmd_start(const cli_globals *g, int argc, char **argv);
 int cmd_stop(const cli_globals *g, int argc, char **argv);
 int cmd_status(const cli_globals *g, int argc, char **argv);
+int cmd_logs(const cli_globals *g, int argc, char **argv);
 int cmd_resource(const cli_globals *g, int argc, char **argv);
 
 #endif

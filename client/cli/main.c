@@ -14,6 +14,7 @@ static const char usage[] =
     "  stop      stop the processes this machine's session started\n"
     "  status    show nodes and their resources (--json for a machine-readable form)\n"
     "  resource  set, add, delete and list ephemeral resources\n"
+    "  logs      a task's captured stdout or stderr\n"
     "\n"
     "global options (accepted anywhere on the line):\n"
     "  --address HOST:PORT  the GCS (default: the session directory's gcs_address)\n"
@@ -33,6 +34,7 @@ static const command commands[] = {
     {"stop", cmd_stop},
     {"status", cmd_status},
     {"resource", cmd_resource},
+    {"logs", cmd_logs},
 };
 
 /* If argv[*i] is the global option `name` ("--name value" or "--name=value"), stores

@@ -196,6 +196,7 @@ int start_raylet(start_ctx *s)
     opt_file(&a, "--token-file", s->dir, "token");
     opt(&a, "--node-ip", s->ip);
     opt_file(&a, "--node-id-file", s->dir, "node_id");
+    opt_file(&a, "--log-dir", s->dir, "logs/tasks");
     opt(&a, "--num-cpus", s->num_cpus);
     opt(&a, "--num-gpus", s->num_gpus);
     opt(&a, "--memory", s->memory);

@@ -209,10 +209,13 @@ int h_raylet_start(h_cluster *c, int i, const char *extra)
     snprintf(log, sizeof log, "%s/raylet.%d.log", c->dir, i);
     snprintf(words, sizeof words, "%s", r->extra);
     unlink(idfile);
+    /* Task logs where `escher logs` looks for a session's: DIR/logs/tasks. */
+    char logdir[300];
+    snprintf(logdir, sizeof logdir, "%s/logs/tasks", c->dir);
     char *argv[64] = {exe, "--gcs-address", c->gcs_addr, "--token-file", c->token_file,
                       "--bind", "127.0.0.1", "--port", port, "--node-id-file", idfile,
-                      "--num-cpus", "4", "--num-gpus", "0"};
-    int n = 15;
+                      "--num-cpus", "4", "--num-gpus", "0", "--log-dir", logdir};
+    int n = 17;
     n += split_words(words, argv + n, 40);
     argv[n] = NULL;
     r->pid = spawn(argv, log);

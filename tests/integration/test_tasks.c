@@ -83,6 +83,38 @@ static void test_local_task(void **state)
     esc_disconnect(cl);
 }
 
+/* A task's stdout and stderr are captured, and `escher logs` shows them. */
+static void test_task_logs(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t10", 0, false);
+    esc_task_arg a = {.data = "hello-logs", .len = 10};
+    esc_task_spec spec = {.library = LIB, .symbol = "print", .args = &a, .nargs = 1};
+    esc_ref *r = NULL;
+    char task_id[ESC_ID_MAX];
+    assert_int_equal(esc_task_submit(cl, &spec, &r, task_id, NULL), ESC_OK);
+    int code;
+    esc_status st;
+    char *v = get_str(cl, r, 10000, &code, &st);
+    assert_non_null(v);
+    free(v);
+    char cmd[1024], out[256] = {0};
+    snprintf(cmd, sizeof cmd, "%s/client/escher --session-dir %s logs %s && "
+             "%s/client/escher --session-dir %s logs %s --err",
+             getenv("ESCHER_BIN_DIR"), C.dir, task_id, getenv("ESCHER_BIN_DIR"), C.dir, task_id);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    assert_string_equal(out, "out:hello-logs\nerr:hello-logs\n");
+    snprintf(cmd, sizeof cmd, "%s/client/escher --session-dir %s logs nosuchtask 2>/dev/null",
+             getenv("ESCHER_BIN_DIR"), C.dir);
+    assert_int_not_equal(system(cmd), 0);
+    esc_ref_free(r);
+    esc_disconnect(cl);
+}
+
 static void test_remote_by_static_resource(void **state)
 {
     (void)state;
@@ -349,6 +381,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_local_task),
+        cmocka_unit_test(test_task_logs),
         cmocka_unit_test(test_remote_by_static_resource),
         cmocka_unit_test(test_arguments_from_another_node),
         cmocka_unit_test(test_waits_for_ephemeral_resource_on_remote_node),

@@ -29,6 +29,9 @@ extern "C" {
 /* A quantity from a number of units: ESC_QTY(1.5) == 15000. */
 #define ESC_QTY(x) ((int64_t)((x) * (double)ESC_QTY_UNIT + ((x) < 0 ? -0.5 : 0.5)))
 
+/* Room for a task or object id and its NUL (same as ESC_OBJECT_ID_MAX in runtime/ids.h). */
+#define ESC_ID_MAX 80
+
 typedef struct esc_client esc_client;
 
 typedef struct {
@@ -335,7 +338,7 @@ typedef struct {
  * that can hold its resources, or queues it until one can. Returns at once. On ESC_OK
  * refs[0..num_returns-1] are new references to the return values (the caller frees each
  * with esc_ref_free; read them with esc_get, which waits for the task), and task_id
- * (when not NULL, ESC_OBJECT_ID_MAX bytes) gets the task's id. A failed task's returns
+ * (when not NULL, ESC_ID_MAX bytes) gets the task's id. A failed task's returns
  * are error objects: esc_get gives ABORTED with the failure ("task returned 3", "worker
  * died: signal 11 (SIGSEGV)", "cancelled"). */
 int esc_task_submit(esc_client *c, const esc_task_spec *spec, esc_ref **refs, char *task_id,
