@@ -45,6 +45,8 @@ typedef struct {
     bool unbounded;
     bool deleted;
     bool physical;
+    int64_t need;       /* scratch of check(): the quantity a request asks of this row */
+    uint64_t need_mark; /* the check() that last wrote need */
 } slot;
 
 struct esc_acct {
@@ -55,6 +57,7 @@ struct esc_acct {
     size_t norder;
     size_t order_cap;
     uint64_t epoch;     /* bumped by each esc_acct_reset_ephemeral */
+    uint64_t checks;    /* numbers each check(), to mark its scratch sums */
     uint64_t version;
 };
 
@@ -322,39 +325,33 @@ static bool req_valid(const esc_acct_req *r)
     return r->name != NULL && r->qty > 0 && r->qty <= ESC_QTY_MAX;
 }
 
-/* Sum of the quantities asked for name req[i] by entries i.., or -1 when an earlier
- * entry already named it (that entry counted them all). */
-static int64_t need_from(const esc_acct_req *req, size_t n, size_t i)
-{
-    for (size_t j = 0; j < i; j++)
-        if (strcmp(req[j].name, req[i].name) == 0)
-            return -1;
-    int64_t need = 0;
-    for (size_t j = i; j < n; j++)
-        if (strcmp(req[j].name, req[i].name) == 0)
-            need = esc_qty_add(need, req[j].qty);
-    return need;
-}
-
 /* The common check of fits and feasible: each name present, live and, unless
- * unbounded, with its summed quantity within the limit (available or total). */
-static bool check(const esc_acct *a, const esc_acct_req *req, size_t n, bool against_total)
+ * unbounded, with its summed quantity within the limit (available or total). Repeated
+ * names are summed in per-row scratch fields, so a request of n names costs O(n): those
+ * fields are invisible state, which is why the const table may write them. */
+static bool check(const esc_acct *ca, const esc_acct_req *req, size_t n, bool against_total)
 {
-    if (a == NULL || (req == NULL && n > 0))
+    if (ca == NULL || (req == NULL && n > 0))
         return false;
-    for (size_t i = 0; i < n; i++)
+    esc_acct *a = (esc_acct *)ca;
+    uint64_t mark = ++a->checks;
+    for (size_t i = 0; i < n; i++) {
         if (!req_valid(&req[i]))
             return false;
-    for (size_t i = 0; i < n; i++) {
         int32_t id = row_id(a, req[i].name);
         if (id < 0 || a->slots[id].deleted)
             return false;
-        const slot *s = &a->slots[id];
-        int64_t need = need_from(req, n, i);
-        if (need < 0 || s->unbounded)
-            continue;
+        slot *s = &a->slots[id];
+        if (s->need_mark != mark) {
+            s->need_mark = mark;
+            s->need = 0;
+        }
+        s->need = esc_qty_add(s->need, req[i].qty);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const slot *s = &a->slots[row_id(a, req[i].name)];
         int64_t limit = against_total ? s->total : s->total - s->held;
-        if (need > limit)
+        if (!s->unbounded && s->need > limit)
             return false;
     }
     return true;
