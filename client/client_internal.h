@@ -49,4 +49,15 @@ esc_rpc_channel *esc_client_raylet_channel(esc_client *c, const char *address);
 /* strdup that maps NULL to "" so optional proto strings never need NULL checks. */
 char *esc_client_strdup(const char *s);
 
+/* ---- tasks.c ---- */
+/* Submits a task to the local raylet; an actor's creation when actor_id is set and
+ * creation is true (max_restarts applies), else with actor_id a method call numbered
+ * seq. refs/task_id as in esc_task_submit. */
+int esc_client_submit(esc_client *c, const esc_task_spec *in, const char *actor_id,
+                      bool creation, unsigned max_restarts, uint64_t seq, esc_ref **refs,
+                      char *task_id, esc_status *st);
+/* Submits an actor's method call straight to the raylet at address. */
+int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec *in,
+                         const char *actor_id, uint64_t seq, esc_ref **refs, esc_status *st);
+
 #endif

@@ -100,31 +100,65 @@ static esc_rpc_channel *local_raylet(esc_client *c, esc_status *st)
     return esc_client_raylet_channel(c, addr);
 }
 
-int esc_task_submit(esc_client *c, const esc_task_spec *in, esc_ref **refs, char *task_id,
-                    esc_status *st)
+/* Sends a built spec to the raylet on ch; on ESC_OK fills refs (and task_id). */
+static int send_spec(esc_rpc_channel *ch, spec_msg *m, esc_ref **refs, char *task_id,
+                     esc_status *st)
+{
+    ProtobufCMessage *rep = NULL;
+    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &m->spec.base,
+                          &rep, SUBMIT_TIMEOUT_MS, 0, st);
+    if (rep)
+        protobuf_c_message_free_unpacked(rep, NULL);
+    if (rc != ESC_OK)
+        return rc;
+    for (unsigned i = 0; refs && i < m->spec.num_returns; i++) {
+        char id[ESC_OBJECT_ID_MAX];
+        esc_return_id(m->task_id, i, id, sizeof id);
+        refs[i] = esc_ref_from_id(id);
+    }
+    if (task_id)
+        snprintf(task_id, ESC_OBJECT_ID_MAX, "%s", m->task_id);
+    return ESC_OK;
+}
+
+int esc_client_submit(esc_client *c, const esc_task_spec *in, const char *actor_id,
+                      bool creation, unsigned max_restarts, uint64_t seq, esc_ref **refs,
+                      char *task_id, esc_status *st)
 {
     spec_msg m;
     int rc = build_spec(c, in, &m, st);
     esc_rpc_channel *ch = rc == ESC_OK ? local_raylet(c, st) : NULL;
     if (rc == ESC_OK && !ch)
         rc = st ? st->code : ESC_UNAVAILABLE;
-    ProtobufCMessage *rep = NULL;
-    if (rc == ESC_OK)
-        rc = esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &m.spec.base,
-                          &rep, SUBMIT_TIMEOUT_MS, 0, st);
-    if (rep)
-        protobuf_c_message_free_unpacked(rep, NULL);
     if (rc == ESC_OK) {
-        for (unsigned i = 0; i < m.spec.num_returns; i++) {
-            char id[ESC_OBJECT_ID_MAX];
-            esc_return_id(m.task_id, i, id, sizeof id);
-            refs[i] = esc_ref_from_id(id);
-        }
-        if (task_id)
-            snprintf(task_id, ESC_OBJECT_ID_MAX, "%s", m.task_id);
+        m.spec.actor_id = (char *)(actor_id ? actor_id : "");
+        m.spec.actor_creation = creation;
+        m.spec.max_restarts = max_restarts;
+        m.spec.actor_call_seq = seq;
+        rc = send_spec(ch, &m, refs, task_id, st);
     }
     spec_msg_free(&m);
     return rc;
+}
+
+int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec *in,
+                         const char *actor_id, uint64_t seq, esc_ref **refs, esc_status *st)
+{
+    spec_msg m;
+    int rc = build_spec(c, in, &m, st);
+    if (rc == ESC_OK) {
+        m.spec.actor_id = (char *)actor_id;
+        m.spec.actor_call_seq = seq;
+        rc = send_spec(esc_client_raylet_channel(c, address), &m, refs, NULL, st);
+    }
+    spec_msg_free(&m);
+    return rc;
+}
+
+int esc_task_submit(esc_client *c, const esc_task_spec *in, esc_ref **refs, char *task_id,
+                    esc_status *st)
+{
+    return esc_client_submit(c, in, NULL, false, 0, 0, refs, task_id, st);
 }
 
 int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st)

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "actor_manager.h"
 #include "cluster_view.h"
 #include "log.h"
 #include "object_fetch.h"
@@ -183,6 +184,7 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->view = cluster_view_new();
     r->async = esc_rpc_async_new(esc_loop_post, r->loop);
     r->tasks = task_manager_new(r);
+    r->actors = actor_manager_new(r);
     r->fetcher = object_fetcher_new(r);
     if (start_workers(r, err, errlen) != 0)
         return -1;
@@ -238,6 +240,8 @@ int raylet_shutdown(raylet *r)
         esc_loop_drain(r->loop);
     task_manager_free(r->tasks);
     r->tasks = NULL;
+    actor_manager_free(r->actors);
+    r->actors = NULL;
     object_fetcher_free(r->fetcher);
     r->fetcher = NULL;
     cluster_view_free(r->view);

@@ -142,6 +142,7 @@ typedef struct raylet {
     worker_pool *pool;           /* escher-worker processes */
     cluster_view *view;          /* the other nodes, from the event stream */
     task_manager *tasks;         /* TaskService: placement, queue, execution */
+    struct actor_manager *actors;/* the actors hosted here */
     esc_rpc_async *async;        /* outbound calls that must not block the loop */
     struct object_fetcher *fetcher; /* argument objects from other nodes */
     raylet_link *link;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actor_manager.h"
 #include "cluster_view.h"
 #include "ids.h"
 #include "gpu_slots.h"
@@ -45,6 +46,7 @@ struct task_manager {
     esc_strmap *spilled;
     esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
     gpu_slots *gpus;                /* which GPU instance each running task holds */
+    esc_strmap *actors;             /* actor id -> creation entry holding its resources */
 };
 
 /* ------------------------------------------------------------ entries */
@@ -124,6 +126,20 @@ static void store_returns(task_manager *tm, const Escher__TaskSpec *spec,
     }
 }
 
+void task_manager_store_result(task_manager *tm, const Escher__TaskSpec *spec,
+                               const Escher__TaskResult *res)
+{
+    if (res->ok)
+        store_returns(tm, spec, res);
+    else
+        store_error(tm, spec, res->error && *res->error ? res->error : "task failed");
+}
+
+void task_manager_store_error(task_manager *tm, const Escher__TaskSpec *spec, const char *why)
+{
+    store_error(tm, spec, why);
+}
+
 /* A system failure (the worker process died) is retried; an application failure (the
  * task returned non-zero, the command exited non-zero) or a cancel is not. */
 static bool retryable(const Escher__TaskResult *res)
@@ -201,6 +217,15 @@ static void unlend_args(task_entry *e)
             e->spec->args[i]->data = (ProtobufCBinaryData){0, NULL};
 }
 
+static void on_actor_ended(void *ud)
+{
+    task_entry *e = ud;
+    task_manager *tm = e->tm;
+    release(tm, e);
+    esc_strmap_del(tm->actors, e->spec->actor_id);
+    entry_free(e);
+}
+
 static void run(task_manager *tm, task_entry *e)
 {
     raylet *r = tm->r;
@@ -225,6 +250,14 @@ static void run(task_manager *tm, task_entry *e)
     gpu_grant_format(&e->grant, ids, sizeof ids);
     snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", ids);
     const char *env[] = {node_env, gpu_env};
+    if (e->spec->actor_creation) {
+        /* An actor keeps what it was admitted with until it ends. */
+        esc_strmap_del(tm->running, e->spec->task_id);
+        esc_strmap_put(tm->actors, e->spec->actor_id, e);
+        unlend_args(e);
+        actor_start(r->actors, e->spec, env, 2, on_actor_ended, e);
+        return;
+    }
     int rc = worker_pool_run(r->pool, e->spec, env, 2, on_done, e);
     unlend_args(e);
     if (rc != 0) {
@@ -381,6 +414,17 @@ static void handle_submit(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
         esc_rpc_finish(call, ESC_UNAVAILABLE, "raylet shutting down");
         return;
     }
+    const Escher__TaskSpec *spec = (const Escher__TaskSpec *)msg;
+    if (*spec->actor_id && !spec->actor_creation) {
+        /* A method call: straight to the actor's queue (the caller found this raylet). */
+        Escher__TaskSpec *copy = (Escher__TaskSpec *)esc_pb_dup(msg);
+        Escher__SubmitTaskReply rep = ESCHER__SUBMIT_TASK_REPLY__INIT;
+        rep.accepted = true;
+        esc_rpc_reply(call, &rep.base);
+        actor_call(tm->r->actors, copy);
+        protobuf_c_message_free_unpacked(&copy->base, NULL);
+        return;
+    }
     /* Copied before the reply: replying releases the call, and the request with it. */
     task_entry *e = entry_new(tm, (Escher__TaskSpec *)esc_pb_dup(msg));
     Escher__SubmitTaskReply rep = ESCHER__SUBMIT_TASK_REPLY__INIT;
@@ -414,6 +458,15 @@ static void handle_cancel(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
     esc_rpc_reply(call, &rep.base);
 }
 
+static void handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__KillActorRequest *req = (const Escher__KillActorRequest *)msg;
+    Escher__KillActorReply rep = ESCHER__KILL_ACTOR_REPLY__INIT;
+    rep.found = actor_kill(tm->r->actors, req->actor_id, "killed");
+    esc_rpc_reply(call, &rep.base);
+}
+
 /* ------------------------------------------------------------ lifetime */
 
 /* Whole GPUs of this node, from its physical resources. */
@@ -434,6 +487,7 @@ task_manager *task_manager_new(raylet *r)
     tm->spilled = esc_strmap_new();
     tm->fetching = esc_strmap_new();
     tm->gpus = gpu_slots_new(node_gpus(r));
+    tm->actors = esc_strmap_new();
     return tm;
 }
 
@@ -545,7 +599,8 @@ int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
 {
     const ProtobufCServiceDescriptor *d = &escher__task_service__descriptor;
     return esc_rpc_server_handle(srv, d, "SubmitTask", handle_submit, tm) |
-           esc_rpc_server_handle(srv, d, "CancelTask", handle_cancel, tm);
+           esc_rpc_server_handle(srv, d, "CancelTask", handle_cancel, tm) |
+           esc_rpc_server_handle(srv, d, "KillActor", handle_kill_actor, tm);
 }
 
 void task_manager_job_finished(task_manager *tm, const char *job_id)
@@ -568,6 +623,7 @@ void task_manager_job_finished(task_manager *tm, const char *job_id)
         }
         e = next;
     }
+    actor_manager_job_finished(tm->r->actors, job_id);
     worker_pool_job_ended(tm->r->pool, job_id);
 }
 
@@ -606,6 +662,10 @@ void task_manager_free(task_manager *tm)
         entry_free(v);
     esc_strmap_free(tm->fetching);
     gpu_slots_free(tm->gpus);
+    pos = 0;
+    while (esc_strmap_next(tm->actors, &pos, &k, &v))
+        entry_free(v);
+    esc_strmap_free(tm->actors);
     free(tm);
 }
 

@@ -34,6 +34,11 @@ void task_manager_reexamine(task_manager *tm);
 /* A node died: the tasks this raylet forwarded there are submitted again while their
  * retries last (their return values died with the node), else they fail. */
 void task_manager_node_dead(task_manager *tm, const char *node_id);
+/* Stores a task's result: its return values, or error objects for a failure. */
+void task_manager_store_result(task_manager *tm, const Escher__TaskSpec *spec,
+                               const Escher__TaskResult *res);
+/* Stores error objects carrying why for every return of the task. */
+void task_manager_store_error(task_manager *tm, const Escher__TaskSpec *spec, const char *why);
 /* An argument object arrived here (object_fetch.c): tasks that have all theirs are
  * scheduled. */
 void task_manager_object_arrived(task_manager *tm, const char *id);

@@ -71,6 +71,7 @@ typedef struct worker {
     worker_pool *pool;
     char id[ESC_ID_HEX + 1];
     char *job_id;
+    char *actor_id; /* an actor's worker: only its tasks, never idle-stopped; else NULL */
     char **env; /* the task environment it was started with, sorted */
     size_t nenv;
     pid_t pid;
@@ -105,6 +106,12 @@ typedef struct {
 } task_list;
 
 static void pump(worker_pool *p);
+
+/* The actor a task belongs to, or NULL. */
+static const char *actor_of(const pool_task *t)
+{
+    return t->spec->actor_id && *t->spec->actor_id ? t->spec->actor_id : NULL;
+}
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents);
 
 /* ------------------------------------------------------------------------- tasks */
@@ -257,7 +264,8 @@ static void set_state(worker *w, wstate s)
         arm_timer(w, START_TIMEOUT_S);
         break;
     case W_IDLE:
-        arm_timer(w, w->pool->idle_timeout);
+        /* An actor's state lives in its worker: it waits for calls as long as it lives. */
+        arm_timer(w, w->actor_id ? 0 : w->pool->idle_timeout);
         break;
     case W_STOPPING:
         arm_timer(w, STOP_GRACE_S);
@@ -353,6 +361,7 @@ static void worker_free(worker *w)
     esc_frame_conn_free(w->conn);
     env_free(w->env, w->nenv);
     free(w->job_id);
+    free(w->actor_id);
     free(w);
 }
 
@@ -515,6 +524,7 @@ static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errle
     }
     w->job_id = strdup(t->spec->job_id);
     w->env = env_copy((const char *const *)t->env, t->nenv, &w->nenv);
+    w->actor_id = actor_of(t) ? strdup(actor_of(t)) : NULL;
     ev_timer_init(&w->timer, on_timer, 0, 0);
     ev_io_init(&w->exit_io, on_pidfd, -1, EV_READ);
     ev_child_init(&w->child, on_child, 0, 0);
@@ -546,19 +556,26 @@ static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errle
 
 /* --------------------------------------------------------------------- dispatch */
 
+static bool same_actor(const worker *w, const pool_task *t)
+{
+    const char *a = actor_of(t);
+    return a ? w->actor_id && !strcmp(w->actor_id, a) : !w->actor_id;
+}
+
 static worker *find_idle(worker_pool *p, const pool_task *t)
 {
     for (worker *w = p->workers; w; w = w->next)
-        if (w->state == W_IDLE && !strcmp(w->job_id, t->spec->job_id) &&
+        if (w->state == W_IDLE && !strcmp(w->job_id, t->spec->job_id) && same_actor(w, t) &&
             env_equal(w->env, w->nenv, t->env, t->nenv))
             return w;
     return NULL;
 }
 
+/* An idle worker that may be stopped to make room: never an actor's. */
 static worker *any_idle(worker_pool *p)
 {
     for (worker *w = p->workers; w; w = w->next)
-        if (w->state == W_IDLE)
+        if (w->state == W_IDLE && !w->actor_id)
             return w;
     return NULL;
 }
@@ -859,6 +876,26 @@ bool worker_pool_cancel(worker_pool *p, const char *task_id)
     fail_list(&failed);
     pump(p);
     return true;
+}
+
+void worker_pool_actor_ended(worker_pool *p, const char *actor_id)
+{
+    task_list failed = {0};
+    for (worker *w = p->workers; w; w = w->next) {
+        if (!w->actor_id || strcmp(w->actor_id, actor_id) || w->state == W_STOPPING)
+            continue;
+        if (w->state == W_IDLE) {
+            worker_stop(w);
+            continue;
+        }
+        if (w->task) {
+            push_failed(&failed, w->task, "actor killed");
+            w->task = NULL;
+        }
+        worker_kill(w);
+    }
+    fail_list(&failed);
+    pump(p);
 }
 
 void worker_pool_job_ended(worker_pool *p, const char *job_id)

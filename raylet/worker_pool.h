@@ -75,6 +75,12 @@ int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *co
  * ok = false, error "cancelled". Returns false when the pool has no such task. */
 bool worker_pool_cancel(worker_pool *p, const char *task_id);
 
+/* A task whose spec names an actor (actor_id) runs on that actor's own worker: the
+ * first one starts it, later ones reuse it; it serves no other task and is never
+ * stopped for being idle or to make room. This ends it: idle, it is asked to exit;
+ * busy, it is killed and its task ends (before this returns) with "actor killed". */
+void worker_pool_actor_ended(worker_pool *p, const char *actor_id);
+
 /* Asks the idle workers of a job to exit, kills its busy ones, and drops its queued
  * tasks; running and queued tasks end (before this returns) with error "job ended".
  * The processes are reaped from the loop as they exit. */

@@ -349,6 +349,114 @@ static void test_status_shows_demand(void **state)
     esc_disconnect(cl);
 }
 
+static esc_ref *actor_add(esc_client *cl, esc_actor *a, long long x)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", x);
+    esc_task_arg arg = {.data = buf, .len = strlen(buf)};
+    esc_ref *r = NULL;
+    esc_status st;
+    int rc = esc_actor_call(cl, a, "counter_add", &arg, 1, 1, &r, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "actor call: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    return r;
+}
+
+static int64_t held_cpu(esc_client *cl)
+{
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    int64_t held = -1;
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (!strcmp(s->nodes[i].id, C.raylets[0].node_id))
+            held = esc_node_resource(&s->nodes[i], "CPU")->held;
+    esc_cluster_status_free(s);
+    return held;
+}
+
+/* An actor keeps state between calls, runs one caller's calls in order, holds its
+ * resources while alive, and after a kill its calls fail instead of hanging. */
+static void test_actor_order_state_kill(void **state)
+{
+    (void)state;
+    enum { N = 100 };
+    esc_client *cl = h_connect(&C, "t11", 0, false);
+    esc_amount cpu[] = {{.name = "CPU", .value = ESC_QTY(1)}};
+    esc_actor_spec spec = {.name = "counter", .library = LIB, .init_symbol = "counter_init",
+                           .resources = cpu, .nresources = 1};
+    esc_actor *a = NULL;
+    assert_int_equal(esc_actor_create(cl, &spec, &a, NULL), ESC_OK);
+    esc_ref *refs[N];
+    for (int i = 0; i < N; i++)
+        refs[i] = actor_add(cl, a, i + 1);
+    for (int i = 0; i < N; i++) {
+        int code;
+        esc_status st;
+        char *v = get_str(cl, refs[i], 10000, &code, &st);
+        assert_non_null(v);
+        assert_int_equal(atoll(v), (long long)(i + 1) * (i + 2) / 2); /* in order, one state */
+        free(v);
+        esc_ref_free(refs[i]);
+    }
+    assert_int_equal(held_cpu(cl), ESC_QTY(1)); /* held for its life */
+    assert_int_equal(esc_actor_kill(cl, a, NULL), ESC_OK);
+    esc_ref *late = actor_add(cl, a, 1);
+    int code;
+    esc_status st;
+    assert_null(get_str(cl, late, 5000, &code, &st));
+    assert_int_equal(code, ESC_ABORTED);
+    assert_non_null(strstr(st.message, "died"));
+    esc_ref_free(late);
+    for (int i = 0; i < 100 && held_cpu(cl) != 0; i++)
+        usleep(20000);
+    assert_int_equal(held_cpu(cl), 0);
+    assert_int_equal(esc_actor_kill(cl, a, NULL), ESC_NOT_FOUND);
+    esc_actor_free(a);
+    esc_disconnect(cl);
+}
+
+/* A crashed actor restarts (state lost, init again) while max_restarts allows, then dies. */
+static void test_actor_restart(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t12", 0, false);
+    esc_actor_spec spec = {.name = "fragile", .library = LIB, .init_symbol = "counter_init",
+                           .max_restarts = 1};
+    esc_actor *a = NULL;
+    assert_int_equal(esc_actor_create(cl, &spec, &a, NULL), ESC_OK);
+    int code;
+    esc_status st;
+    esc_ref *r = actor_add(cl, a, 5);
+    char *v = get_str(cl, r, 10000, &code, &st);
+    assert_non_null(v);
+    assert_string_equal(v, "5");
+    free(v);
+    esc_ref_free(r);
+    for (int round = 0; round < 2; round++) {
+        esc_ref *boom = NULL;
+        assert_int_equal(esc_actor_call(cl, a, "crash", NULL, 0, 1, &boom, &st), ESC_OK);
+        assert_null(get_str(cl, boom, 10000, &code, &st));
+        assert_int_equal(code, ESC_ABORTED);
+        assert_non_null(strstr(st.message, "SIGSEGV"));
+        esc_ref_free(boom);
+        r = actor_add(cl, a, 1);
+        v = get_str(cl, r, 10000, &code, &st);
+        if (round == 0) {
+            assert_non_null(v);
+            assert_string_equal(v, "1"); /* restarted: the counter began again */
+        } else {
+            assert_null(v);               /* no restarts left: dead */
+            assert_int_equal(code, ESC_ABORTED);
+            assert_non_null(strstr(st.message, "died"));
+        }
+        free(v);
+        esc_ref_free(r);
+    }
+    esc_actor_free(a);
+    esc_disconnect(cl);
+}
+
 static void test_cancel(void **state)
 {
     (void)state;
@@ -389,6 +497,8 @@ int main(void)
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_gpu_instances),
         cmocka_unit_test(test_status_shows_demand),
+        cmocka_unit_test(test_actor_order_state_kill),
+        cmocka_unit_test(test_actor_restart),
         cmocka_unit_test(test_cancel),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);

@@ -169,3 +169,26 @@ ESC_TASK(gpu_probe)
     const char *v = getenv("CUDA_VISIBLE_DEVICES");
     return esc_buf_printf(ret, "%s", v ? v : "(unset)");
 }
+
+/* An actor's state: a counter in the worker process. */
+static long long counter;
+
+ESC_TASK(counter_init)
+{
+    (void)ctx;
+    (void)arg;
+    (void)len;
+    (void)ret;
+    counter = 0;
+    return 0;
+}
+
+/* Adds its argument (decimal) to the counter; returns the new value. */
+ESC_TASK(counter_add)
+{
+    (void)ctx;
+    char buf[32] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    counter += atoll(buf);
+    return esc_buf_printf(ret, "%lld", counter);
+}

@@ -35,7 +35,8 @@ extern "C" {
 typedef struct esc_client esc_client;
 
 typedef struct {
-    /* GCS address "host:port". NULL: read "gcs_address" from the session directory. */
+    /* GCS address "host:port". NULL: $ESCHER_ADDRESS, else "gcs_address" in the session
+     * directory. */
     const char *address;
     /* Cluster token. NULL: $ESCHER_TOKEN, else "token" in the session directory. */
     const char *token;
@@ -220,6 +221,13 @@ typedef struct {
 int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st);
 void esc_jobs_free(esc_job_info *jobs, size_t n);
 
+/* Ends a running job (job_id NULL: the client's own) as FINISHED, or FAILED when failed
+ * is set: its non-detached ephemeral resources and its objects are removed, and every
+ * raylet drops its queued tasks and kills its running ones. Ending a job that has ended
+ * already is ESC_OK and changes nothing; an unknown job is ESC_NOT_FOUND. A client whose
+ * own job was ended this way must still be freed with esc_disconnect. */
+int esc_job_finish(esc_client *c, const char *job_id, bool failed, esc_status *st);
+
 /* ------------------------------------------------------------------ key-value */
 
 /* In the key-value calls a NULL ns means the client's namespace. */
@@ -354,6 +362,46 @@ int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st);
  * timeout: the caller reads *nready. */
 int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
              int timeout_ms, bool *ready, size_t *nready, esc_status *st);
+
+/* ------------------------------------------------------------------ actors */
+
+/* An actor: a worker process that holds its resources for its whole life, keeps state
+ * between calls (static data of its library) and runs its method calls one at a time, in
+ * the order each caller made them. */
+typedef struct esc_actor esc_actor;
+
+typedef struct {
+    const char *name;            /* for logs */
+    const char *library;         /* the shared library of its methods (ESC_TASK functions) */
+    const char *init_symbol;     /* run first, once per (re)start; NULL: none */
+    const esc_amount *resources; /* held for the actor's life; placement as for tasks */
+    size_t nresources;
+    unsigned max_restarts;       /* restarts after its worker dies (state is lost) */
+} esc_actor_spec;
+
+/* Creates an actor: placed like a task (it may wait for its resources); returns at once.
+ * *out is the caller's handle (esc_actor_free; the actor lives on until killed or its
+ * job ends). */
+int esc_actor_create(esc_client *c, const esc_actor_spec *spec, esc_actor **out,
+                     esc_status *st);
+
+/* Calls method (an ESC_TASK function of the actor's library) with args on the actor.
+ * Waits (up to 60 s) until the actor is placed, then returns at once with num_returns
+ * references (0 means 1), read with esc_get. Calls of one caller run in the order made.
+ * A call of a dead actor returns references to error objects ("actor ... died: ...");
+ * FAILED_PRECONDITION when the actor's creation failed (st says why). */
+int esc_actor_call(esc_client *c, esc_actor *a, const char *method, const esc_task_arg *args,
+                   size_t nargs, unsigned num_returns, esc_ref **refs, esc_status *st);
+
+/* Kills the actor: a running call ends as "actor killed", later calls fail, its resources
+ * are released. ESC_NOT_FOUND when it is not alive. */
+int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st);
+
+/* The actor's id (owned by the handle). */
+const char *esc_actor_id(const esc_actor *a);
+
+/* Frees the handle (the actor is untouched). */
+void esc_actor_free(esc_actor *a);
 
 #ifdef __cplusplus
 }

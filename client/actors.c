@@ -1,0 +1,120 @@
+/* actors.c: creating actors, calling their methods in order, killing them (escher.h).
+ *
+ * Creation is a task with actor_creation set, submitted to the local raylet like any
+ * task (so it is placed by resources). Its host publishes its address in the GCS
+ * key-value store (namespace "_actors"); a caller looks it up once and then sends every
+ * method call straight to that raylet, one synchronous SubmitTask at a time, which is
+ * what keeps a caller's calls in order. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client_internal.h"
+#include "ids.h"
+#include "task.pb-c.h"
+
+#define ACTOR_KV_NS "_actors"
+#define LOOKUP_TIMEOUT_MS 60000
+#define CALL_TIMEOUT_MS 10000
+
+struct esc_actor {
+    char id[ESC_ID_HEX * 2 + 1];
+    char *library;
+    char address[300];       /* its raylet, once known */
+    esc_ref *created;        /* the creation's return: an error object if it failed */
+    uint64_t seq;            /* calls made, for actor_call_seq */
+};
+
+int esc_actor_create(esc_client *c, const esc_actor_spec *spec, esc_actor **out, esc_status *st)
+{
+    *out = NULL;
+    if (!spec->library || !*spec->library)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "an actor needs its task library");
+    esc_actor *a = calloc(1, sizeof *a);
+    esc_random_hex(a->id, ESC_ID_HEX);
+    a->library = strdup(spec->library);
+    esc_task_spec t = {.name = spec->name ? spec->name : "actor", .library = spec->library,
+                       .symbol = spec->init_symbol, .resources = spec->resources,
+                       .nresources = spec->nresources};
+    int rc = esc_client_submit(c, &t, a->id, true, spec->max_restarts, 0, &a->created, NULL, st);
+    if (rc != ESC_OK) {
+        esc_actor_free(a);
+        return rc;
+    }
+    *out = a;
+    return ESC_OK;
+}
+
+const char *esc_actor_id(const esc_actor *a)
+{
+    return a->id;
+}
+
+/* Finds the actor's raylet: waits for its address in the key-value store, giving up
+ * early when its creation failed. */
+static int locate(esc_client *c, esc_actor *a, esc_status *st)
+{
+    if (a->address[0])
+        return ESC_OK;
+    uint64_t end = esc_now_ms() + LOOKUP_TIMEOUT_MS;
+    long nap_ms = 1;
+    for (;;) {
+        void *v = NULL;
+        size_t len = 0;
+        int rc = esc_kv_get(c, ACTOR_KV_NS, a->id, &v, &len, st);
+        if (rc == ESC_OK) {
+            snprintf(a->address, sizeof a->address, "%.*s", (int)len, (char *)v);
+            free(v);
+            return ESC_OK;
+        }
+        void *err = NULL;
+        size_t elen;
+        if (esc_get(c, a->created, 0, &err, &elen, st) == ESC_ABORTED)
+            return ESC_FAILED_PRECONDITION; /* st says why the creation failed */
+        free(err);
+        if (esc_now_ms() >= end)
+            return esc_status_set(st, ESC_DEADLINE_EXCEEDED, "actor %s was not placed in %d s",
+                                  a->id, LOOKUP_TIMEOUT_MS / 1000);
+        struct timespec ts = {0, nap_ms * 1000000L};
+        nanosleep(&ts, NULL);
+        nap_ms = nap_ms * 2 > 100 ? 100 : nap_ms * 2;
+    }
+}
+
+int esc_actor_call(esc_client *c, esc_actor *a, const char *method, const esc_task_arg *args,
+                   size_t nargs, unsigned num_returns, esc_ref **refs, esc_status *st)
+{
+    int rc = locate(c, a, st);
+    if (rc != ESC_OK)
+        return rc;
+    esc_task_spec t = {.name = method, .library = a->library, .symbol = method, .args = args,
+                       .nargs = nargs, .num_returns = num_returns};
+    return esc_client_submit_to(c, a->address, &t, a->id, ++a->seq, refs, st);
+}
+
+int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st)
+{
+    int rc = locate(c, a, st);
+    if (rc != ESC_OK)
+        return rc;
+    Escher__KillActorRequest req = ESCHER__KILL_ACTOR_REQUEST__INIT;
+    req.actor_id = a->id;
+    Escher__KillActorReply *rep = NULL;
+    rc = esc_rpc_call(esc_client_raylet_channel(c, a->address), &escher__task_service__descriptor,
+                      "KillActor", &req.base, (ProtobufCMessage **)&rep, CALL_TIMEOUT_MS, 0, st);
+    if (rc == ESC_OK && !rep->found)
+        rc = esc_status_set(st, ESC_NOT_FOUND, "actor %s is not alive", a->id);
+    if (rep)
+        protobuf_c_message_free_unpacked(&rep->base, NULL);
+    return rc;
+}
+
+void esc_actor_free(esc_actor *a)
+{
+    if (!a)
+        return;
+    esc_ref_free(a->created);
+    free(a->library);
+    free(a);
+}

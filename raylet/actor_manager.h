@@ -1,0 +1,47 @@
+/* actor_manager.h: the actors hosted by this raylet.
+ *
+ * An actor is created by a task with actor_creation set: it is placed like any task
+ * (admission, spillback, queue), and once admitted here it keeps its resources for its
+ * whole life. Its state lives in its own worker process (worker_pool: the tasks of an
+ * actor run on the actor's worker only). Its method calls are sent by callers straight
+ * to this raylet and run one at a time in arrival order. The actor's address is
+ * published in the GCS key-value store (namespace "_actors"), where callers look it up.
+ * A worker crash restarts the actor (its init runs again, its state is lost) while
+ * max_restarts allows; after that, or after a kill, the actor is dead: its resources are
+ * released and every later call ends as an error object ("actor ... died: why"), never
+ * a hang.
+ */
+#ifndef RAYLET_ACTOR_MANAGER_H
+#define RAYLET_ACTOR_MANAGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "task.pb-c.h"
+
+struct raylet;
+typedef struct actor_manager actor_manager;
+
+/* Called once when a started actor ends for good (its resources can be released). */
+typedef void (*actor_ended_fn)(void *ud);
+
+actor_manager *actor_manager_new(struct raylet *r);
+void actor_manager_free(actor_manager *am);
+
+/* Starts an admitted actor from its creation spec (copied) with the task environment its
+ * worker keeps (env copied). Runs the spec's function as the actor's init when it names
+ * one; the creation's return object is stored when the actor is ready (or failed). */
+void actor_start(actor_manager *am, const Escher__TaskSpec *creation, const char *const *env,
+                 size_t nenv, actor_ended_fn ended, void *ud);
+
+/* Queues a method call (spec copied; actor_id set, actor_creation not). A call for an
+ * actor this raylet never hosted or that died ends at once as error objects. */
+void actor_call(actor_manager *am, const Escher__TaskSpec *call);
+
+/* Kills an actor hosted here. Returns false when there is none alive by that id. */
+bool actor_kill(actor_manager *am, const char *actor_id, const char *why);
+
+/* Kills the actors of a job that ended. */
+void actor_manager_job_finished(actor_manager *am, const char *job_id);
+
+#endif
