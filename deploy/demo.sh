@@ -21,6 +21,7 @@ step "$ESC" status
 step "$BUILD/examples/ephemeral_resources"
 step "$BUILD/examples/fanout" 200
 step "$BUILD/examples/placement"
+step "$BUILD/examples/actor"
 step "$ESC" resource delete queue
 step "$ESC" status --json
 pids=$(cat "$SESSION"/pids/*.pid)

@@ -30,6 +30,7 @@ typedef struct fetch {
     size_t len;
     bool is_error;
     char *obj_error;
+    bool local;     /* the object turned up on this node: nothing to pull */
 } fetch;
 
 struct object_fetcher {
@@ -117,9 +118,14 @@ static int fetch_round(fetch *x)
     if (rc != ESC_OK)
         return rc;
     rc = ESC_NOT_FOUND;
-    for (size_t i = 0; rep->found && i < rep->n_node_ids && rc != ESC_OK; i++)
-        if (strcmp(rep->node_ids[i], f->r->node_id) != 0)
+    for (size_t i = 0; rep->found && i < rep->n_node_ids && rc != ESC_OK; i++) {
+        if (strcmp(rep->node_ids[i], f->r->node_id) == 0) {
+            x->local = true; /* stored here meanwhile (a task of this node made it) */
+            rc = ESC_OK;
+        } else {
             rc = pull(x, rep->addresses[i]);
+        }
+    }
     protobuf_c_message_free_unpacked(&rep->base, NULL);
     return rc;
 }
@@ -145,7 +151,9 @@ static void deliver(void *arg)
     unlink_fetch(f, x);
     pthread_mutex_unlock(&f->mu);
     struct raylet *r = f->r;
-    if (x->code == ESC_OK) {
+    if (x->code == ESC_OK && x->local) {
+        task_manager_object_arrived(r->tasks, x->id);
+    } else if (x->code == ESC_OK) {
         int rc = raylet_store_object(r, x->id, x->job_id, x->data, x->len, x->is_error,
                                      x->obj_error);
         if (rc == ESC_OK || rc == ESC_ALREADY_EXISTS)

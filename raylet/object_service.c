@@ -32,6 +32,7 @@
 #include "names.h"
 #include "object.pb-c.h"
 #include "rpc_async.h"
+#include "task_manager.h"
 #include "object_store.h"
 
 #define PARTIAL_TIMEOUT_MS 30000
@@ -117,6 +118,9 @@ static void on_added(void *arg, int code, const esc_status *st, ProtobufCMessage
 
 static void announce_add(raylet_objects *o, const object_view *v, esc_rpc_ctx *call)
 {
+    /* Tasks here waiting for this object as an argument can go now. */
+    if (o->r->tasks)
+        task_manager_object_arrived(o->r->tasks, v->id);
     add_ctx *c = calloc(1, sizeof *c);
     if (!c)
         abort();

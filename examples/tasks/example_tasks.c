@@ -40,3 +40,31 @@ ESC_TASK(where)
     const char *node = getenv("ESCHER_NODE_ID");
     return esc_buf_printf(ret, "%s", node ? node : "?");
 }
+
+/* The state of an account actor: lives in its worker between calls. */
+static long long balance;
+
+/* Opens the account with the balance in its argument (decimal; empty: 0). */
+ESC_TASK(account_open)
+{
+    (void)ctx;
+    (void)ret;
+    char buf[32] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    balance = atoll(buf);
+    return 0;
+}
+
+/* Adds the (signed) amount in its argument; refuses to go below zero (returns 1: the
+ * call fails and the balance is unchanged). Returns the new balance. */
+ESC_TASK(account_apply)
+{
+    (void)ctx;
+    char buf[32] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    long long amount = atoll(buf);
+    if (balance + amount < 0)
+        return 1;
+    balance += amount;
+    return esc_buf_printf(ret, "%lld", balance);
+}

@@ -151,6 +151,22 @@ static void test_arguments_from_another_node(void **state)
     assert_string_equal(v, "from-b");
     free(v);
 
+    /* A producer still running on this node: the consumer starts when its value is stored
+     * here (no fetch from anywhere). */
+    esc_ref *local_slow = submit(on_a, "stamp", "300", NULL, 0, 0);
+    esc_task_arg a0 = {.ref = local_slow};
+    esc_task_spec local_consume = {.library = LIB, .symbol = "echo", .args = &a0, .nargs = 1};
+    esc_ref *r0 = NULL;
+    assert_int_equal(esc_task_submit(on_a, &local_consume, &r0, NULL, NULL), ESC_OK);
+    double t0 = h_now_ms();
+    v = get_str(on_a, r0, 10000, &code, &st);
+    assert_non_null(v);
+    assert_non_null(strstr(v, C.raylets[0].node_id));
+    assert_true(h_now_ms() - t0 < 3000);
+    free(v);
+    esc_ref_free(local_slow);
+    esc_ref_free(r0);
+
     /* A producer on node 1 that takes 300 ms, a consumer on node 0 that needs its value. */
     esc_amount b[] = {{.name = "only_b", .value = ESC_QTY(1)}};
     esc_ref *slow = submit(on_a, "stamp", "300", b, 1, 0);
