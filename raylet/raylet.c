@@ -233,6 +233,7 @@ int raylet_shutdown(raylet *r)
      * then the forwarding thread drains; then the loop runs what they posted. */
     worker_pool_free(r->pool);
     r->pool = NULL;
+    task_manager_stop(r->tasks);
     esc_rpc_async_free(r->async);
     r->async = NULL;
     object_fetcher_stop(r->fetcher);

@@ -21,7 +21,7 @@
 #include "worker_pool.h"
 
 #define MAX_RETURNS 1024
-#define FORWARD_TIMEOUT_MS 5000
+#define FORWARD_TIMEOUT_MS 30000
 
 typedef struct task_entry {
     struct task_entry *prev, *next; /* the queue, while waiting */
@@ -47,6 +47,9 @@ struct task_manager {
     esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
     gpu_slots *gpus;                /* which GPU instance each running task holds */
     esc_strmap *actors;             /* actor id -> creation entry holding its resources */
+    /* Spilled tasks go out on their own queue: a forward waiting for a slow or dead peer
+     * must not hold up the raylet's other outbound calls (object locations). */
+    esc_rpc_async *forwarder;
 };
 
 /* ------------------------------------------------------------ entries */
@@ -292,10 +295,16 @@ static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMess
     if (code == ESC_OK) {
         esc_strmap_put(f->tm->spilled, f->e->spec->task_id, f->e);
     } else {
+        /* It waits here; the next event or release re-examines it and may spill it again
+         * (the hop it did not make is not counted). */
         ESC_WARN("spilling task %s failed (%s %s); it waits here", f->e->spec->task_id,
                  esc_status_name(code), st->message);
-        f->e->spec->spill_hops = ESC_MAX_SPILL_HOPS;
+        if (f->e->spec->spill_hops > 0)
+            f->e->spec->spill_hops--;
+        free(f->e->spilled_to);
+        f->e->spilled_to = NULL;
         enqueue(f->tm, f->e);
+        raylet_changed(f->tm->r, true);
     }
     free(f);
 }
@@ -307,8 +316,11 @@ static void forward(task_manager *tm, task_entry *e, const char *address, const 
     e->spilled_to = strdup(node_id);
     forward_ctx *f = malloc(sizeof *f);
     *f = (forward_ctx){tm, e};
-    esc_rpc_async_call(tm->r->async, peer(tm, address), &escher__task_service__descriptor,
-                       "SubmitTask", &e->spec->base, FORWARD_TIMEOUT_MS, 0, on_forwarded, f);
+    /* Retried while the peer is unreachable: a task may then run twice (at least once,
+     * like any retried task; its return ids are the same). */
+    esc_rpc_async_call(tm->forwarder, peer(tm, address), &escher__task_service__descriptor,
+                       "SubmitTask", &e->spec->base, FORWARD_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
+                       on_forwarded, f);
 }
 
 /* Where could this task go when it does not fit here now? NULL: stay. */
@@ -488,7 +500,16 @@ task_manager *task_manager_new(raylet *r)
     tm->fetching = esc_strmap_new();
     tm->gpus = gpu_slots_new(node_gpus(r));
     tm->actors = esc_strmap_new();
+    tm->forwarder = esc_rpc_async_new(esc_loop_post, r->loop);
     return tm;
+}
+
+void task_manager_stop(task_manager *tm)
+{
+    if (tm) {
+        esc_rpc_async_free(tm->forwarder);
+        tm->forwarder = NULL;
+    }
 }
 
 /* Removes and returns the spilled entries matching node_id or job_id (one of them). */

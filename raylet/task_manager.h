@@ -52,6 +52,9 @@ size_t task_manager_queued(const task_manager *tm);
 Escher__Demand **task_manager_demand(task_manager *tm, size_t *n);
 void task_manager_demand_free(Escher__Demand **d, size_t n);
 size_t task_manager_running(const task_manager *tm);
+/* Stops forwarding (forwards not made end as failures, posted to the loop): call
+ * before the loop's last drain. */
+void task_manager_stop(task_manager *tm);
 /* Fails queued tasks ("raylet shutting down") and frees the manager; the worker pool
  * must already be freed (it ends the running tasks). */
 void task_manager_free(task_manager *tm);

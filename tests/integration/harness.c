@@ -231,7 +231,15 @@ esc_client *h_connect(h_cluster *c, const char *ns, int local, bool detached)
                           .detached = detached, .session_dir = c->dir};
     esc_client *cl = NULL;
     esc_status st = {0};
-    if (esc_connect(&o, &cl, &st) != ESC_OK) {
+    /* A daemon just (re)started on a loaded machine may refuse the very first connection:
+     * a few tries, as a user would retry. */
+    int rc = ESC_UNAVAILABLE;
+    for (int i = 0; i < 10 && rc == ESC_UNAVAILABLE; i++) {
+        if (i)
+            sleep_ms(300);
+        rc = esc_connect(&o, &cl, &st);
+    }
+    if (rc != ESC_OK) {
         fprintf(stderr, "connect failed: %s %s\n", esc_status_name(st.code), st.message);
         exit(1);
     }

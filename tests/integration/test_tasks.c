@@ -68,14 +68,14 @@ static void test_local_task(void **state)
     esc_ref *r = submit(cl, "echo", "hello", NULL, 0, 0);
     int code;
     esc_status st;
-    char *v = get_str(cl, r, 10000, &code, &st);
+    char *v = get_str(cl, r, 30000, &code, &st);
     assert_non_null(v);
     assert_string_equal(v, "hello");
     free(v);
     esc_ref_free(r);
     /* Where did it run: ESCHER_NODE_ID of the worker. */
     r = submit(cl, "getenv_task", "ESCHER_NODE_ID", NULL, 0, 0);
-    v = get_str(cl, r, 10000, &code, &st);
+    v = get_str(cl, r, 30000, &code, &st);
     assert_non_null(v);
     assert_string_equal(v, C.raylets[0].node_id);
     free(v);
@@ -95,7 +95,7 @@ static void test_task_logs(void **state)
     assert_int_equal(esc_task_submit(cl, &spec, &r, task_id, NULL), ESC_OK);
     int code;
     esc_status st;
-    char *v = get_str(cl, r, 10000, &code, &st);
+    char *v = get_str(cl, r, 30000, &code, &st);
     assert_non_null(v);
     free(v);
     char cmd[1024], out[256] = {0};
@@ -123,7 +123,7 @@ static void test_remote_by_static_resource(void **state)
     esc_ref *r = submit(cl, "getenv_task", "ESCHER_NODE_ID", b, 1, 0);
     int code;
     esc_status st;
-    char *v = get_str(cl, r, 10000, &code, &st);
+    char *v = get_str(cl, r, 30000, &code, &st);
     assert_non_null(v);
     assert_string_equal(v, C.raylets[1].node_id); /* spilled from raylet 0 to raylet 1 */
     free(v);
@@ -146,7 +146,7 @@ static void test_arguments_from_another_node(void **state)
     assert_int_equal(esc_task_submit(on_a, &echo, &r1, NULL, NULL), ESC_OK);
     int code;
     esc_status st;
-    char *v = get_str(on_a, r1, 10000, &code, &st);
+    char *v = get_str(on_a, r1, 30000, &code, &st);
     assert_non_null(v);
     assert_string_equal(v, "from-b");
     free(v);
@@ -159,7 +159,7 @@ static void test_arguments_from_another_node(void **state)
     esc_ref *r0 = NULL;
     assert_int_equal(esc_task_submit(on_a, &local_consume, &r0, NULL, NULL), ESC_OK);
     double t0 = h_now_ms();
-    v = get_str(on_a, r0, 10000, &code, &st);
+    v = get_str(on_a, r0, 30000, &code, &st);
     assert_non_null(v);
     assert_non_null(strstr(v, C.raylets[0].node_id));
     assert_true(h_now_ms() - t0 < 3000);
@@ -174,7 +174,7 @@ static void test_arguments_from_another_node(void **state)
     esc_task_spec consume = {.library = LIB, .symbol = "echo", .args = &a2, .nargs = 1};
     esc_ref *r2 = NULL;
     assert_int_equal(esc_task_submit(on_a, &consume, &r2, NULL, NULL), ESC_OK);
-    v = get_str(on_a, r2, 10000, &code, &st);
+    v = get_str(on_a, r2, 30000, &code, &st);
     assert_non_null(v);
     assert_non_null(strstr(v, C.raylets[1].node_id)); /* stamp's text, made on node 1 */
     free(v);
@@ -201,7 +201,7 @@ static void test_waits_for_ephemeral_resource_on_remote_node(void **state)
     uint64_t seq;
     double t0 = h_now_ms();
     assert_int_equal(esc_resource_set(cl, "later", ESC_QTY(1), &b, &seq, NULL), ESC_OK);
-    v = get_str(cl, r, 10000, &code, &st);
+    v = get_str(cl, r, 30000, &code, &st);
     assert_non_null(v);
     assert_string_equal(v, C.raylets[1].node_id);
     assert_true(h_now_ms() - t0 < 5000);
@@ -255,13 +255,13 @@ static void test_failures(void **state)
     int code;
     esc_status st;
     esc_ref *r = submit(cl, "fail", NULL, NULL, 0, 3);
-    assert_null(get_str(cl, r, 10000, &code, &st));
+    assert_null(get_str(cl, r, 30000, &code, &st));
     assert_int_equal(code, ESC_ABORTED);
     assert_non_null(strstr(st.message, "task returned 3")); /* not retried: an app error */
     esc_ref_free(r);
 
     r = submit(cl, "crash", NULL, NULL, 0, 0);
-    assert_null(get_str(cl, r, 10000, &code, &st));
+    assert_null(get_str(cl, r, 30000, &code, &st));
     assert_int_equal(code, ESC_ABORTED);
     assert_non_null(strstr(st.message, "SIGSEGV"));
     esc_ref_free(r);
@@ -269,7 +269,7 @@ static void test_failures(void **state)
     char marker[300];
     snprintf(marker, sizeof marker, "%s/crash_once", C.dir);
     r = submit(cl, "crash_once", marker, NULL, 0, 1);
-    char *v = get_str(cl, r, 10000, &code, &st);
+    char *v = get_str(cl, r, 30000, &code, &st);
     assert_non_null(v);
     assert_string_equal(v, "survived"); /* the worker crashed, the retry ran */
     free(v);
@@ -290,8 +290,8 @@ static void test_gpu_instances(void **state)
     esc_ref *none = submit(cl, "gpu_probe", "0", NULL, 0, 0);
     int code;
     esc_status st;
-    char *va = get_str(cl, a, 10000, &code, &st), *vb = get_str(cl, b, 10000, &code, &st);
-    char *vn = get_str(cl, none, 10000, &code, &st);
+    char *va = get_str(cl, a, 30000, &code, &st), *vb = get_str(cl, b, 30000, &code, &st);
+    char *vn = get_str(cl, none, 30000, &code, &st);
     assert_non_null(va);
     assert_non_null(vb);
     assert_non_null(vn);
@@ -302,8 +302,8 @@ static void test_gpu_instances(void **state)
     free(vn);
     esc_ref *h1 = submit(cl, "gpu_probe", "200", half, 1, 0);
     esc_ref *h2 = submit(cl, "gpu_probe", "200", half, 1, 0);
-    va = get_str(cl, h1, 10000, &code, &st);
-    vb = get_str(cl, h2, 10000, &code, &st);
+    va = get_str(cl, h1, 30000, &code, &st);
+    vb = get_str(cl, h2, 30000, &code, &st);
     assert_non_null(va);
     assert_non_null(vb);
     assert_string_equal(va, vb); /* packed on one instance */
@@ -409,7 +409,7 @@ static void test_actor_order_state_kill(void **state)
     for (int i = 0; i < N; i++) {
         int code;
         esc_status st;
-        char *v = get_str(cl, refs[i], 10000, &code, &st);
+        char *v = get_str(cl, refs[i], 30000, &code, &st);
         assert_non_null(v);
         assert_int_equal(atoll(v), (long long)(i + 1) * (i + 2) / 2); /* in order, one state */
         free(v);
@@ -444,7 +444,7 @@ static void test_actor_restart(void **state)
     int code;
     esc_status st;
     esc_ref *r = actor_add(cl, a, 5);
-    char *v = get_str(cl, r, 10000, &code, &st);
+    char *v = get_str(cl, r, 30000, &code, &st);
     assert_non_null(v);
     assert_string_equal(v, "5");
     free(v);
@@ -452,12 +452,12 @@ static void test_actor_restart(void **state)
     for (int round = 0; round < 2; round++) {
         esc_ref *boom = NULL;
         assert_int_equal(esc_actor_call(cl, a, "crash", NULL, 0, 1, &boom, &st), ESC_OK);
-        assert_null(get_str(cl, boom, 10000, &code, &st));
+        assert_null(get_str(cl, boom, 30000, &code, &st));
         assert_int_equal(code, ESC_ABORTED);
         assert_non_null(strstr(st.message, "SIGSEGV"));
         esc_ref_free(boom);
         r = actor_add(cl, a, 1);
-        v = get_str(cl, r, 10000, &code, &st);
+        v = get_str(cl, r, 30000, &code, &st);
         if (round == 0) {
             assert_non_null(v);
             assert_string_equal(v, "1"); /* restarted: the counter began again */
