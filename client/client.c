@@ -84,7 +84,9 @@ static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **to
                              esc_status *st)
 {
     const char *dir = esc_session_dir(o->session_dir);
-    c->address = discover(o->address, NULL, dir, "gcs_address");
+    /* $ESCHER_ADDRESS is how a job's entrypoint, run by a worker on any node, finds the
+     * cluster that runs it (escher job submit sets it). */
+    c->address = discover(o->address, "ESCHER_ADDRESS", dir, "gcs_address");
     if (!c->address)
         return esc_status_set(st, ESC_UNAVAILABLE,
                               "no cluster address: cannot read %s/gcs_address (%s); start a "

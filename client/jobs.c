@@ -1,4 +1,4 @@
-/* jobs.c: listing the job table (ListJobs). */
+/* jobs.c: the job table: listing it (ListJobs) and ending a job (FinishJob). */
 #include "client_internal.h"
 
 #include <stdlib.h>
@@ -58,4 +58,17 @@ void esc_jobs_free(esc_job_info *jobs, size_t n)
         free(jobs[i].entrypoint);
     }
     free(jobs);
+}
+
+int esc_job_finish(esc_client *c, const char *job_id, bool failed, esc_status *st)
+{
+    Escher__FinishJobRequest req = ESCHER__FINISH_JOB_REQUEST__INIT;
+    req.job_id = (char *)(job_id ? job_id : esc_client_job_id(c));
+    req.failed = failed;
+    ProtobufCMessage *m;
+    /* Idempotent: finishing a job that has ended already changes nothing. */
+    int rc = esc_client_call(c, "FinishJob", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    if (rc == ESC_OK)
+        protobuf_c_message_free_unpacked(m, NULL);
+    return rc;
 }

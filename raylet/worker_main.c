@@ -17,6 +17,10 @@
  * tasks are forked and exec'ed with their own argv, env and cwd, their stdout/stderr on
  * the log files. This executable exports esc_buf_* and esc_task_* (linked with
  * -rdynamic) so that task libraries resolve them here without linking libescher.
+ *
+ * A command task whose env has ESCHER_JOB_WORKDIR_KEY=<job id> (a job's entrypoint,
+ * from `escher job submit --working-dir`) starts in a fresh copy of the job's working
+ * directory, <log_dir>/jobs/<job id>/, unpacked from the GCS first.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,6 +32,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -293,8 +298,8 @@ static char **merge_env(char **extra, size_t nextra)
 
 /* In the forked child. Async-signal-safe calls only, except for the message after a
  * failed chdir/exec (the worker is single-threaded unless a task left threads behind). */
-static void exec_child(const Escher__CommandRef *cmd, char **argv, char **env, int out,
-                       int err, pid_t worker)
+static void exec_child(const char *cwd, char **argv, char **env, int out, int err,
+                       pid_t worker)
 {
     /* The command dies with its worker (a cancel kills the worker's process group, but
      * a raylet that dies leaves the worker only its own death signal). */
@@ -307,8 +312,8 @@ static void exec_child(const Escher__CommandRef *cmd, char **argv, char **env, i
     dup2(out, STDOUT_FILENO);
     dup2(err, STDERR_FILENO);
     signal(SIGPIPE, SIG_DFL);
-    if (cmd->cwd && cmd->cwd[0] && chdir(cmd->cwd) < 0) {
-        dprintf(STDERR_FILENO, "escher-worker: chdir %s: %s\n", cmd->cwd, strerror(errno));
+    if (cwd && cwd[0] && chdir(cwd) < 0) {
+        dprintf(STDERR_FILENO, "escher-worker: chdir %s: %s\n", cwd, strerror(errno));
         _exit(127);
     }
     execvpe(argv[0], argv, env);
@@ -316,20 +321,185 @@ static void exec_child(const Escher__CommandRef *cmd, char **argv, char **env, i
     _exit(127);
 }
 
-static void run_command(const Escher__CommandRef *cmd, int out, int err, outcome *o)
+/* Runs argv (argv[0] a path) with env, stdin /dev/null and stdout/stderr on err, and
+ * waits for it. Returns its wait status, or -1 when it could not be forked. */
+static int run_helper(char **argv, char **env, int err)
+{
+    fflush(NULL);
+    pid_t worker = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* it dies with us, like a command */
+        if (getppid() != worker)
+            _exit(127);
+        int null = open("/dev/null", O_RDONLY);
+        if (null >= 0)
+            dup2(null, STDIN_FILENO);
+        dup2(err, STDOUT_FILENO);
+        dup2(err, STDERR_FILENO);
+        signal(SIGPIPE, SIG_DFL);
+        execve(argv[0], argv, env);
+        dprintf(STDERR_FILENO, "escher-worker: exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    if (pid < 0)
+        return -1;
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return status;
+}
+
+/* The value of KEY in a task's "KEY=VALUE" strings, or NULL. */
+static const char *env_value(char **env, size_t n, const char *key)
+{
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(env[i], key, klen) && env[i][klen] == '=')
+            return env[i] + klen + 1;
+    return NULL;
+}
+
+static bool executable_at(char *out, size_t len, const char *dir, const char *rel)
+{
+    int n = snprintf(out, len, "%s/%s", dir, rel);
+    return n > 0 && (size_t)n < len && access(out, X_OK) == 0;
+}
+
+/* Finds the escher CLI as the CLI finds the daemons, the other way round: in
+ * $ESCHER_BIN_DIR/client, next to this executable, in ../client from its directory (the
+ * build tree), then on PATH. */
+static int find_cli(char *out, size_t len)
+{
+    const char *bin = getenv("ESCHER_BIN_DIR");
+    if (bin && *bin && executable_at(out, len, bin, "client/escher"))
+        return 0;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        if (executable_at(out, len, exe, "escher") ||
+            executable_at(out, len, exe, "../client/escher"))
+            return 0;
+    }
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        size_t n = strcspn(path, ":");
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%.*s", (int)n, path);
+        if (n > 0 && executable_at(out, len, dir, "escher"))
+            return 0;
+        path += n + (path[n] == ':');
+    }
+    return -1;
+}
+
+/* A fresh directory for the job's working copy: <log_dir>/jobs/<job_id>, or, when that
+ * exists (the entrypoint is retried), <log_dir>/jobs/<job_id>.XXXXXX, so that no
+ * attempt starts in what an earlier one left. */
+static int make_workdir(const char *log_dir, const char *job_id, char *dir, size_t len,
+                        outcome *o)
+{
+    int n = snprintf(dir, len, "%s/jobs", log_dir);
+    if (n < 0 || (size_t)n + strlen(job_id) + 9 >= len) {
+        snprintf(o->error, sizeof o->error, "log directory path too long: %.400s", log_dir);
+        return -1;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        snprintf(o->error, sizeof o->error, "cannot create %.400s: %s", dir, strerror(errno));
+        return -1;
+    }
+    /* Fits: checked above, with room for the suffix. */
+    char *end = dir + n;
+    sprintf(end, "/%s", job_id);
+    if (mkdir(dir, 0755) == 0)
+        return 0;
+    if (errno == EEXIST) {
+        sprintf(end, "/%s.XXXXXX", job_id);
+        if (mkdtemp(dir))
+            return 0;
+    }
+    snprintf(o->error, sizeof o->error, "cannot create %.400s: %s", dir, strerror(errno));
+    return -1;
+}
+
+/* Unpacks job_id's working directory into a fresh dir. The download needs a GCS client,
+ * and gRPC linked into the worker would add about 40 ms of loading to every worker
+ * start, so `escher job fetch-workdir` does it, with the task's env (ESCHER_ADDRESS and
+ * ESCHER_TOKEN) and its messages in the task's stderr. */
+static int fetch_workdir(const char *job_id, const char *log_dir, char **env, int err,
+                         char *dir, size_t len, outcome *o)
+{
+    if (!valid_task_id(job_id)) {
+        snprintf(o->error, sizeof o->error, "invalid ESCHER_JOB_WORKDIR_KEY \"%.100s\"", job_id);
+        return -1;
+    }
+    char cli[4096];
+    if (find_cli(cli, sizeof cli) != 0) {
+        snprintf(o->error, sizeof o->error,
+                 "cannot fetch the working directory of job %s: no escher CLI in "
+                 "$ESCHER_BIN_DIR/client, next to escher-worker, in ../client or on PATH",
+                 job_id);
+        return -1;
+    }
+    if (make_workdir(log_dir, job_id, dir, len, o) != 0)
+        return -1;
+    char *argv[] = {cli, "job", "fetch-workdir", (char *)job_id, dir, NULL};
+    int status = run_helper(argv, env, err);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char how[64] = "a failed fork";
+        if (status != -1)
+            esc_wait_status_desc(status, how, sizeof how);
+        snprintf(o->error, sizeof o->error,
+                 "cannot fetch the working directory of job %s: escher job fetch-workdir "
+                 "ended with %s (see the task's stderr)",
+                 job_id, how);
+        return -1;
+    }
+    return 0;
+}
+
+/* The directory the command starts in: its cwd, taken relative to the job's working
+ * copy when it has one. Returns 0, or -1 with o->error set. */
+static int command_cwd(const Escher__CommandRef *cmd, const char *log_dir, char **env,
+                       int err, char *cwd, size_t len, outcome *o)
+{
+    const char *given = cmd->cwd ? cmd->cwd : "";
+    const char *job = env_value(cmd->env, cmd->n_env, "ESCHER_JOB_WORKDIR_KEY");
+    if (!job || !job[0] || given[0] == '/') {
+        snprintf(cwd, len, "%s", given);
+        return 0;
+    }
+    char dir[4096];
+    if (fetch_workdir(job, log_dir, env, err, dir, sizeof dir, o) != 0)
+        return -1;
+    snprintf(cwd, len, "%s%s%s", dir, given[0] ? "/" : "", given);
+    return 0;
+}
+
+static void run_command(const Escher__CommandRef *cmd, const char *log_dir, int out, int err,
+                        outcome *o)
 {
     if (cmd->n_argv == 0) {
         snprintf(o->error, sizeof o->error, "command task with an empty argv");
         return;
     }
+    char **env = merge_env(cmd->env, cmd->n_env);
+    char cwd[4200];
+    if (command_cwd(cmd, log_dir, env, err, cwd, sizeof cwd, o) != 0) {
+        free(env);
+        return;
+    }
     char **argv = calloc(cmd->n_argv + 1, sizeof *argv);
     memcpy(argv, cmd->argv, cmd->n_argv * sizeof *argv);
-    char **env = merge_env(cmd->env, cmd->n_env);
     fflush(NULL); /* the child must not flush our buffered output a second time */
     pid_t worker = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        exec_child(cmd, argv, env, out, err, worker);
+        exec_child(cwd, argv, env, out, err, worker);
     free(argv);
     free(env);
     if (pid < 0) {
@@ -363,7 +533,7 @@ static void run_task(const Escher__TaskSpec *spec, const char *log_dir, outcome 
     int err = out < 0 ? -1 : open_log(log_dir, spec->task_id, "err", o);
     if (out >= 0 && err >= 0) {
         if (spec->command && spec->command->n_argv)
-            run_command(spec->command, out, err, o);
+            run_command(spec->command, log_dir, out, err, o);
         else if (spec->function)
             run_function(spec, out, err, o);
         else

@@ -41,6 +41,16 @@ bool cli_pathf(char *out, size_t len, const char *fmt, ...) __attribute__((forma
  * GCS's default for a new job). Prints the error itself; returns an exit code. */
 int cli_connect(const cli_globals *g, const char *ns, esc_client **out);
 
+/* Connects as a job's driver (`escher job submit`): a long-lived client whose liveness
+ * stream keeps the job running until esc_disconnect, or until this process dies and the
+ * GCS's job timeout passes. Prints the error itself; returns an exit code. */
+int cli_connect_driver(const cli_globals *g, const char *ns, esc_client **out);
+
+/* The GCS address and the token as esc_connect finds them (the option, then
+ * $ESCHER_ADDRESS / $ESCHER_TOKEN, then the session's file): malloc'd, NULL when none. */
+char *cli_address(const cli_globals *g);
+char *cli_token(const cli_globals *g);
+
 /* ------------------------------------------------------------- arguments (args.c) */
 
 typedef struct {
@@ -80,5 +90,6 @@ int cmd_stop(const cli_globals *g, int argc, char **argv);
 int cmd_status(const cli_globals *g, int argc, char **argv);
 int cmd_logs(const cli_globals *g, int argc, char **argv);
 int cmd_resource(const cli_globals *g, int argc, char **argv);
+int cmd_job(const cli_globals *g, int argc, char **argv);
 
 #endif

@@ -1,31 +1,20 @@
 /* cmd_logs.c: `escher logs TASK_ID [--err]`: a task's captured stdout (or stderr).
  *
- * Raylets started by `escher start` write task logs to SESSION/logs/tasks/ (their
- * --log-dir), as task-<id>.out and .err. This command reads them from the local
- * session; a task that ran on another machine has its logs in that machine's session. */
-#include <errno.h>
+ * Workers write a task's output to task-<id>.out and .err in their raylet's --log-dir
+ * (SESSION/logs/tasks/ for raylets that `escher start` started). This command reads them
+ * from this machine only (task_logs.c says where it looks); a task that ran on another
+ * machine has its logs there. */
 #include <stdio.h>
-#include <string.h>
 
-#include "cli.h"
+#include "job.h"
 #include "names.h"
-#include "../session.h"
 
 static const char usage[] =
     "usage: escher logs TASK_ID [--err]\n"
     "\n"
-    "Prints what the task wrote to stdout (--err: stderr), from this machine's session\n"
-    "logs (SESSION/logs/tasks/task-TASK_ID.out or .err).\n";
-
-static int copy_file(FILE *f)
-{
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        if (fwrite(buf, 1, n, stdout) != n)
-            return cli_fail("cannot write the log: %s", strerror(errno));
-    return CLI_EXIT_OK;
-}
+    "Prints what the task wrote to stdout (--err: stderr). Looks on this machine only: in\n"
+    "the session's logs/tasks/, then in every /tmp/escher/session_*/logs/tasks/, then in\n"
+    "/tmp/escher/logs/*/ (raylets started without `escher start`).\n";
 
 int cmd_logs(const cli_globals *g, int argc, char **argv)
 {
@@ -39,17 +28,13 @@ int cmd_logs(const cli_globals *g, int argc, char **argv)
     if (rc)
         return rc;
     if (npos != 1)
-        return cli_usage("logs takes one TASK_ID");
-    if (!esc_name_valid(pos[0]))
-        return cli_usage("not a task id: %s", pos[0]);
-    const char *dir = esc_session_dir(g->session_dir);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/logs/tasks/task-%s.%s", dir, pos[0], err ? "err" : "out");
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return cli_fail("no logs of task %s in this session (%s: %s)", pos[0], path,
-                        strerror(errno));
-    rc = copy_file(f);
-    fclose(f);
-    return rc;
+        return cli_usage("logs takes one TASK_ID (see --help)");
+    /* Task ids become file names: nothing that could leave the log directory. */
+    if (!esc_object_id_valid(pos[0]))
+        return cli_usage("not a task id: \"%s\"", pos[0]);
+    char dir[PATH_MAX];
+    if (!cli_task_logs_find(g->session_dir, pos[0], dir, sizeof dir))
+        return cli_fail("no logs of task %s on this machine (did it run on another node?)",
+                        pos[0]);
+    return cli_task_log_print(dir, pos[0], err ? "err" : "out", stdout);
 }

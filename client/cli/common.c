@@ -58,30 +58,63 @@ int cli_status_fail(const esc_status *st)
 /* gRPC's "failed to connect to all addresses" does not say which cluster was meant. */
 static int unreachable(const cli_globals *g, const esc_status *st)
 {
-    char *from_session = g->address ? NULL
-                                    : esc_session_read(esc_session_dir(g->session_dir),
-                                                       "gcs_address");
-    const char *addr = g->address ? g->address : from_session ? from_session : "?";
+    const char *env = getenv("ESCHER_ADDRESS");
+    char *from_session = g->address || (env && *env)
+                             ? NULL
+                             : esc_session_read(esc_session_dir(g->session_dir), "gcs_address");
+    const char *addr = g->address         ? g->address
+                       : (env && *env)    ? env
+                       : from_session     ? from_session
+                                          : "?";
     cli_fail("%s: no GCS answers at %s (is the cluster running?): %s",
              esc_status_name(st->code), addr, st->message);
     free(from_session);
     return CLI_EXIT_FAIL;
 }
 
-int cli_connect(const cli_globals *g, const char *ns, esc_client **out)
+static int connect_with(const cli_globals *g, esc_connect_opts *o, esc_client **out)
 {
-    esc_connect_opts o = {
-        .address = g->address,
-        .token = g->token,
-        .session_dir = g->session_dir,
-        .namespace_ = ns,
-        /* A CLI call is over in a moment; what it creates must outlive it. */
-        .detached = true,
-        .short_lived = true,
-    };
+    o->address = g->address;
+    o->token = g->token;
+    o->session_dir = g->session_dir;
     esc_status st;
-    int rc = esc_connect(&o, out, &st);
+    int rc = esc_connect(o, out, &st);
     if (rc == ESC_UNAVAILABLE && strncmp(st.message, "no cluster address", 18) != 0)
         return unreachable(g, &st);
     return rc == ESC_OK ? CLI_EXIT_OK : cli_status_fail(&st);
+}
+
+int cli_connect(const cli_globals *g, const char *ns, esc_client **out)
+{
+    /* A CLI call is over in a moment; what it creates must outlive it. */
+    esc_connect_opts o = {.namespace_ = ns, .detached = true, .short_lived = true};
+    return connect_with(g, &o, out);
+}
+
+int cli_connect_driver(const cli_globals *g, const char *ns, esc_client **out)
+{
+    esc_connect_opts o = {.namespace_ = ns};
+    return connect_with(g, &o, out);
+}
+
+/* The first of an explicit value, an environment variable and a session file. */
+static char *resolve(const char *explicit_value, const char *env, const cli_globals *g,
+                     const char *file)
+{
+    if (explicit_value && *explicit_value)
+        return strdup(explicit_value);
+    const char *e = getenv(env);
+    if (e && *e)
+        return strdup(e);
+    return esc_session_read(esc_session_dir(g->session_dir), file);
+}
+
+char *cli_address(const cli_globals *g)
+{
+    return resolve(g->address, "ESCHER_ADDRESS", g, "gcs_address");
+}
+
+char *cli_token(const cli_globals *g)
+{
+    return resolve(g->token, "ESCHER_TOKEN", g, "token");
 }

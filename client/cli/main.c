@@ -14,6 +14,7 @@ static const char usage[] =
     "  stop      stop the processes this machine's session started\n"
     "  status    show nodes and their resources (--json for a machine-readable form)\n"
     "  resource  set, add, delete and list ephemeral resources\n"
+    "  job       submit a command as a job, list, inspect and stop jobs\n"
     "  logs      a task's captured stdout or stderr\n"
     "\n"
     "global options (accepted anywhere on the line):\n"
@@ -34,6 +35,7 @@ static const command commands[] = {
     {"stop", cmd_stop},
     {"status", cmd_status},
     {"resource", cmd_resource},
+    {"job", cmd_job},
     {"logs", cmd_logs},
 };
 
