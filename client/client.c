@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ids.h"
 #include "log.h"
 #include "names.h"
 #include "session.h"
@@ -119,6 +120,8 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
                               o->namespace_);
     esc_client *c = calloc(1, sizeof *c);
     esc_client_raylets_init(c);
+    pthread_mutex_init(&c->owner_mu, NULL);
+    esc_random_hex(c->owner_id, 16);
     c->detached = o->detached;
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
     char *token = NULL;
@@ -162,6 +165,8 @@ void esc_disconnect(esc_client *c)
         return;
     /* Stop the stream first so its end is not mistaken for anything but our leaving. */
     esc_subscription_stop(c->live);
+    esc_owner_free(c->owner); /* what is queued goes out before the job ends */
+    pthread_mutex_destroy(&c->owner_mu);
     if (c->job_id)
         finish_job(c);
     esc_rpc_channel_free(c->gcs);

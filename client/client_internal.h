@@ -27,6 +27,10 @@ struct esc_client {
     pthread_mutex_t raylets_mu;
     struct esc_strmap *raylet_channels;   /* address -> esc_rpc_channel */
     struct esc_strmap *raylet_addresses;  /* node id -> malloc'd "host:port" */
+    /* owner.c: the tasks this client submits, started with the first one. */
+    char owner_id[33];
+    pthread_mutex_t owner_mu;
+    struct esc_owner *owner;
 };
 
 /* One unary call of a Gcs method with the client's default deadline. */
@@ -59,5 +63,48 @@ int esc_client_submit(esc_client *c, const esc_task_spec *in, const char *actor_
 /* Submits an actor's method call straight to the raylet at address. */
 int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec *in,
                          const char *actor_id, uint64_t seq, esc_ref **refs, esc_status *st);
+
+/* ---- owner.c ---- */
+typedef struct esc_owner esc_owner;
+
+/* A return of one of the client's tasks, as its raylet told it. */
+typedef struct {
+    bool is_error;
+    int code;           /* is_error: ABORTED (the task failed), or why it was never run */
+    char *error;
+    bool inlined;       /* data holds the value (size bytes and a NUL) */
+    void *data;
+    uint64_t size;
+    char *address;      /* the raylet that stores it */
+} esc_owned_value;
+void esc_owned_value_free(esc_owned_value *v);
+
+/* The client's owner (started at the first call: the results stream and the sender
+ * thread), or NULL with st when the client has no local raylet. */
+esc_owner *esc_owner_get(esc_client *c, esc_status *st);
+/* The client's owner if it was started, else NULL. */
+esc_owner *esc_owner_peek(esc_client *c);
+/* Ends the sender (after sending what is queued) and the stream; frees. NULL: no-op. */
+void esc_owner_free(esc_owner *o);
+/* Queues a packed TaskSpec (taken) whose returns are expected on the stream. */
+void esc_owner_submit(esc_owner *o, const char *task_id, unsigned nreturns, void *packed,
+                      size_t len);
+/* Returns once every task queued before the call has reached the raylet (or failed). */
+void esc_owner_flush(esc_owner *o);
+
+enum {
+    ESC_OWNED_READY,    /* the value is here */
+    ESC_OWNED_PENDING,  /* it will come on the stream */
+    ESC_OWNED_UNKNOWN,  /* not expected on the stream: ask the GCS directory */
+};
+/* Takes id's value out of the table (*out, the caller frees it), waiting up to wait_ms
+ * while it is pending. Returns one of the states above. */
+int esc_owner_take(esc_owner *o, const char *id, int wait_ms, esc_owned_value **out);
+/* The state of id, without taking it. */
+int esc_owner_state(esc_owner *o, const char *id);
+/* Waits until something arrives or ms pass. */
+void esc_owner_wait_change(esc_owner *o, int ms);
+/* Stops expecting id and drops its value (released). */
+void esc_owner_forget(esc_owner *o, const char *id);
 
 #endif

@@ -299,15 +299,59 @@ static void pause_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-int esc_get(esc_client *c, const esc_ref *ref, int timeout_ms, void **data, size_t *len,
-            esc_status *st)
+/* A value the results stream brought: inline, or pulled from the raylet named. Returns
+ * ESC_OK, a final error, or ESC_UNAVAILABLE when the directory should be asked. */
+static int get_owned(esc_client *c, const esc_ref *ref, esc_owned_value *v, const deadline *d,
+                     void **data, size_t *len, esc_status *st)
 {
-    esc_status local;
-    if (!st)
-        st = &local; /* the helpers read the status back */
-    *data = NULL;
-    *len = 0;
-    deadline d = deadline_in(timeout_ms);
+    if (v->is_error)
+        return esc_status_set(st, v->code, "%s", v->error[0] ? v->error : "task failed");
+    if (v->inlined) {
+        *data = v->data;
+        *len = (size_t)v->size;
+        v->data = NULL;
+        return esc_status_set(st, ESC_OK, NULL);
+    }
+    int rc = pull_from(c, v->address, ref->id, d->forever ? 0 : d->once ? c->timeout_ms
+                                                                        : left_ms(d),
+                       data, len, st);
+    return rc == ESC_OK || rc == ESC_ABORTED || rc == ESC_RESOURCE_EXHAUSTED ? rc
+                                                                              : ESC_UNAVAILABLE;
+}
+
+/* The results stream is trusted this long before the directory is asked as well: its
+ * notice may have been lost on the way. */
+#define STREAM_TRUST_MS 1000
+
+/* Looks for the value among the results of the client's own tasks. Returns ESC_OK or a
+ * final error when that settles it, ESC_UNAVAILABLE to ask the directory. */
+static int get_from_owner(esc_client *c, const esc_ref *ref, const deadline *d, void **data,
+                          size_t *len, esc_status *st)
+{
+    esc_owner *o = esc_owner_peek(c);
+    if (!o)
+        return ESC_UNAVAILABLE;
+    int wait = d->once ? 0 : d->forever ? STREAM_TRUST_MS : left_ms(d);
+    if (wait > STREAM_TRUST_MS)
+        wait = STREAM_TRUST_MS;
+    esc_owned_value *v = NULL;
+    int state = esc_owner_take(o, ref->id, wait, &v);
+    if (state == ESC_OWNED_PENDING && !d->forever && !d->once && left_ms(d) == 0)
+        return esc_status_set(st, ESC_DEADLINE_EXCEEDED, "object %s is not available in time",
+                              ref->id);
+    if (state != ESC_OWNED_READY)
+        return ESC_UNAVAILABLE;
+    int rc = get_owned(c, ref, v, d, data, len, st);
+    esc_owned_value_free(v);
+    return rc;
+}
+
+/* Finds the value through the GCS directory: waits there until some node holds it,
+ * then pulls it. */
+static int get_from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
+                              const deadline *dl, void **data, size_t *len, esc_status *st)
+{
+    deadline d = *dl;
     for (;;) {
         Escher__GetLocationsReply *r = NULL;
         int rc = get_locations(c, ref->id, d.once ? 0 : left_ms(&d), &r, st);
@@ -330,6 +374,26 @@ int esc_get(esc_client *c, const esc_ref *ref, int timeout_ms, void **data, size
     }
 }
 
+int esc_get(esc_client *c, const esc_ref *ref, int timeout_ms, void **data, size_t *len,
+            esc_status *st)
+{
+    esc_status local;
+    if (!st)
+        st = &local; /* the helpers read the status back */
+    *data = NULL;
+    *len = 0;
+    deadline d = deadline_in(timeout_ms);
+    int rc = get_from_owner(c, ref, &d, data, len, st);
+    if (rc != ESC_UNAVAILABLE)
+        return rc;
+    rc = get_from_directory(c, ref, timeout_ms, &d, data, len, st);
+    /* Settled without the stream: a notice coming later is not kept for anyone. */
+    esc_owner *o = esc_owner_peek(c);
+    if (o && rc != ESC_DEADLINE_EXCEEDED)
+        esc_owner_forget(o, ref->id);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ release, locations */
 
 int esc_ref_release(esc_client *c, const esc_ref *ref, esc_status *st)
@@ -337,6 +401,9 @@ int esc_ref_release(esc_client *c, const esc_ref *ref, esc_status *st)
     esc_status local;
     if (!st)
         st = &local; /* the helpers read the status back */
+    esc_owner *o = esc_owner_peek(c);
+    if (o)
+        esc_owner_forget(o, ref->id);
     Escher__GetLocationsReply *r = NULL;
     int rc = get_locations(c, ref->id, 0, &r, st);
     if (rc != ESC_OK)

@@ -7,9 +7,11 @@
 
 #include "client_internal.h"
 #include "ids.h"
+#include "qty.h"
 #include "task.pb-c.h"
 
 #define SUBMIT_TIMEOUT_MS 10000
+#define MAX_RETURNS 1024 /* as the raylet */
 
 static size_t count_strings(const char *const *v)
 {
@@ -92,12 +94,42 @@ static int build_spec(esc_client *c, const esc_task_spec *in, spec_msg *m, esc_s
     return ESC_OK;
 }
 
+/* The raylet's checks, made here too: submission is asynchronous, and a mistake in the
+ * spec is best reported by the call that made it. */
+static int check_request(const esc_task_spec *in, esc_status *st)
+{
+    if (in->num_returns > MAX_RETURNS)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "at most %d returns", MAX_RETURNS);
+    for (size_t i = 0; i < in->nresources; i++) {
+        const esc_amount *a = &in->resources[i];
+        if (!a->name || !*a->name || a->value <= 0 || a->value > ESC_QTY_MAX || a->unbounded)
+            return esc_status_set(st, ESC_INVALID_ARGUMENT, "bad resource request '%.80s'",
+                                  a->name ? a->name : "");
+    }
+    for (size_t i = 0; i < in->nargs; i++)
+        if (in->args[i].ref == NULL && in->args[i].len && !in->args[i].data)
+            return esc_status_set(st, ESC_INVALID_ARGUMENT, "argument %zu has no data", i);
+    return ESC_OK;
+}
+
 static esc_rpc_channel *local_raylet(esc_client *c, esc_status *st)
 {
     char addr[300];
     if (esc_client_raylet_address(c, NULL, addr, sizeof addr, st) != ESC_OK)
         return NULL;
     return esc_client_raylet_channel(c, addr);
+}
+
+/* refs to the spec's returns (when refs is not NULL), and its task id. */
+static void give_refs(const spec_msg *m, esc_ref **refs, char *task_id)
+{
+    for (unsigned i = 0; refs && i < m->spec.num_returns; i++) {
+        char id[ESC_OBJECT_ID_MAX];
+        esc_return_id(m->task_id, i, id, sizeof id);
+        refs[i] = esc_ref_from_id(id);
+    }
+    if (task_id)
+        snprintf(task_id, ESC_OBJECT_ID_MAX, "%s", m->task_id);
 }
 
 /* Sends a built spec to the raylet on ch; on ESC_OK fills refs (and task_id). */
@@ -111,13 +143,7 @@ static int send_spec(esc_rpc_channel *ch, spec_msg *m, esc_ref **refs, char *tas
         protobuf_c_message_free_unpacked(rep, NULL);
     if (rc != ESC_OK)
         return rc;
-    for (unsigned i = 0; refs && i < m->spec.num_returns; i++) {
-        char id[ESC_OBJECT_ID_MAX];
-        esc_return_id(m->task_id, i, id, sizeof id);
-        refs[i] = esc_ref_from_id(id);
-    }
-    if (task_id)
-        snprintf(task_id, ESC_OBJECT_ID_MAX, "%s", m->task_id);
+    give_refs(m, refs, task_id);
     return ESC_OK;
 }
 
@@ -155,10 +181,37 @@ int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec
     return rc;
 }
 
+/* Packs the spec into a new buffer. */
+static void *pack_spec(const spec_msg *m, size_t *len)
+{
+    *len = protobuf_c_message_get_packed_size(&m->spec.base);
+    uint8_t *packed = malloc(*len ? *len : 1);
+    if (!packed)
+        abort();
+    protobuf_c_message_pack(&m->spec.base, packed);
+    return packed;
+}
+
 int esc_task_submit(esc_client *c, const esc_task_spec *in, esc_ref **refs, char *task_id,
                     esc_status *st)
 {
-    return esc_client_submit(c, in, NULL, false, 0, 0, refs, task_id, st);
+    esc_status local;
+    if (!st)
+        st = &local; /* the owner's failure is read back */
+    spec_msg m;
+    if (check_request(in, st) != ESC_OK || build_spec(c, in, &m, st) != ESC_OK)
+        return st->code;
+    esc_owner *o = esc_owner_get(c, st);
+    if (o) {
+        m.spec.owner_id = c->owner_id;
+        size_t len;
+        void *packed = pack_spec(&m, &len);
+        give_refs(&m, refs, task_id);
+        esc_owner_submit(o, m.task_id, m.spec.num_returns, packed, len);
+        esc_status_set(st, ESC_OK, NULL);
+    }
+    spec_msg_free(&m);
+    return o ? ESC_OK : st->code;
 }
 
 int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st)
@@ -170,6 +223,10 @@ int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "not the return of a task");
     memcpy(task_id, id, len - 4);
     task_id[len - 4] = 0;
+    /* A task still queued in this client must reach the raylet before it can be found. */
+    esc_owner *o = esc_owner_peek(c);
+    if (o)
+        esc_owner_flush(o);
     esc_rpc_channel *ch = local_raylet(c, st);
     if (!ch)
         return st ? st->code : ESC_UNAVAILABLE;
@@ -193,23 +250,59 @@ static bool exists_now(esc_client *c, const esc_ref *ref)
     return yes;
 }
 
+/* Refs whose values are expected on the results stream are checked in the directory
+ * this often all the same: a notice can be lost (an unreachable raylet on the way). */
+#define PENDING_RECHECK_MS 1000
+
+/* Looks at the refs not ready yet. Returns true when some were neither ready nor
+ * expected on the stream (they can only be polled in the directory). */
+static bool look(esc_client *c, esc_owner *o, const esc_ref *const *refs, size_t n,
+                 bool recheck, bool *ready, size_t *nready)
+{
+    bool unexpected = false;
+    *nready = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ready[i]) {
+            int s = o ? esc_owner_state(o, esc_ref_id(refs[i])) : ESC_OWNED_UNKNOWN;
+            if (s == ESC_OWNED_READY)
+                ready[i] = true;
+            else if (s == ESC_OWNED_UNKNOWN || recheck)
+                ready[i] = exists_now(c, refs[i]);
+            unexpected |= !ready[i] && s == ESC_OWNED_UNKNOWN;
+        }
+        *nready += ready[i];
+    }
+    return unexpected;
+}
+
 int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
              int timeout_ms, bool *ready, size_t *nready, esc_status *st)
 {
     uint64_t end = timeout_ms < 0 ? UINT64_MAX : esc_now_ms() + (uint64_t)timeout_ms;
+    uint64_t recheck_at = esc_now_ms() + PENDING_RECHECK_MS;
     uint64_t nap_ms = 1;
+    esc_owner *o = esc_owner_peek(c);
     for (;;) {
-        *nready = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (!ready[i])
-                ready[i] = exists_now(c, refs[i]);
-            *nready += ready[i];
-        }
-        if (*nready >= num_ready || *nready == n || esc_now_ms() >= end)
+        uint64_t now = esc_now_ms();
+        bool recheck = now >= recheck_at;
+        if (recheck)
+            recheck_at = now + PENDING_RECHECK_MS;
+        bool unexpected = look(c, o, refs, n, recheck, ready, nready);
+        now = esc_now_ms();
+        if (*nready >= num_ready || *nready == n || now >= end)
             return esc_status_set(st, ESC_OK, NULL);
-        /* The directory has no multi-object wait yet: back off from 1 ms to 50 ms. */
-        struct timespec ts = {0, (long)nap_ms * 1000000L};
-        nanosleep(&ts, NULL);
-        nap_ms = nap_ms * 2 > 50 ? 50 : nap_ms * 2;
+        /* The stream wakes us for what it brings; the directory has no multi-object wait,
+         * so what only it can tell is polled, backing off from 1 ms to 50 ms. */
+        uint64_t ms = unexpected ? nap_ms : recheck_at - now;
+        if (end - now < ms)
+            ms = end - now;
+        if (o) {
+            esc_owner_wait_change(o, (int)ms);
+        } else {
+            struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        if (unexpected)
+            nap_ms = nap_ms * 2 > 50 ? 50 : nap_ms * 2;
     }
 }

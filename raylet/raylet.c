@@ -73,6 +73,9 @@ void raylet_flush(raylet *r)
             publish_if_changed(r);
         }
     }
+    /* Last: whatever ended in this turn, re-examination included, is told now. */
+    if (r->tasks)
+        task_manager_flush(r->tasks);
 }
 
 static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)

@@ -16,6 +16,7 @@
 #include "pbutil.h"
 #include "qty.h"
 #include "raylet.h"
+#include "results.h"
 #include "rpc_async.h"
 #include "strmap.h"
 #include "worker_pool.h"
@@ -50,6 +51,7 @@ struct task_manager {
     /* Spilled tasks go out on their own queue: a forward waiting for a slow or dead peer
      * must not hold up the raylet's other outbound calls (object locations). */
     esc_rpc_async *forwarder;
+    results *results;               /* owners' streams and notices to forwarders */
 };
 
 /* ------------------------------------------------------------ entries */
@@ -105,28 +107,56 @@ static void dequeue(task_manager *tm, task_entry *e)
 
 /* ------------------------------------------------------------ results */
 
+static esc_rpc_channel *peer(task_manager *tm, const char *address)
+{
+    esc_rpc_channel *ch = esc_strmap_get(tm->peers, address);
+    if (!ch) {
+        ch = esc_rpc_channel_new(address, tm->r->cfg.token);
+        esc_strmap_put(tm->peers, address, ch);
+    }
+    return ch;
+}
+
+/* The returns' notice goes back the way the task came: to the raylet that forwarded
+ * it, else to its owner's stream here. */
+static void notify(task_manager *tm, const Escher__TaskSpec *spec, Escher__ReadyObject **objs,
+                   size_t n)
+{
+    esc_rpc_channel *back = spec->reply_to && spec->reply_to[0] ? peer(tm, spec->reply_to) : NULL;
+    results_deliver(tm->results, back, spec->task_id, spec->owner_id ? spec->owner_id : "",
+                    objs, n);
+}
+
+/* Stores return i of the task (an error object when why is set) and describes it. */
+static Escher__ReadyObject *store_one(task_manager *tm, const Escher__TaskSpec *spec,
+                                      unsigned i, const ProtobufCBinaryData *b, const char *why)
+{
+    char id[ESC_OBJECT_ID_MAX];
+    esc_return_id(spec->task_id, i, id, sizeof id);
+    const void *data = b ? b->data : NULL;
+    size_t len = b ? b->len : 0;
+    raylet_store_object(tm->r, id, spec->job_id, data, len, why != NULL, why);
+    return results_object_new(id, data, len, why != NULL, why, tm->r->address);
+}
+
 /* Every return of the task becomes an error object carrying `why`. */
 static void store_error(task_manager *tm, const Escher__TaskSpec *spec, const char *why)
 {
     unsigned n = spec->num_returns ? spec->num_returns : 1;
-    for (unsigned i = 0; i < n; i++) {
-        char id[ESC_OBJECT_ID_MAX];
-        esc_return_id(spec->task_id, i, id, sizeof id);
-        raylet_store_object(tm->r, id, spec->job_id, NULL, 0, true, why);
-    }
+    Escher__ReadyObject **objs = malloc(n * sizeof *objs);
+    for (unsigned i = 0; i < n; i++)
+        objs[i] = store_one(tm, spec, i, NULL, why);
+    notify(tm, spec, objs, n);
 }
 
 static void store_returns(task_manager *tm, const Escher__TaskSpec *spec,
                           const Escher__TaskResult *res)
 {
     unsigned n = spec->num_returns ? spec->num_returns : 1;
-    for (unsigned i = 0; i < n; i++) {
-        char id[ESC_OBJECT_ID_MAX];
-        esc_return_id(spec->task_id, i, id, sizeof id);
-        const ProtobufCBinaryData *b = i < res->n_returns ? &res->returns[i] : NULL;
-        raylet_store_object(tm->r, id, spec->job_id, b ? b->data : NULL, b ? b->len : 0, false,
-                            NULL);
-    }
+    Escher__ReadyObject **objs = malloc(n * sizeof *objs);
+    for (unsigned i = 0; i < n; i++)
+        objs[i] = store_one(tm, spec, i, i < res->n_returns ? &res->returns[i] : NULL, NULL);
+    notify(tm, spec, objs, n);
 }
 
 void task_manager_store_result(task_manager *tm, const Escher__TaskSpec *spec,
@@ -271,16 +301,6 @@ static void run(task_manager *tm, task_entry *e)
     }
 }
 
-static esc_rpc_channel *peer(task_manager *tm, const char *address)
-{
-    esc_rpc_channel *ch = esc_strmap_get(tm->peers, address);
-    if (!ch) {
-        ch = esc_rpc_channel_new(address, tm->r->cfg.token);
-        esc_strmap_put(tm->peers, address, ch);
-    }
-    return ch;
-}
-
 typedef struct {
     task_manager *tm;
     task_entry *e;
@@ -318,9 +338,14 @@ static void forward(task_manager *tm, task_entry *e, const char *address, const 
     *f = (forward_ctx){tm, e};
     /* Retried while the peer is unreachable: a task may then run twice (at least once,
      * like any retried task; its return ids are the same). */
+    /* The copy that goes out says to tell this raylet when it ends; the spec kept here
+     * still says whom this raylet tells (esc_rpc_async_call copies the request). */
+    char *reply_to = e->spec->reply_to;
+    e->spec->reply_to = tm->r->address;
     esc_rpc_async_call(tm->forwarder, peer(tm, address), &escher__task_service__descriptor,
                        "SubmitTask", &e->spec->base, FORWARD_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
                        on_forwarded, f);
+    e->spec->reply_to = reply_to;
 }
 
 /* Where could this task go when it does not fit here now? NULL: stay. */
@@ -414,35 +439,102 @@ static int check_spec(const Escher__TaskSpec *s, esc_status *st)
     return ESC_OK;
 }
 
+/* Takes an unpacked spec (owned). Returns ESC_OK with *ready set to the entry to
+ * schedule once the caller has answered (NULL when there is none: an actor's method
+ * call goes straight to the actor's queue), or an error (the spec is freed). */
+static int accept_spec(task_manager *tm, Escher__TaskSpec *spec, task_entry **ready,
+                       esc_status *st)
+{
+    *ready = NULL;
+    int rc = check_spec(spec, st);
+    if (rc == ESC_OK && tm->r->stopping)
+        rc = esc_status_set(st, ESC_UNAVAILABLE, "raylet shutting down");
+    if (rc != ESC_OK) {
+        protobuf_c_message_free_unpacked(&spec->base, NULL);
+        return rc;
+    }
+    if (*spec->actor_id && !spec->actor_creation) {
+        /* A method call: straight to the actor's queue (the caller found this raylet). */
+        actor_call(tm->r->actors, spec);
+        protobuf_c_message_free_unpacked(&spec->base, NULL);
+        return ESC_OK;
+    }
+    *ready = entry_new(tm, spec);
+    return ESC_OK;
+}
+
 static void handle_submit(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     task_manager *tm = ud;
     esc_status st = {0};
-    if (check_spec((const Escher__TaskSpec *)msg, &st) != ESC_OK) {
+    task_entry *e;
+    /* Copied before the reply: replying releases the call, and the request with it. */
+    if (accept_spec(tm, (Escher__TaskSpec *)esc_pb_dup(msg), &e, &st) != ESC_OK) {
         esc_rpc_finish(call, st.code, st.message);
         return;
     }
-    if (tm->r->stopping) {
-        esc_rpc_finish(call, ESC_UNAVAILABLE, "raylet shutting down");
-        return;
-    }
-    const Escher__TaskSpec *spec = (const Escher__TaskSpec *)msg;
-    if (*spec->actor_id && !spec->actor_creation) {
-        /* A method call: straight to the actor's queue (the caller found this raylet). */
-        Escher__TaskSpec *copy = (Escher__TaskSpec *)esc_pb_dup(msg);
-        Escher__SubmitTaskReply rep = ESCHER__SUBMIT_TASK_REPLY__INIT;
-        rep.accepted = true;
-        esc_rpc_reply(call, &rep.base);
-        actor_call(tm->r->actors, copy);
-        protobuf_c_message_free_unpacked(&copy->base, NULL);
-        return;
-    }
-    /* Copied before the reply: replying releases the call, and the request with it. */
-    task_entry *e = entry_new(tm, (Escher__TaskSpec *)esc_pb_dup(msg));
     Escher__SubmitTaskReply rep = ESCHER__SUBMIT_TASK_REPLY__INIT;
     rep.accepted = true;
     esc_rpc_reply(call, &rep.base);
-    schedule(tm, e);
+    if (e)
+        schedule(tm, e);
+}
+
+/* Many specs, each unpacked and checked on its own: a bad one is named in the reply,
+ * the others go on. */
+static void handle_submit_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__TaskBatch *b = (const Escher__TaskBatch *)msg;
+    task_entry **ready = calloc(b->n_specs + 1, sizeof *ready);
+    uint32_t *rejected = calloc(b->n_specs + 1, sizeof *rejected);
+    char **errors = calloc(b->n_specs + 1, sizeof *errors);
+    size_t nready = 0, nrej = 0;
+    for (size_t i = 0; i < b->n_specs; i++) {
+        esc_status st = {0};
+        Escher__TaskSpec *spec = escher__task_spec__unpack(NULL, b->specs[i].len, b->specs[i].data);
+        if (!spec)
+            esc_status_set(&st, ESC_INVALID_ARGUMENT, "spec %zu is not a TaskSpec", i);
+        else if (accept_spec(tm, spec, &ready[nready], &st) == ESC_OK) {
+            nready += ready[nready] != NULL;
+            continue;
+        }
+        rejected[nrej] = (uint32_t)i;
+        errors[nrej++] = strdup(st.message);
+    }
+    Escher__SubmitTasksReply rep = ESCHER__SUBMIT_TASKS_REPLY__INIT;
+    rep.rejected = rejected;
+    rep.n_rejected = nrej;
+    rep.errors = errors;
+    rep.n_errors = nrej;
+    esc_rpc_reply(call, &rep.base);
+    for (size_t i = 0; i < nrej; i++)
+        free(errors[i]);
+    free(errors);
+    free(rejected);
+    for (size_t i = 0; i < nready; i++)
+        schedule(tm, ready[i]);
+    free(ready);
+}
+
+/* A raylet this one forwarded tasks to says they ended: the notice goes on the way the
+ * task came here (the spec kept at forwarding says whom to tell), or to the owner. */
+static void handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__TasksDoneRequest *req = (const Escher__TasksDoneRequest *)msg;
+    for (size_t i = 0; i < req->n_done; i++) {
+        const Escher__TaskDone *d = req->done[i];
+        task_entry *e = esc_strmap_get(tm->spilled, d->task_id);
+        Escher__ReadyObject **objs = malloc((d->n_returns + 1) * sizeof *objs);
+        for (size_t k = 0; k < d->n_returns; k++)
+            objs[k] = (Escher__ReadyObject *)esc_pb_dup(&d->returns[k]->base);
+        const char *back = e ? e->spec->reply_to : "";
+        results_deliver(tm->results, back[0] ? peer(tm, back) : NULL, d->task_id,
+                        e ? e->spec->owner_id : d->owner_id, objs, d->n_returns);
+    }
+    Escher__TasksDoneReply rep = ESCHER__TASKS_DONE_REPLY__INIT;
+    esc_rpc_reply(call, &rep.base);
 }
 
 static task_entry *find_queued(task_manager *tm, const char *task_id)
@@ -501,12 +593,14 @@ task_manager *task_manager_new(raylet *r)
     tm->gpus = gpu_slots_new(node_gpus(r));
     tm->actors = esc_strmap_new();
     tm->forwarder = esc_rpc_async_new(esc_loop_post, r->loop);
+    tm->results = results_new(tm->forwarder);
     return tm;
 }
 
 void task_manager_stop(task_manager *tm)
 {
     if (tm) {
+        results_stop(tm->results);
         esc_rpc_async_free(tm->forwarder);
         tm->forwarder = NULL;
     }
@@ -620,6 +714,9 @@ int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
 {
     const ProtobufCServiceDescriptor *d = &escher__task_service__descriptor;
     return esc_rpc_server_handle(srv, d, "SubmitTask", handle_submit, tm) |
+           esc_rpc_server_handle(srv, d, "SubmitTasks", handle_submit_batch, tm) |
+           esc_rpc_server_handle(srv, d, "TasksDone", handle_tasks_done, tm) |
+           results_serve(tm->results, srv) |
            esc_rpc_server_handle(srv, d, "CancelTask", handle_cancel, tm) |
            esc_rpc_server_handle(srv, d, "KillActor", handle_kill_actor, tm);
 }
@@ -646,6 +743,11 @@ void task_manager_job_finished(task_manager *tm, const char *job_id)
     }
     actor_manager_job_finished(tm->r->actors, job_id);
     worker_pool_job_ended(tm->r->pool, job_id);
+}
+
+void task_manager_flush(task_manager *tm)
+{
+    results_flush(tm->results);
 }
 
 size_t task_manager_queued(const task_manager *tm)
@@ -687,6 +789,7 @@ void task_manager_free(task_manager *tm)
     while (esc_strmap_next(tm->actors, &pos, &k, &v))
         entry_free(v);
     esc_strmap_free(tm->actors);
+    results_free(tm->results);
     free(tm);
 }
 

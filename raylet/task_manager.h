@@ -47,6 +47,8 @@ void task_manager_object_failed(task_manager *tm, const char *id, const char *wh
 /* Drops the job's queued tasks and cancels its running ones. */
 void task_manager_job_finished(task_manager *tm, const char *job_id);
 size_t task_manager_queued(const task_manager *tm);
+/* Sends the notices of ended tasks collected in this loop turn (results.h). */
+void task_manager_flush(task_manager *tm);
 /* The queued tasks grouped by resource shape, for status: *n Demand messages in a new
  * array; free it with task_manager_demand_free. */
 Escher__Demand **task_manager_demand(task_manager *tm, size_t *n);

@@ -13,6 +13,7 @@
 #include "gcs.pb-c.h"
 #include "harness.h"
 #include "raylet.pb-c.h"
+#include "task.pb-c.h"
 
 static h_cluster C;
 
@@ -104,6 +105,7 @@ static void test_malformed_messages(void **state)
     char addr[64];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
     send_garbage(addr, &escher__raylet__descriptor);
+    send_garbage(addr, &escher__task_service__descriptor);
     daemons_alive();
 }
 

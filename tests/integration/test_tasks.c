@@ -12,7 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include "harness.h"
+#include "task.pb-c.h"
 
 static h_cluster C;
 static char LIB[512];
@@ -501,6 +504,101 @@ static void test_cancel(void **state)
     esc_disconnect(cl);
 }
 
+/* The owner learns of its tasks' ends from its raylet's stream, not from the GCS: with
+ * the GCS stopped, a local task's and a spilled task's values still arrive (the spilled
+ * one's notice travels back through the raylet that forwarded it). */
+static void test_results_without_gcs(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t_res", 0, false);
+    esc_ref *warm = submit(cl, "echo", "warm", NULL, 0, 0);
+    int code;
+    esc_status st;
+    char *v = get_str(cl, warm, 30000, &code, &st);
+    assert_non_null(v); /* the stream is up, and both nodes have run tasks of this job */
+    free(v);
+    esc_ref_free(warm);
+    esc_amount b[] = {{.name = "only_b", .value = ESC_QTY(1)}};
+    esc_ref *warm_b = submit(cl, "echo", "warm b", b, 1, 0);
+    v = get_str(cl, warm_b, 30000, &code, &st);
+    assert_non_null(v);
+    free(v);
+    esc_ref_free(warm_b);
+
+    kill(C.gcs_pid, SIGSTOP);
+    esc_ref *here = submit(cl, "echo", "local value", NULL, 0, 0);
+    esc_ref *there = submit(cl, "getenv_task", "ESCHER_NODE_ID", b, 1, 0);
+    char *hv = get_str(cl, here, 20000, &code, &st);
+    char *tv = get_str(cl, there, 20000, &code, &st);
+    kill(C.gcs_pid, SIGCONT);
+    assert_non_null(hv);
+    assert_string_equal(hv, "local value");
+    assert_non_null(tv);
+    assert_string_equal(tv, C.raylets[1].node_id);
+    free(hv);
+    free(tv);
+    esc_ref_free(here);
+    esc_ref_free(there);
+    esc_disconnect(cl);
+}
+
+/* SubmitTasks checks each spec on its own: undecodable and invalid ones are named in
+ * the reply, the valid one runs. */
+static void test_batch_rejects_per_spec(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "t_batch", 0, false);
+    Escher__FunctionRef fn = ESCHER__FUNCTION_REF__INIT;
+    fn.library = LIB;
+    fn.symbol = "echo";
+    Escher__TaskArg arg = ESCHER__TASK_ARG__INIT;
+    arg.data = (ProtobufCBinaryData){2, (uint8_t *)"ok"};
+    Escher__TaskArg *args[] = {&arg};
+    Escher__TaskSpec good = ESCHER__TASK_SPEC__INIT;
+    char task_id[33];
+    snprintf(task_id, sizeof task_id, "%s", "0123456789abcdef0123456789abcdef");
+    good.task_id = task_id;
+    good.job_id = (char *)esc_client_job_id(cl);
+    good.function = &fn;
+    good.args = args;
+    good.n_args = 1;
+    good.num_returns = 1;
+    Escher__TaskSpec bad = good;
+    bad.function = NULL; /* neither function nor command */
+    uint8_t gbuf[512], bbuf[512];
+    size_t glen = protobuf_c_message_pack(&good.base, gbuf);
+    size_t blen = protobuf_c_message_pack(&bad.base, bbuf);
+    static uint8_t junk[] = {0xff, 0xff, 0xff};
+    ProtobufCBinaryData specs[] = {{sizeof junk, junk}, {blen, bbuf}, {glen, gbuf}};
+    Escher__TaskBatch batch = ESCHER__TASK_BATCH__INIT;
+    batch.specs = specs;
+    batch.n_specs = 3;
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    ProtobufCMessage *m = NULL;
+    esc_status st;
+    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTasks",
+                                  &batch.base, &m, 10000, 0, &st), ESC_OK);
+    Escher__SubmitTasksReply *rep = (Escher__SubmitTasksReply *)m;
+    assert_int_equal(rep->n_rejected, 2);
+    assert_int_equal(rep->rejected[0], 0);
+    assert_int_equal(rep->rejected[1], 1);
+    assert_non_null(strstr(rep->errors[1], "exactly one of a function or a command"));
+    protobuf_c_message_free_unpacked(m, NULL);
+    esc_rpc_channel_free(ch);
+    char ret_id[64];
+    snprintf(ret_id, sizeof ret_id, "%s0000", task_id);
+    esc_ref *r = esc_ref_from_id(ret_id);
+    int code;
+    char *v = get_str(cl, r, 30000, &code, &st);
+    assert_non_null(v);
+    assert_string_equal(v, "ok");
+    free(v);
+    esc_ref_free(r);
+    esc_disconnect(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -516,6 +614,8 @@ int main(void)
         cmocka_unit_test(test_actor_order_state_kill),
         cmocka_unit_test(test_actor_restart),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_results_without_gcs),
+        cmocka_unit_test(test_batch_rejects_per_spec),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     return failed || h_unclean_exits() ? 1 : 0;

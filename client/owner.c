@@ -1,0 +1,413 @@
+/* owner.c: the client as the owner of the tasks it submits (client_internal.h).
+ *
+ * Submission: esc_task_submit packs the spec and queues it; a sender thread sends what
+ * queued while its previous call was out as one SubmitTasks call, so a loop of submits
+ * costs one round trip per batch, not per task.
+ *
+ * Results: the client holds a WatchResults stream with its local raylet. The raylet that
+ * ran a task (or, for a forwarded task, the raylet that accepted it, told by the other)
+ * pushes each return there: small values inline, large ones as where they are. A reader
+ * thread files them in a table, where esc_get and esc_wait find them without asking the
+ * GCS. What the stream cannot tell (no stream, a notice lost with an unreachable peer)
+ * the GCS directory still can: waiters fall back to it (see esc_owner_take).
+ *
+ * One mutex guards the queue and the tables; two condition variables wake the sender
+ * (work queued) and the waiters (a value arrived, a batch went out, the stream ended). */
+#include "client_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ids.h"
+#include "log.h"
+#include "strmap.h"
+#include "task.pb-c.h"
+
+#define BATCH_MAX_TASKS 4096
+#define BATCH_MAX_BYTES (8u << 20)
+#define SUBMIT_TIMEOUT_MS 30000
+
+typedef struct {
+    char *task_id;
+    unsigned nreturns;
+    ProtobufCBinaryData spec;       /* packed TaskSpec, owned */
+} queued_task;
+
+struct esc_owner {
+    esc_client *c;
+    esc_rpc_channel *raylet;
+    pthread_mutex_t mu;
+    pthread_cond_t work;            /* sender: something queued, or stop */
+    pthread_cond_t changed;         /* waiters: a value arrived, a batch went, stream ended */
+    queued_task *queue;
+    size_t nqueue, cap;
+    uint64_t queued, sent;          /* tasks ever queued / handed to the raylet (or failed) */
+    bool stop;
+    pthread_t sender;
+    esc_rpc_stream *stream;
+    pthread_t reader;
+    bool watching;                  /* the stream is up: pending values will arrive on it */
+    esc_strmap *pending;            /* object id -> (void *)1: told of on the stream */
+    esc_strmap *ready;              /* object id -> esc_owned_value *, until taken */
+};
+
+static void value_free(esc_owned_value *v)
+{
+    if (!v)
+        return;
+    free(v->data);
+    free(v->error);
+    free(v->address);
+    free(v);
+}
+
+void esc_owned_value_free(esc_owned_value *v)
+{
+    value_free(v);
+}
+
+/* Files a value for id when someone waits for it (it is pending). Takes v. */
+static void file_locked(esc_owner *o, const char *id, esc_owned_value *v)
+{
+    if (!esc_strmap_get(o->pending, id)) {
+        value_free(v); /* released, or told twice (a retried forward) */
+        return;
+    }
+    esc_strmap_del(o->pending, id);
+    value_free(esc_strmap_get(o->ready, id));
+    esc_strmap_put(o->ready, id, v);
+}
+
+/* Every return of a task that could not be submitted becomes an error value. */
+static void fail_task_locked(esc_owner *o, const queued_task *t, int code, const char *why)
+{
+    for (unsigned i = 0; i < t->nreturns; i++) {
+        char id[ESC_OBJECT_ID_MAX];
+        esc_return_id(t->task_id, i, id, sizeof id);
+        esc_owned_value *v = calloc(1, sizeof *v);
+        v->is_error = true;
+        v->code = code;
+        v->error = strdup(why);
+        file_locked(o, id, v);
+    }
+}
+
+/* ------------------------------------------------------------------ sender */
+
+static void queued_free(queued_task *t)
+{
+    free(t->task_id);
+    free(t->spec.data);
+}
+
+/* Sends tasks t[0..n) as one call and files the failures. Called unlocked. */
+static void send_batch(esc_owner *o, queued_task *t, size_t n)
+{
+    ProtobufCBinaryData *specs = malloc(n * sizeof *specs);
+    for (size_t i = 0; i < n; i++)
+        specs[i] = t[i].spec;
+    Escher__TaskBatch req = ESCHER__TASK_BATCH__INIT;
+    req.specs = specs;
+    req.n_specs = n;
+    ProtobufCMessage *m = NULL;
+    esc_status st = {0};
+    int rc = esc_rpc_call(o->raylet, &escher__task_service__descriptor, "SubmitTasks", &req.base,
+                          &m, SUBMIT_TIMEOUT_MS, 0, &st);
+    free(specs);
+    Escher__SubmitTasksReply *rep = (Escher__SubmitTasksReply *)m;
+    pthread_mutex_lock(&o->mu);
+    if (rc != ESC_OK) {
+        char why[400];
+        snprintf(why, sizeof why, "cannot submit the task to the local raylet: %s %s",
+                 esc_status_name(rc), st.message);
+        for (size_t i = 0; i < n; i++)
+            fail_task_locked(o, &t[i], rc, why);
+    }
+    for (size_t k = 0; rep && k < rep->n_rejected && k < rep->n_errors; k++)
+        if (rep->rejected[k] < n)
+            fail_task_locked(o, &t[rep->rejected[k]], ESC_INVALID_ARGUMENT, rep->errors[k]);
+    o->sent += n;
+    pthread_cond_broadcast(&o->changed);
+    pthread_mutex_unlock(&o->mu);
+    if (m)
+        protobuf_c_message_free_unpacked(m, NULL);
+    for (size_t i = 0; i < n; i++)
+        queued_free(&t[i]);
+}
+
+/* Takes the oldest queued tasks, up to the batch limits, into a new array. */
+static queued_task *take_batch_locked(esc_owner *o, size_t *n)
+{
+    size_t k = 0, bytes = 0;
+    while (k < o->nqueue && k < BATCH_MAX_TASKS && (k == 0 || bytes < BATCH_MAX_BYTES))
+        bytes += o->queue[k++].spec.len;
+    queued_task *t = malloc(k * sizeof *t);
+    memcpy(t, o->queue, k * sizeof *t);
+    memmove(o->queue, o->queue + k, (o->nqueue - k) * sizeof *o->queue);
+    o->nqueue -= k;
+    *n = k;
+    return t;
+}
+
+static void *sender_main(void *arg)
+{
+    esc_owner *o = arg;
+    pthread_mutex_lock(&o->mu);
+    for (;;) {
+        while (!o->nqueue && !o->stop)
+            pthread_cond_wait(&o->work, &o->mu);
+        if (!o->nqueue)
+            break; /* stopping, and everything went */
+        size_t n;
+        queued_task *t = take_batch_locked(o, &n);
+        pthread_mutex_unlock(&o->mu);
+        send_batch(o, t, n);
+        free(t);
+        pthread_mutex_lock(&o->mu);
+    }
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ reader */
+
+/* Takes the value out of the message (the message is freed by the caller). */
+static esc_owned_value *value_from(Escher__ReadyObject *r)
+{
+    esc_owned_value *v = calloc(1, sizeof *v);
+    v->is_error = r->is_error;
+    v->code = r->is_error ? ESC_ABORTED : ESC_OK;
+    v->error = strdup(r->error ? r->error : "");
+    v->inlined = r->inlined;
+    v->size = r->size;
+    v->address = strdup(r->address ? r->address : "");
+    if (r->inlined) {
+        /* One NUL byte after the value, as esc_get promises. */
+        v->data = malloc(r->data.len + 1);
+        if (r->data.len)
+            memcpy(v->data, r->data.data, r->data.len);
+        ((char *)v->data)[r->data.len] = 0;
+    }
+    return v;
+}
+
+static void *reader_main(void *arg)
+{
+    esc_owner *o = arg;
+    ProtobufCMessage *m;
+    esc_status st = {0};
+    while (esc_rpc_stream_next(o->stream, &m, &st)) {
+        Escher__ReadyBatch *b = (Escher__ReadyBatch *)m;
+        pthread_mutex_lock(&o->mu);
+        for (size_t i = 0; i < b->n_objects; i++)
+            file_locked(o, b->objects[i]->object_id, value_from(b->objects[i]));
+        pthread_cond_broadcast(&o->changed);
+        pthread_mutex_unlock(&o->mu);
+        protobuf_c_message_free_unpacked(m, NULL);
+    }
+    pthread_mutex_lock(&o->mu);
+    if (!o->stop)
+        ESC_DEBUG("results stream ended: %s %s; results come from the GCS directory now",
+                  esc_status_name(st.code), st.message);
+    o->watching = false;
+    pthread_cond_broadcast(&o->changed);
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+/* Opens the stream and waits for its first (empty) message, which says the raylet has
+ * registered it: results of tasks submitted after that cannot be missed. */
+static bool open_stream(esc_owner *o)
+{
+    Escher__WatchResultsRequest req = ESCHER__WATCH_RESULTS_REQUEST__INIT;
+    req.owner_id = o->c->owner_id;
+    esc_status st = {0};
+    o->stream = esc_rpc_stream_open(o->raylet, &escher__task_service__descriptor, "WatchResults",
+                                    &req.base, &st);
+    ProtobufCMessage *m = NULL;
+    if (!o->stream || !esc_rpc_stream_next(o->stream, &m, &st)) {
+        ESC_DEBUG("no results stream from the local raylet (%s %s): results come from "
+                  "the GCS directory", esc_status_name(st.code), st.message);
+        esc_rpc_stream_free(o->stream);
+        o->stream = NULL;
+        return false;
+    }
+    protobuf_c_message_free_unpacked(m, NULL);
+    return true;
+}
+
+/* ------------------------------------------------------------------ lifetime */
+
+static esc_owner *owner_new(esc_client *c, esc_rpc_channel *raylet)
+{
+    esc_owner *o = calloc(1, sizeof *o);
+    o->c = c;
+    o->raylet = raylet;
+    pthread_mutex_init(&o->mu, NULL);
+    pthread_cond_init(&o->work, NULL);
+    pthread_cond_init(&o->changed, NULL);
+    o->pending = esc_strmap_new();
+    o->ready = esc_strmap_new();
+    if (open_stream(o)) {
+        o->watching = true;
+        if (pthread_create(&o->reader, NULL, reader_main, o) != 0) {
+            esc_rpc_stream_free(o->stream);
+            o->stream = NULL;
+            o->watching = false;
+        }
+    }
+    if (pthread_create(&o->sender, NULL, sender_main, o) != 0)
+        abort(); /* no thread: nothing else in the client would work either */
+    return o;
+}
+
+esc_owner *esc_owner_get(esc_client *c, esc_status *st)
+{
+    pthread_mutex_lock(&c->owner_mu);
+    if (!c->owner) {
+        char addr[300];
+        if (esc_client_raylet_address(c, NULL, addr, sizeof addr, st) == ESC_OK)
+            c->owner = owner_new(c, esc_client_raylet_channel(c, addr));
+    }
+    esc_owner *o = c->owner;
+    pthread_mutex_unlock(&c->owner_mu);
+    return o;
+}
+
+esc_owner *esc_owner_peek(esc_client *c)
+{
+    pthread_mutex_lock(&c->owner_mu);
+    esc_owner *o = c->owner;
+    pthread_mutex_unlock(&c->owner_mu);
+    return o;
+}
+
+void esc_owner_free(esc_owner *o)
+{
+    if (!o)
+        return;
+    pthread_mutex_lock(&o->mu);
+    o->stop = true; /* the sender sends what is queued, then ends */
+    pthread_cond_signal(&o->work);
+    pthread_mutex_unlock(&o->mu);
+    pthread_join(o->sender, NULL);
+    if (o->stream) {
+        esc_rpc_stream_cancel(o->stream);
+        pthread_join(o->reader, NULL);
+        esc_rpc_stream_free(o->stream);
+    }
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(o->ready, &pos, &k, &v))
+        value_free(v);
+    esc_strmap_free(o->ready);
+    esc_strmap_free(o->pending);
+    pthread_cond_destroy(&o->work);
+    pthread_cond_destroy(&o->changed);
+    pthread_mutex_destroy(&o->mu);
+    free(o);
+}
+
+/* ------------------------------------------------------------------ api */
+
+void esc_owner_submit(esc_owner *o, const char *task_id, unsigned nreturns, void *packed,
+                      size_t len)
+{
+    pthread_mutex_lock(&o->mu);
+    /* Expected before it can possibly end: the notice only counts when it is pending. */
+    if (o->watching) {
+        for (unsigned i = 0; i < nreturns; i++) {
+            char id[ESC_OBJECT_ID_MAX];
+            esc_return_id(task_id, i, id, sizeof id);
+            esc_strmap_put(o->pending, id, (void *)1);
+        }
+    }
+    if (o->nqueue == o->cap) {
+        o->cap = o->cap ? o->cap * 2 : 256;
+        o->queue = realloc(o->queue, o->cap * sizeof *o->queue);
+    }
+    o->queue[o->nqueue++] = (queued_task){strdup(task_id), nreturns, {len, packed}};
+    o->queued++;
+    pthread_cond_signal(&o->work);
+    pthread_mutex_unlock(&o->mu);
+}
+
+void esc_owner_flush(esc_owner *o)
+{
+    pthread_mutex_lock(&o->mu);
+    uint64_t want = o->queued;
+    while (o->sent < want)
+        pthread_cond_wait(&o->changed, &o->mu);
+    pthread_mutex_unlock(&o->mu);
+}
+
+static struct timespec abs_after(int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+int esc_owner_take(esc_owner *o, const char *id, int wait_ms, esc_owned_value **out)
+{
+    *out = NULL;
+    struct timespec until = abs_after(wait_ms > 0 ? wait_ms : 0);
+    pthread_mutex_lock(&o->mu);
+    int rc;
+    for (;;) {
+        esc_owned_value *v = esc_strmap_get(o->ready, id);
+        if (v) {
+            esc_strmap_del(o->ready, id);
+            *out = v;
+            rc = ESC_OWNED_READY;
+            break;
+        }
+        if (!esc_strmap_get(o->pending, id) || !o->watching) {
+            rc = ESC_OWNED_UNKNOWN;
+            break;
+        }
+        if (wait_ms <= 0 || pthread_cond_timedwait(&o->changed, &o->mu, &until) == ETIMEDOUT) {
+            rc = ESC_OWNED_PENDING;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}
+
+int esc_owner_state(esc_owner *o, const char *id)
+{
+    pthread_mutex_lock(&o->mu);
+    int rc = esc_strmap_get(o->ready, id) ? ESC_OWNED_READY
+             : esc_strmap_get(o->pending, id) && o->watching ? ESC_OWNED_PENDING
+                                                             : ESC_OWNED_UNKNOWN;
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}
+
+void esc_owner_wait_change(esc_owner *o, int ms)
+{
+    struct timespec until = abs_after(ms);
+    pthread_mutex_lock(&o->mu);
+    pthread_cond_timedwait(&o->changed, &o->mu, &until);
+    pthread_mutex_unlock(&o->mu);
+}
+
+void esc_owner_forget(esc_owner *o, const char *id)
+{
+    pthread_mutex_lock(&o->mu);
+    esc_strmap_del(o->pending, id);
+    value_free(esc_strmap_get(o->ready, id));
+    esc_strmap_del(o->ready, id);
+    pthread_mutex_unlock(&o->mu);
+}

@@ -1,0 +1,57 @@
+/* results.h: telling owners that their tasks ended.
+ *
+ * A client that submits tasks holds a WatchResults stream with its local raylet, keyed
+ * by its owner id. When a task ends, the raylet that ran it describes each return in a
+ * ReadyObject (small values inline) and either pushes them to the owner's stream, when
+ * the owner watches here, or, when the task was forwarded to it, sends them back to the
+ * raylet that forwarded it (TasksDone), which relays them the same way. So the owner
+ * learns of a result without asking the GCS, and its small values without a Pull.
+ *
+ * Notices are batched: they collect while the loop works and go out in results_flush
+ * (called once per loop turn), one stream message per owner while none of its earlier
+ * ones is still in flight (flow control: a slow owner gets bigger batches, never an
+ * unbounded outbox of small ones), and one TasksDone call per peer raylet.
+ *
+ * Lost notices are possible (an owner not watching, a peer unreachable): the returns are
+ * in the object store and the GCS directory all the same, and the client falls back to
+ * them (docs/tasks.md, "Results"). Loop thread only. */
+#ifndef RAYLET_RESULTS_H
+#define RAYLET_RESULTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "rpc.h"
+#include "rpc_async.h"
+#include "task.pb-c.h"
+
+/* Values up to this size travel inline in the notice. */
+#define ESC_INLINE_RESULT_MAX (64u * 1024u)
+
+typedef struct results results;
+
+/* Creates the registry; calls go out through sender (it must outlive the registry). */
+results *results_new(esc_rpc_async *sender);
+/* Registers the WatchResults handler. Returns 0 or -1. */
+int results_serve(results *rs, esc_rpc_server *srv);
+
+/* A new ReadyObject (malloc'd; free with protobuf_c_message_free_unpacked(m, NULL)):
+ * data is copied when it is small enough to inline. */
+Escher__ReadyObject *results_object_new(const char *id, const void *data, size_t len,
+                                        bool is_error, const char *error,
+                                        const char *address);
+
+/* Delivers a finished task's returns (taking objs[0..n) and the array): sent back to
+ * the raylet behind peer when peer is not NULL, else pushed to owner_id's stream when
+ * it watches here, else dropped. */
+void results_deliver(results *rs, esc_rpc_channel *peer, const char *task_id,
+                     const char *owner_id, Escher__ReadyObject **objs, size_t n);
+
+/* Sends what collected since the last flush. */
+void results_flush(results *rs);
+
+/* Ends every stream (UNAVAILABLE) and drops what was not sent. */
+void results_stop(results *rs);
+void results_free(results *rs);
+
+#endif
