@@ -59,7 +59,8 @@ static void read_entrypoint(char *out, size_t len)
             out[i] = ' ';
 }
 
-static int register_job(esc_client *c, const char *namespace_, esc_status *st)
+static int register_job(esc_client *c, const char *namespace_, const char *attach,
+                        esc_status *st)
 {
     char entrypoint[ENTRYPOINT_MAX];
     read_entrypoint(entrypoint, sizeof entrypoint);
@@ -67,6 +68,7 @@ static int register_job(esc_client *c, const char *namespace_, esc_status *st)
     req.namespace_ = (char *)(namespace_ ? namespace_ : "");
     req.entrypoint = entrypoint;
     req.driver_pid = (uint32_t)getpid();
+    req.attach_job_id = (char *)(attach ? attach : "");
     ProtobufCMessage *m;
     /* Not marked idempotent: retrying could register two jobs, and a client should
      * learn at once that no cluster answers rather than wait out the deadline. */
@@ -128,10 +130,13 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
     int rc = resolve_endpoints(c, o, &token, st);
     if (rc == ESC_OK) {
         c->gcs = esc_rpc_channel_new(c->address, token);
-        rc = register_job(c, o->namespace_, st);
+        /* Started by escher for a job: join it (see esc_connect in escher.h). */
+        const char *job = o->new_job ? NULL : getenv("ESCHER_JOB_ID");
+        c->attached = job && *job;
+        rc = register_job(c, o->namespace_, c->attached ? job : NULL, st);
     }
     c->token = token;
-    if (rc == ESC_OK && !o->short_lived) {
+    if (rc == ESC_OK && !o->short_lived && !c->attached) {
         c->live = esc_subscription_start(c->gcs, NULL, c->job_id, 0, drop_event, NULL, NULL);
         if (!c->live)
             rc = esc_status_set(st, ESC_INTERNAL, "cannot start the liveness thread");
@@ -167,7 +172,7 @@ void esc_disconnect(esc_client *c)
     esc_subscription_stop(c->live);
     esc_owner_free(c->owner); /* what is queued goes out before the job ends */
     pthread_mutex_destroy(&c->owner_mu);
-    if (c->job_id)
+    if (c->job_id && !c->attached)
         finish_job(c);
     esc_rpc_channel_free(c->gcs);
     esc_client_raylets_free(c);

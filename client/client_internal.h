@@ -18,6 +18,7 @@ struct esc_client {
     char *namespace_;
     char *node_id;      /* "" when unknown */
     bool detached;
+    bool attached;      /* joined a job it did not register: never ends it */
     int timeout_ms;
     /* The job's liveness: the GCS ends a job whose driver has had no Subscribe stream
      * for its job timeout. NULL for a short-lived client. */

@@ -33,6 +33,33 @@ void gcs_job_load(gcs *g, Escher__JobInfo *info)
     job_put(g, info);
 }
 
+/* Joins a running job: the reply names it and its namespace. */
+static void attach(gcs *g, esc_rpc_ctx *call, const Escher__RegisterJobRequest *req)
+{
+    gcs_job *j = gcs_job_find(g, req->attach_job_id);
+    char msg[400];
+    if (!j) {
+        snprintf(msg, sizeof msg, "no job %.100s to join", req->attach_job_id);
+        esc_rpc_finish(call, ESC_NOT_FOUND, msg);
+        return;
+    }
+    if (j->info->state != ESCHER__JOB_STATE__JOB_RUNNING) {
+        snprintf(msg, sizeof msg, "job %.100s has ended", req->attach_job_id);
+        esc_rpc_finish(call, ESC_FAILED_PRECONDITION, msg);
+        return;
+    }
+    if (*req->namespace_ && strcmp(req->namespace_, j->info->namespace_) != 0) {
+        snprintf(msg, sizeof msg, "job %.100s runs in namespace %.80s, not %.80s",
+                 req->attach_job_id, j->info->namespace_, req->namespace_);
+        esc_rpc_finish(call, ESC_FAILED_PRECONDITION, msg);
+        return;
+    }
+    Escher__RegisterJobReply rep = ESCHER__REGISTER_JOB_REPLY__INIT;
+    rep.job_id = j->info->job_id;
+    rep.namespace_ = j->info->namespace_;
+    esc_rpc_reply(call, &rep.base);
+}
+
 static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     gcs *g = ud;
@@ -40,6 +67,10 @@ static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
     if (*req->namespace_ && !esc_name_valid(req->namespace_)) {
         esc_rpc_finish(call, ESC_INVALID_ARGUMENT,
                        "invalid namespace (1-64 of A-Z a-z 0-9 _ . -)");
+        return;
+    }
+    if (*req->attach_job_id) {
+        attach(g, call, req);
         return;
     }
     Escher__JobInfo *info = malloc(sizeof *info);

@@ -86,14 +86,16 @@ static int connect_with(const cli_globals *g, esc_connect_opts *o, esc_client **
 
 int cli_connect(const cli_globals *g, const char *ns, esc_client **out)
 {
-    /* A CLI call is over in a moment; what it creates must outlive it. */
-    esc_connect_opts o = {.namespace_ = ns, .detached = true, .short_lived = true};
+    /* A CLI call is over in a moment; what it creates must outlive it. It is its own
+     * job even when a job's entrypoint runs it. */
+    esc_connect_opts o = {.namespace_ = ns, .detached = true, .short_lived = true,
+                          .new_job = true};
     return connect_with(g, &o, out);
 }
 
 int cli_connect_driver(const cli_globals *g, const char *ns, esc_client **out)
 {
-    esc_connect_opts o = {.namespace_ = ns};
+    esc_connect_opts o = {.namespace_ = ns, .new_job = true}; /* `job submit` makes a job */
     return connect_with(g, &o, out);
 }
 

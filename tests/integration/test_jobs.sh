@@ -228,6 +228,23 @@ run job submit -- env ESCHER_SESSION_DIR="$T/nowhere" "$ESC" status --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["nodes"][0]["state"] == "ALIVE"' \
   "$T/out" || fail "status from the entrypoint: $(cat "$T/out")"
 
+step "an SDK program run as the entrypoint joins the job; what it made goes with the job"
+EXAMPLE=$(cd "$BIN_DIR/examples" && pwd)/ephemeral_resources
+run job submit --namespace example -- "$EXAMPLE"
+[ "$RC" -eq 0 ] || fail "exited $RC: $(cat "$T/err")"
+J6=$(sed -n 's/^job \([0-9a-f]*\) submitted.*/\1/p' "$T/err")
+grep -qx "job $J6 in namespace example" "$T/out" ||
+  fail "the entrypoint did not join job $J6: $(head -n 1 "$T/out")"
+grep -q "lane goes when the job ends" "$T/out" || fail "the example did not finish: $(cat "$T/out")"
+run resource list --namespace example --json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]));
+left=[r for r in d["resources"] if r["owner"] == sys.argv[2]]
+assert not left, left' "$T/out" "$J6" || fail "job $J6 ended but its resources remain: $(cat "$T/out")"
+run job submit --namespace other -- "$EXAMPLE"
+[ "$RC" -ne 0 ] || fail "an entrypoint that asks for another namespace joined the job"
+grep -q "runs in namespace other, not example" "$T/err" ||
+  fail "no clear error for the namespace mismatch: $(cat "$T/err")"
+
 step "errors are one line: size limit, missing directory, usage"
 run job list --json
 BEFORE=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["jobs"]))' "$T/out")

@@ -54,10 +54,19 @@ typedef struct {
     bool short_lived;
     /* Default deadline of each call in milliseconds (0: 10000). */
     int timeout_ms;
+    /* Register a new job even in a process that escher runs for a job (see below). */
+    bool new_job;
 } esc_connect_opts;
 
 /* Connects to the cluster and registers a new job. On success *out owns the client
- * (free it with esc_disconnect). opts may be NULL for all defaults. */
+ * (free it with esc_disconnect). opts may be NULL for all defaults.
+ *
+ * In a process that escher runs for a job (a job's entrypoint, a command task: they
+ * have $ESCHER_JOB_ID), the client joins that job instead, unless new_job is set: what
+ * it creates belongs to the job and goes when the job ends, and esc_disconnect does not
+ * end the job (whoever submitted it does). Joining fails with NOT_FOUND or
+ * FAILED_PRECONDITION when the job is unknown or has ended, or runs in another
+ * namespace than opts->namespace_. */
 int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st);
 
 /* Finishes the job (its non-detached resources are removed) and frees the client. */
