@@ -306,6 +306,7 @@ void esc_owner_free(esc_owner *o)
         value_free(v);
     esc_strmap_free(o->ready);
     esc_strmap_free(o->pending);
+    free(o->queue); /* empty: the sender sent everything before it ended */
     pthread_cond_destroy(&o->work);
     pthread_cond_destroy(&o->changed);
     pthread_mutex_destroy(&o->mu);
