@@ -55,8 +55,11 @@ const char *esc_actor_id(const esc_actor *a)
  * early when its creation failed. */
 static int locate(esc_client *c, esc_actor *a, esc_status *st)
 {
-    if (a->address[0])
+    if (a->address[0] && !esc_client_is_dead(c, a->address))
         return ESC_OK;
+    /* Its node died: wait for the address of its restart (the raylet that placed it
+     * creates it again while its restarts last), or for its creation's error. */
+    a->address[0] = 0;
     uint64_t end = esc_now_ms() + LOOKUP_TIMEOUT_MS;
     long nap_ms = 1;
     for (;;) {
@@ -66,7 +69,9 @@ static int locate(esc_client *c, esc_actor *a, esc_status *st)
         if (rc == ESC_OK) {
             snprintf(a->address, sizeof a->address, "%.*s", (int)len, (char *)v);
             free(v);
-            return ESC_OK;
+            if (!esc_client_is_dead(c, a->address))
+                return ESC_OK;
+            a->address[0] = 0; /* where it was: not restarted yet */
         }
         void *err = NULL;
         size_t elen;

@@ -103,10 +103,23 @@ static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **to
     return ESC_OK;
 }
 
-/* A driver's stream only keeps its job alive; its events are not needed (yet). */
-static void drop_event(void *ud, Escher__Event *ev)
+/* A driver's stream keeps its job alive. Of its events, a node's death matters: what
+ * the client expected from that node's raylet (actor calls) fails now, not at a timeout. */
+static void on_event(void *ud, Escher__Event *ev)
 {
-    (void)ud;
+    esc_client *c = ud;
+    if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_ADDED && ev->node && ev->node->address[0])
+        esc_client_mark_dead(c, ev->node->address, false);
+    if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node && ev->node->address[0]) {
+        esc_client_mark_dead(c, ev->node->address, true);
+        esc_owner *o = esc_owner_peek(c);
+        if (o) {
+            char why[400];
+            snprintf(why, sizeof why, "node %.100s (%.100s) died before the call ended",
+                     ev->node->node_id, ev->node->address);
+            esc_owner_node_dead(o, ev->node->address, why);
+        }
+    }
     protobuf_c_message_free_unpacked(&ev->base, NULL);
 }
 
@@ -137,7 +150,7 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
     }
     c->token = token;
     if (rc == ESC_OK && !o->short_lived && !c->attached) {
-        c->live = esc_subscription_start(c->gcs, NULL, c->job_id, 0, drop_event, NULL, NULL);
+        c->live = esc_subscription_start(c->gcs, NULL, c->job_id, 0, on_event, c, NULL);
         if (!c->live)
             rc = esc_status_set(st, ESC_INTERNAL, "cannot start the liveness thread");
     }

@@ -28,6 +28,7 @@ struct esc_client {
     pthread_mutex_t raylets_mu;
     struct esc_strmap *raylet_channels;   /* address -> esc_rpc_channel */
     struct esc_strmap *raylet_addresses;  /* node id -> malloc'd "host:port" */
+    struct esc_strmap *dead_addresses;    /* raylets seen dying (node events) */
     /* owner.c: the tasks this client submits, started with the first one. */
     char owner_id[33];
     pthread_mutex_t owner_mu;
@@ -50,6 +51,11 @@ int esc_client_raylet_address(esc_client *c, const char *node_id, char *out, siz
                               esc_status *st);
 /* A channel to the raylet at address, made once and owned by the client. */
 esc_rpc_channel *esc_client_raylet_channel(esc_client *c, const char *address);
+
+/* Records that the raylet at address died (dead) or that a new one lives there. */
+void esc_client_mark_dead(esc_client *c, const char *address, bool dead);
+/* True when the client saw the raylet at address die (drivers only: they get events). */
+bool esc_client_is_dead(esc_client *c, const char *address);
 
 /* strdup that maps NULL to "" so optional proto strings never need NULL checks. */
 char *esc_client_strdup(const char *s);
@@ -90,6 +96,13 @@ void esc_owner_free(esc_owner *o);
 /* Queues a packed TaskSpec (taken) whose returns are expected on the stream. */
 void esc_owner_submit(esc_owner *o, const char *task_id, unsigned nreturns, void *packed,
                       size_t len);
+/* Expects the returns of a task sent another way (an actor call, to the raylet at
+ * route) on the stream; esc_owner_node_dead(route) fails them. */
+void esc_owner_expect(esc_owner *o, const char *task_id, unsigned nreturns, const char *route);
+/* The raylet at address died: what was expected from it fails with why. */
+void esc_owner_node_dead(esc_owner *o, const char *address, const char *why);
+/* The address of the local raylet the owner talks to. */
+const char *esc_owner_raylet(const esc_owner *o);
 /* Returns once every task queued before the call has reached the raylet (or failed). */
 void esc_owner_flush(esc_owner *o);
 

@@ -299,53 +299,6 @@ static void pause_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* A value the results stream brought: inline, or pulled from the raylet named. Returns
- * ESC_OK, a final error, or ESC_UNAVAILABLE when the directory should be asked. */
-static int get_owned(esc_client *c, const esc_ref *ref, esc_owned_value *v, const deadline *d,
-                     void **data, size_t *len, esc_status *st)
-{
-    if (v->is_error)
-        return esc_status_set(st, v->code, "%s", v->error[0] ? v->error : "task failed");
-    if (v->inlined) {
-        *data = v->data;
-        *len = (size_t)v->size;
-        v->data = NULL;
-        return esc_status_set(st, ESC_OK, NULL);
-    }
-    int rc = pull_from(c, v->address, ref->id, d->forever ? 0 : d->once ? c->timeout_ms
-                                                                        : left_ms(d),
-                       data, len, st);
-    return rc == ESC_OK || rc == ESC_ABORTED || rc == ESC_RESOURCE_EXHAUSTED ? rc
-                                                                              : ESC_UNAVAILABLE;
-}
-
-/* The results stream is trusted this long before the directory is asked as well: its
- * notice may have been lost on the way. */
-#define STREAM_TRUST_MS 1000
-
-/* Looks for the value among the results of the client's own tasks. Returns ESC_OK or a
- * final error when that settles it, ESC_UNAVAILABLE to ask the directory. */
-static int get_from_owner(esc_client *c, const esc_ref *ref, const deadline *d, void **data,
-                          size_t *len, esc_status *st)
-{
-    esc_owner *o = esc_owner_peek(c);
-    if (!o)
-        return ESC_UNAVAILABLE;
-    int wait = d->once ? 0 : d->forever ? STREAM_TRUST_MS : left_ms(d);
-    if (wait > STREAM_TRUST_MS)
-        wait = STREAM_TRUST_MS;
-    esc_owned_value *v = NULL;
-    int state = esc_owner_take(o, ref->id, wait, &v);
-    if (state == ESC_OWNED_PENDING && !d->forever && !d->once && left_ms(d) == 0)
-        return esc_status_set(st, ESC_DEADLINE_EXCEEDED, "object %s is not available in time",
-                              ref->id);
-    if (state != ESC_OWNED_READY)
-        return ESC_UNAVAILABLE;
-    int rc = get_owned(c, ref, v, d, data, len, st);
-    esc_owned_value_free(v);
-    return rc;
-}
-
 /* Finds the value through the GCS directory: waits there until some node holds it,
  * then pulls it. */
 static int get_from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
@@ -371,6 +324,64 @@ static int get_from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
                                           timeout_ms);
         if (found)
             pause_ms(RETRY_PAUSE_MS); /* every copy unreachable: the GCS will drop them */
+    }
+}
+
+/* A value the results stream brought: inline, or pulled from the raylet named. Returns
+ * ESC_OK, a final error, or ESC_UNAVAILABLE when the directory should be asked. */
+static int get_owned(esc_client *c, const esc_ref *ref, esc_owned_value *v, const deadline *d,
+                     void **data, size_t *len, esc_status *st)
+{
+    if (v->is_error)
+        return esc_status_set(st, v->code, "%s", v->error[0] ? v->error : "task failed");
+    if (v->inlined) {
+        *data = v->data;
+        *len = (size_t)v->size;
+        v->data = NULL;
+        return esc_status_set(st, ESC_OK, NULL);
+    }
+    int rc = pull_from(c, v->address, ref->id, d->forever ? 0 : d->once ? c->timeout_ms
+                                                                        : left_ms(d),
+                       data, len, st);
+    return rc == ESC_OK || rc == ESC_ABORTED || rc == ESC_RESOURCE_EXHAUSTED ? rc
+                                                                              : ESC_UNAVAILABLE;
+}
+
+/* While a value is expected on the results stream, the directory is looked at (without
+ * waiting there) this often as well: a notice may have been lost on the way. */
+#define STREAM_RECHECK_MS 1000
+
+/* Waits for the value among the results of the client's own tasks, up to the deadline.
+ * Returns ESC_OK or a final error when that settles it, ESC_UNAVAILABLE when the stream
+ * will not bring it (ask the directory). */
+static int get_from_owner(esc_client *c, const esc_ref *ref, const deadline *d, void **data,
+                          size_t *len, esc_status *st)
+{
+    esc_owner *o = esc_owner_peek(c);
+    for (;;) {
+        int wait = d->once ? 0 : d->forever ? STREAM_RECHECK_MS : left_ms(d);
+        esc_owned_value *v = NULL;
+        int state = o ? esc_owner_take(o, ref->id, wait < STREAM_RECHECK_MS ? wait
+                                                                            : STREAM_RECHECK_MS,
+                                       &v)
+                      : ESC_OWNED_UNKNOWN;
+        if (state == ESC_OWNED_READY) {
+            int rc = get_owned(c, ref, v, d, data, len, st);
+            esc_owned_value_free(v);
+            return rc;
+        }
+        if (state == ESC_OWNED_UNKNOWN || d->once)
+            return ESC_UNAVAILABLE;
+        /* Still pending: one look at the directory, in case the notice was lost. */
+        deadline now = deadline_in(0);
+        int rc = get_from_directory(c, ref, 0, &now, data, len, st);
+        if (rc != ESC_DEADLINE_EXCEEDED && rc != ESC_UNAVAILABLE) {
+            esc_owner_forget(o, ref->id);
+            return rc;
+        }
+        if (!d->forever && left_ms(d) == 0)
+            return esc_status_set(st, ESC_DEADLINE_EXCEEDED, "object %s is not available in time",
+                                  ref->id);
     }
 }
 

@@ -50,7 +50,9 @@ struct esc_owner {
     esc_rpc_stream *stream;
     pthread_t reader;
     bool watching;                  /* the stream is up: pending values will arrive on it */
-    esc_strmap *pending;            /* object id -> (void *)1: told of on the stream */
+    /* Object id -> the address of the raylet that runs its task when that is not the
+     * local raylet's business (an actor's), else "" (malloc'd): told of on the stream. */
+    esc_strmap *pending;
     esc_strmap *ready;              /* object id -> esc_owned_value *, until taken */
 };
 
@@ -72,11 +74,12 @@ void esc_owned_value_free(esc_owned_value *v)
 /* Files a value for id when someone waits for it (it is pending). Takes v. */
 static void file_locked(esc_owner *o, const char *id, esc_owned_value *v)
 {
-    if (!esc_strmap_get(o->pending, id)) {
+    char *route = esc_strmap_del(o->pending, id);
+    if (!route) {
         value_free(v); /* released, or told twice (a retried forward) */
         return;
     }
-    esc_strmap_del(o->pending, id);
+    free(route);
     value_free(esc_strmap_get(o->ready, id));
     esc_strmap_put(o->ready, id, v);
 }
@@ -305,6 +308,9 @@ void esc_owner_free(esc_owner *o)
     while (esc_strmap_next(o->ready, &pos, &k, &v))
         value_free(v);
     esc_strmap_free(o->ready);
+    pos = 0;
+    while (esc_strmap_next(o->pending, &pos, &k, &v))
+        free(v);
     esc_strmap_free(o->pending);
     free(o->queue); /* empty: the sender sent everything before it ended */
     pthread_cond_destroy(&o->work);
@@ -315,18 +321,58 @@ void esc_owner_free(esc_owner *o)
 
 /* ------------------------------------------------------------------ api */
 
+/* Expects the task's returns on the stream (while it is up). */
+static void expect_locked(esc_owner *o, const char *task_id, unsigned nreturns,
+                          const char *route)
+{
+    for (unsigned i = 0; o->watching && i < nreturns; i++) {
+        char id[ESC_OBJECT_ID_MAX];
+        esc_return_id(task_id, i, id, sizeof id);
+        free(esc_strmap_put(o->pending, id, strdup(route)));
+    }
+}
+
+void esc_owner_expect(esc_owner *o, const char *task_id, unsigned nreturns, const char *route)
+{
+    pthread_mutex_lock(&o->mu);
+    expect_locked(o, task_id, nreturns, route);
+    pthread_mutex_unlock(&o->mu);
+}
+
+void esc_owner_node_dead(esc_owner *o, const char *address, const char *why)
+{
+    pthread_mutex_lock(&o->mu);
+    size_t n = 0, pos = 0;
+    const char *k;
+    void *v;
+    char **ids = calloc(esc_strmap_count(o->pending) + 1, sizeof *ids);
+    while (esc_strmap_next(o->pending, &pos, &k, &v))
+        if (!strcmp(v, address))
+            ids[n++] = strdup(k);
+    for (size_t i = 0; i < n; i++) {
+        esc_owned_value *val = calloc(1, sizeof *val);
+        val->is_error = true;
+        val->code = ESC_ABORTED;
+        val->error = strdup(why);
+        file_locked(o, ids[i], val);
+        free(ids[i]);
+    }
+    free(ids);
+    pthread_cond_broadcast(&o->changed);
+    pthread_mutex_unlock(&o->mu);
+}
+
+const char *esc_owner_raylet(const esc_owner *o)
+{
+    return esc_rpc_channel_target(o->raylet);
+}
+
 void esc_owner_submit(esc_owner *o, const char *task_id, unsigned nreturns, void *packed,
                       size_t len)
 {
     pthread_mutex_lock(&o->mu);
     /* Expected before it can possibly end: the notice only counts when it is pending. */
-    if (o->watching) {
-        for (unsigned i = 0; i < nreturns; i++) {
-            char id[ESC_OBJECT_ID_MAX];
-            esc_return_id(task_id, i, id, sizeof id);
-            esc_strmap_put(o->pending, id, (void *)1);
-        }
-    }
+    expect_locked(o, task_id, nreturns, "");
     if (o->nqueue == o->cap) {
         o->cap = o->cap ? o->cap * 2 : 256;
         o->queue = realloc(o->queue, o->cap * sizeof *o->queue);
@@ -407,7 +453,7 @@ void esc_owner_wait_change(esc_owner *o, int ms)
 void esc_owner_forget(esc_owner *o, const char *id)
 {
     pthread_mutex_lock(&o->mu);
-    esc_strmap_del(o->pending, id);
+    free(esc_strmap_del(o->pending, id));
     value_free(esc_strmap_get(o->ready, id));
     esc_strmap_del(o->ready, id);
     pthread_mutex_unlock(&o->mu);

@@ -16,6 +16,7 @@ void esc_client_raylets_init(esc_client *c)
     pthread_mutex_init(&c->raylets_mu, NULL);
     c->raylet_channels = esc_strmap_new();
     c->raylet_addresses = esc_strmap_new();
+    c->dead_addresses = esc_strmap_new();
 }
 
 void esc_client_raylets_free(esc_client *c)
@@ -30,6 +31,7 @@ void esc_client_raylets_free(esc_client *c)
         free(v);
     esc_strmap_free(c->raylet_channels);
     esc_strmap_free(c->raylet_addresses);
+    esc_strmap_free(c->dead_addresses);
     pthread_mutex_destroy(&c->raylets_mu);
 }
 
@@ -102,4 +104,22 @@ esc_rpc_channel *esc_client_raylet_channel(esc_client *c, const char *address)
     }
     pthread_mutex_unlock(&c->raylets_mu);
     return ch;
+}
+
+void esc_client_mark_dead(esc_client *c, const char *address, bool dead)
+{
+    pthread_mutex_lock(&c->raylets_mu);
+    if (dead)
+        esc_strmap_put(c->dead_addresses, address, (void *)1);
+    else
+        esc_strmap_del(c->dead_addresses, address);
+    pthread_mutex_unlock(&c->raylets_mu);
+}
+
+bool esc_client_is_dead(esc_client *c, const char *address)
+{
+    pthread_mutex_lock(&c->raylets_mu);
+    bool dead = esc_strmap_get(c->dead_addresses, address) != NULL;
+    pthread_mutex_unlock(&c->raylets_mu);
+    return dead;
 }

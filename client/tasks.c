@@ -175,7 +175,20 @@ int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec
     if (rc == ESC_OK) {
         m.spec.actor_id = (char *)actor_id;
         m.spec.actor_call_seq = seq;
+        /* The actor's raylet tells the local one, which tells this client; if the actor's
+         * node dies first, the client fails the call itself (client.c, node events). */
+        esc_owner *o = esc_owner_get(c, NULL);
+        if (o) {
+            m.spec.owner_id = c->owner_id;
+            m.spec.reply_to = (char *)esc_owner_raylet(o);
+            esc_owner_expect(o, m.task_id, m.spec.num_returns, address);
+        }
         rc = send_spec(esc_client_raylet_channel(c, address), &m, refs, NULL, st);
+        for (unsigned i = 0; o && rc != ESC_OK && i < m.spec.num_returns; i++) {
+            char id[ESC_OBJECT_ID_MAX];
+            esc_return_id(m.task_id, i, id, sizeof id);
+            esc_owner_forget(o, id);
+        }
     }
     spec_msg_free(&m);
     return rc;

@@ -225,6 +225,8 @@ void actor_start(actor_manager *am, const Escher__TaskSpec *creation, const char
         a->env[a->nenv++] = strdup(env[i]);
     a->ended = ended;
     a->ud = ud;
+    /* Started again after its node died: those restarts count against max_restarts. */
+    a->restarts = creation->attempt;
     esc_strmap_put(am->actors, creation->actor_id, a);
     ESC_INFO("actor %s (%s) starts here", creation->actor_id, creation->name);
     announce(am, creation->actor_id);

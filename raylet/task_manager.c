@@ -122,7 +122,9 @@ static esc_rpc_channel *peer(task_manager *tm, const char *address)
 static void notify(task_manager *tm, const Escher__TaskSpec *spec, Escher__ReadyObject **objs,
                    size_t n)
 {
-    esc_rpc_channel *back = spec->reply_to && spec->reply_to[0] ? peer(tm, spec->reply_to) : NULL;
+    /* A reply_to naming this raylet (an actor call from a local owner) is local. */
+    bool away = spec->reply_to && spec->reply_to[0] && strcmp(spec->reply_to, tm->r->address);
+    esc_rpc_channel *back = away ? peer(tm, spec->reply_to) : NULL;
     results_deliver(tm->results, back, spec->task_id, spec->owner_id ? spec->owner_id : "",
                     objs, n);
 }
@@ -696,8 +698,12 @@ void task_manager_node_dead(task_manager *tm, const char *node_id)
     task_entry **lost = take_spilled(tm, node_id, NULL, &n);
     for (size_t i = 0; i < n; i++) {
         task_entry *e = lost[i];
-        if (e->spec->attempt >= e->spec->max_retries) {
-            store_error(tm, e->spec, "the node running it died and no retries remain");
+        /* An actor is created again elsewhere while its restarts last (its state is lost,
+         * as after a worker crash); a task runs again while its retries last. */
+        bool actor = e->spec->actor_creation;
+        if (e->spec->attempt >= (actor ? e->spec->max_restarts : e->spec->max_retries)) {
+            store_error(tm, e->spec, actor ? "the actor's node died and no restarts remain"
+                                           : "the node running it died and no retries remain");
             entry_free(e);
             continue;
         }

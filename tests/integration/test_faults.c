@@ -129,6 +129,85 @@ static void test_task_reruns_after_raylet_kill(void **state)
     h_stop(&C);
 }
 
+/* One actor method call of the test library, returning the value as a string (NULL and
+ * *code on failure). */
+static char *actor_do(esc_client *cl, esc_actor *a, const char *method, const char *arg,
+                      esc_ref **pending, int *code, esc_status *st)
+{
+    esc_task_arg ta = {.data = arg, .len = strlen(arg)};
+    esc_ref *r = NULL;
+    *code = esc_actor_call(cl, a, method, &ta, 1, 1, &r, st);
+    if (*code != ESC_OK)
+        return NULL;
+    if (pending) {
+        *pending = r;
+        return NULL;
+    }
+    void *v = NULL;
+    size_t len;
+    *code = esc_get(cl, r, 30000, &v, &len, st);
+    esc_ref_free(r);
+    return v;
+}
+
+/* An actor whose node is killed: the call it was running fails at once (no hang), and
+ * the actor starts again on another node that has its resources, with fresh state. */
+static void test_actor_restarts_after_node_death(void **state)
+{
+    (void)state;
+    char lib[512];
+    snprintf(lib, sizeof lib, "%s/tests/tasks/libescher_test_tasks.so",
+             getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build");
+    h_init(&C, 1000);
+    assert_int_equal(h_gcs_start(&C), 0);
+    assert_int_equal(h_raylet_start(&C, 0, NULL), 0);
+    assert_int_equal(h_raylet_start(&C, 1, "--resources act=1"), 0);
+    assert_int_equal(h_raylet_start(&C, 2, "--resources act=1"), 0);
+    esc_client *cl = h_connect(&C, "actfault", 0, false);
+    esc_amount act[] = {{.name = "act", .value = ESC_QTY(1)}};
+    esc_actor_spec spec = {.name = "counter", .library = lib, .init_symbol = "counter_init",
+                           .resources = act, .nresources = 1, .max_restarts = 1};
+    esc_actor *a = NULL;
+    assert_int_equal(esc_actor_create(cl, &spec, &a, NULL), ESC_OK);
+    int code;
+    esc_status st;
+    char *v = actor_do(cl, a, "counter_add", "5", NULL, &code, &st);
+    assert_non_null(v);
+    assert_string_equal(v, "5");
+    free(v);
+    char *home = actor_do(cl, a, "getenv_task", "ESCHER_NODE_ID", NULL, &code, &st);
+    assert_non_null(home);
+    int hosting = !strcmp(home, C.raylets[1].node_id) ? 1 : 2;
+    assert_string_equal(home, C.raylets[hosting].node_id);
+    free(home);
+
+    esc_ref *slow = NULL;
+    actor_do(cl, a, "sleep_ms", "60000", &slow, &code, &st);
+    assert_int_equal(code, ESC_OK);
+    usleep(300000);
+    h_kill(&C.raylets[hosting].pid, SIGKILL);
+    void *out = NULL;
+    size_t len;
+    code = esc_get(cl, slow, 30000, &out, &len, &st);
+    assert_int_equal(code, ESC_ABORTED); /* told when the node was declared dead */
+    assert_non_null(strstr(st.message, "died"));
+    esc_ref_free(slow);
+
+    v = actor_do(cl, a, "counter_add", "1", NULL, &code, &st);
+    if (!v)
+        fprintf(stderr, "call after restart: %s %s\n", esc_status_name(code), st.message);
+    assert_non_null(v);
+    assert_string_equal(v, "1"); /* restarted: its state began again */
+    free(v);
+    char *now = actor_do(cl, a, "getenv_task", "ESCHER_NODE_ID", NULL, &code, &st);
+    assert_non_null(now);
+    assert_string_equal(now, C.raylets[3 - hosting].node_id);
+    free(now);
+    esc_actor_free(a);
+    esc_disconnect(cl);
+    h_stop(&C);
+}
+
 static void test_driver_death_cleans_job(void **state)
 {
     (void)state;
@@ -265,6 +344,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_raylet_killed),
         cmocka_unit_test(test_task_reruns_after_raylet_kill),
+        cmocka_unit_test(test_actor_restarts_after_node_death),
         cmocka_unit_test(test_driver_death_cleans_job),
         cmocka_unit_test(test_gcs_restart_with_redis),
     };
