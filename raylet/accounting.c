@@ -124,6 +124,23 @@ static int32_t row_id(const esc_acct *a, const char *name)
     return id;
 }
 
+/* The row of a request entry, through its resolved slot when it has one. */
+static int32_t req_row(const esc_acct *a, const esc_acct_req *r)
+{
+    if (r->slot <= 0)
+        return row_id(a, r->name);
+    int32_t id = r->slot - 1;
+    return (size_t)id < a->nslots && a->slots[id].present ? id : -1;
+}
+
+void esc_acct_resolve(const esc_acct *a, esc_acct_req *req, size_t n)
+{
+    for (size_t i = 0; a && i < n; i++) {
+        int32_t id = req[i].name ? esc_intern_find(a->names, req[i].name) : -1;
+        req[i].slot = id >= 0 ? id + 1 : 0;
+    }
+}
+
 static void row_add(esc_acct *a, int32_t id)
 {
     if (a->norder == a->order_cap) {
@@ -338,7 +355,7 @@ static bool check(const esc_acct *ca, const esc_acct_req *req, size_t n, bool ag
     for (size_t i = 0; i < n; i++) {
         if (!req_valid(&req[i]))
             return false;
-        int32_t id = row_id(a, req[i].name);
+        int32_t id = req_row(a, &req[i]);
         if (id < 0 || a->slots[id].deleted)
             return false;
         slot *s = &a->slots[id];
@@ -349,7 +366,7 @@ static bool check(const esc_acct *ca, const esc_acct_req *req, size_t n, bool ag
         s->need = esc_qty_add(s->need, req[i].qty);
     }
     for (size_t i = 0; i < n; i++) {
-        const slot *s = &a->slots[row_id(a, req[i].name)];
+        const slot *s = &a->slots[req_row(a, &req[i])];
         int64_t limit = against_total ? s->total : s->total - s->held;
         if (!s->unbounded && s->need > limit)
             return false;
@@ -372,7 +389,7 @@ bool esc_acct_acquire(esc_acct *a, const esc_acct_req *req, size_t n)
     if (!esc_acct_fits(a, req, n))
         return false;
     for (size_t i = 0; i < n; i++) {
-        int32_t id = row_id(a, req[i].name);    /* fits guarantees the row */
+        int32_t id = req_row(a, &req[i]);    /* fits guarantees the row */
         a->slots[id].held = esc_qty_add(a->slots[id].held, req[i].qty);
     }
     if (n > 0)
@@ -386,7 +403,7 @@ void esc_acct_release(esc_acct *a, const esc_acct_req *req, size_t n)
         return;
     bool changed = false;
     for (size_t i = 0; i < n; i++) {
-        int32_t id = req_valid(&req[i]) ? row_id(a, req[i].name) : -1;
+        int32_t id = req_valid(&req[i]) ? req_row(a, &req[i]) : -1;
         if (id < 0)
             continue;    /* never acquired: nothing to give back */
         slot *s = &a->slots[id];

@@ -30,6 +30,9 @@ typedef struct esc_acct esc_acct;
 typedef struct {
     const char *name;
     int64_t qty;          /* fixed point, > 0 */
+    /* 0, or the table's id of name + 1 (esc_acct_resolve): a request checked many times
+     * (a task with a thousand resources) then skips the name lookups. */
+    int32_t slot;
 } esc_acct_req;
 
 /* One row of the table as seen from outside. */
@@ -58,6 +61,10 @@ int esc_acct_apply(esc_acct *a, const Escher__LogOp *op);
  * delete-while-held rule). */
 void esc_acct_reset_ephemeral(esc_acct *a, const char *const *names, const int64_t *totals,
                               const bool *unbounded, size_t n);
+
+/* Fills the slot of each entry whose name the table knows (ids are never reused, so it
+ * stays right for this table; names unknown yet are looked up each time). */
+void esc_acct_resolve(const esc_acct *a, esc_acct_req *req, size_t n);
 
 /* True when every requested quantity fits now (present, not deleted, and
  * unbounded or qty <= available). */

@@ -78,8 +78,7 @@ static reqset *reqset_new(const Escher__RequestLeaseRequest *rq)
     for (size_t i = 0; i < rq->n_resources; i++) {
         size_t len = strlen(rq->resources[i]->name) + 1;
         memcpy(p, rq->resources[i]->name, len);
-        rs->req[i].name = p;
-        rs->req[i].qty = rq->resources[i]->value;
+        rs->req[i] = (esc_acct_req){.name = p, .qty = rq->resources[i]->value};
         p += len;
     }
     rs->job_id = p;

@@ -20,6 +20,7 @@
 
 #include "actor_manager.h"
 #include "cluster_view.h"
+#include "ids.h"
 #include "log.h"
 #include "object_fetch.h"
 #include "rpc_async.h"
@@ -40,14 +41,46 @@ void raylet_changed(raylet *r, bool may_admit)
         r->queue_dirty = true;
 }
 
+/* Rows that changed only because tasks started or ended (held quantities) are copied at
+ * most this often: a copy is as big as the node's table (thousands of ephemeral
+ * resources), and nothing waits for held quantities but status and other raylets'
+ * spillback, which can live with a few milliseconds. The applied seq (the ack that
+ * WaitApplied waits for) is never held back. */
+#define ROWS_MIN_INTERVAL_MS 20
+
+static void on_rows_due(struct ev_loop *ev, ev_timer *t, int revents)
+{
+    (void)ev;
+    (void)revents;
+    raylet_flush(t->data);
+}
+
+/* True when the rows may be copied now; else the copy is due when the timer fires. */
+static bool rows_due(raylet *r)
+{
+    uint64_t now = esc_now_ms();
+    if (r->force_publish || now >= r->rows_published_ms + ROWS_MIN_INTERVAL_MS)
+        return true;
+    if (!ev_is_active(&r->rows_timer)) {
+        ev_timer_set(&r->rows_timer, (double)(r->rows_published_ms + ROWS_MIN_INTERVAL_MS - now) / 1e3,
+                     0.);
+        ev_timer_start(esc_loop_ev(r->loop), &r->rows_timer);
+    }
+    return false;
+}
+
 static void publish_if_changed(raylet *r)
 {
     if (!r->registered || r->stopping)
         return;
     uint64_t v = esc_acct_version(r->acct);
     bool rows_changed = r->force_publish || v != r->published_version;
+    if (rows_changed && r->applied_seq == r->published_seq && !rows_due(r))
+        return;
     if (!rows_changed && r->applied_seq == r->published_seq)
         return;
+    if (rows_changed)
+        r->rows_published_ms = esc_now_ms();
     raylet_rows *rows =
         rows_changed ? raylet_rows_build(r->acct, raylet_link_take_spare(r->link)) : NULL;
     r->published_version = v;
@@ -210,6 +243,8 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->flush.data = r;
     ev_prepare_start(ev, &r->flush);
     ev_unref(ev); /* the flush watcher alone does not keep the loop running */
+    ev_timer_init(&r->rows_timer, on_rows_due, 0., 0.);
+    r->rows_timer.data = r;
 
     r->link = raylet_link_new(r);
     if (raylet_link_start(r->link) != 0) {
@@ -262,6 +297,7 @@ int raylet_shutdown(raylet *r)
             ev_ref(ev);
             ev_prepare_stop(ev, &r->flush);
         }
+        ev_timer_stop(ev, &r->rows_timer);
         esc_loop_free(r->loop);
         r->loop = NULL;
     }

@@ -64,10 +64,12 @@ static task_entry *entry_new(task_manager *tm, Escher__TaskSpec *spec)
     e->nreq = spec->n_resources;
     e->req = calloc(e->nreq + 1, sizeof *e->req);
     for (size_t i = 0; i < e->nreq; i++) {
-        e->req[i] = (esc_acct_req){spec->resources[i]->name, spec->resources[i]->value};
+        e->req[i] = (esc_acct_req){.name = spec->resources[i]->name,
+                                   .qty = spec->resources[i]->value};
         if (!strcmp(spec->resources[i]->name, "GPU"))
             e->gpus += spec->resources[i]->value;
     }
+    esc_acct_resolve(tm->r->acct, e->req, e->nreq);
     return e;
 }
 
@@ -271,7 +273,7 @@ static void run(task_manager *tm, task_entry *e)
         entry_free(e);
         return;
     }
-    if (!fits_now(tm, e) || !esc_acct_acquire(r->acct, e->req, e->nreq)) {
+    if (!gpu_slots_fit(tm->gpus, e->gpus) || !esc_acct_acquire(r->acct, e->req, e->nreq)) {
         unlend_args(e);
         enqueue(tm, e);
         return;
@@ -293,7 +295,12 @@ static void run(task_manager *tm, task_entry *e)
         actor_start(r->actors, e->spec, env, 2, on_actor_ended, e);
         return;
     }
+    /* The worker needs what to run, not what it holds: a task with a thousand resources
+     * would otherwise ship them all to its worker (the pool copies the spec now). */
+    size_t nres = e->spec->n_resources;
+    e->spec->n_resources = 0;
     int rc = worker_pool_run(r->pool, e->spec, env, 2, on_done, e);
+    e->spec->n_resources = nres;
     unlend_args(e);
     if (rc != 0) {
         esc_strmap_del(tm->running, e->spec->task_id);

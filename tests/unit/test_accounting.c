@@ -59,25 +59,25 @@ static esc_acct_row row_of(const esc_acct *a, const char *name)
 
 static bool fits1(const esc_acct *a, const char *name, int64_t q)
 {
-    esc_acct_req r = {name, q};
+    esc_acct_req r = {.name = name, .qty = q};
     return esc_acct_fits(a, &r, 1);
 }
 
 static bool feasible1(const esc_acct *a, const char *name, int64_t q)
 {
-    esc_acct_req r = {name, q};
+    esc_acct_req r = {.name = name, .qty = q};
     return esc_acct_feasible(a, &r, 1);
 }
 
 static bool acquire1(esc_acct *a, const char *name, int64_t q)
 {
-    esc_acct_req r = {name, q};
+    esc_acct_req r = {.name = name, .qty = q};
     return esc_acct_acquire(a, &r, 1);
 }
 
 static void release1(esc_acct *a, const char *name, int64_t q)
 {
-    esc_acct_req r = {name, q};
+    esc_acct_req r = {.name = name, .qty = q};
     esc_acct_release(a, &r, 1);
 }
 
@@ -291,7 +291,7 @@ static void test_zero_vs_absent(void **state)
     assert_false(acquire1(a, "j/queue", 1));
     /* A request naming an absent resource fails as a whole. */
     set(a, "j/b", U(1));
-    esc_acct_req both[2] = {{"j/b", 1}, {"j/absent", 1}};
+    esc_acct_req both[2] = {{"j/b", 1, 0}, {"j/absent", 1, 0}};
     assert_false(esc_acct_fits(a, both, 2));
     assert_false(esc_acct_acquire(a, both, 2));
     assert_true(row_of(a, "j/b").held == 0);    /* nothing partially held */
@@ -433,6 +433,33 @@ static void test_physical_immune(void **state)
     esc_acct_free(a);
 }
 
+/* A resolved request skips name lookups but means the same: a row deleted and created
+ * again is found through the slot, a name unknown at resolve time is found once it
+ * exists, and a deleted row refuses admission. */
+static void test_resolved_requests(void **state)
+{
+    (void)state;
+    esc_acct *a = esc_acct_new();
+    set(a, "j/a", U(2));
+    esc_acct_req r[2] = {{.name = "j/a", .qty = U(1)}, {.name = "j/later", .qty = U(1)}};
+    esc_acct_resolve(a, r, 2);
+    assert_true(r[0].slot > 0);
+    assert_int_equal(r[1].slot, 0);       /* not interned yet: looked up by name */
+    assert_false(esc_acct_fits(a, r, 2));
+    set(a, "j/later", U(1));
+    assert_true(esc_acct_acquire(a, r, 2));
+    assert_false(esc_acct_fits(a, r, 2)); /* j/later is full */
+    esc_acct_release(a, r, 2);
+    assert_int_equal(row_of(a, "j/a").held, 0);
+    del(a, "j/a");
+    assert_false(esc_acct_fits(a, r, 1)); /* the slot's row is gone */
+    set(a, "j/a", U(1));
+    assert_true(esc_acct_acquire(a, r, 1)); /* the same name again: the same slot */
+    assert_int_equal(row_of(a, "j/a").held, U(1));
+    esc_acct_release(a, r, 1);
+    esc_acct_free(a);
+}
+
 static void test_request_vectors(void **state)
 {
     (void)state;
@@ -440,12 +467,12 @@ static void test_request_vectors(void **state)
     set(a, "j/a", 15000);
     set(a, "j/b", U(1));
     /* The same name twice is summed: 1 + 1 > 1.5. */
-    esc_acct_req dup[2] = {{"j/a", U(1)}, {"j/a", U(1)}};
+    esc_acct_req dup[2] = {{"j/a", U(1), 0}, {"j/a", U(1), 0}};
     assert_false(esc_acct_fits(a, dup, 2));
     assert_false(esc_acct_feasible(a, dup, 2));
     assert_false(esc_acct_acquire(a, dup, 2));
     set(a, "j/a", U(2));
-    esc_acct_req mixed[3] = {{"j/a", U(1)}, {"j/b", U(1)}, {"j/a", U(1)}};
+    esc_acct_req mixed[3] = {{"j/a", U(1), 0}, {"j/b", U(1), 0}, {"j/a", U(1), 0}};
     assert_true(esc_acct_acquire(a, mixed, 3));
     assert_true(row_of(a, "j/a").held == U(2));
     assert_true(row_of(a, "j/b").held == U(1));
@@ -459,7 +486,7 @@ static void test_request_vectors(void **state)
     set(a, "j/inf", 0);
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_SET, "j/inf", 0, true), 0);
     assert_false(fits1(a, "j/inf", ESC_QTY_MAX + 1));
-    esc_acct_req nul = {NULL, 1};
+    esc_acct_req nul = {NULL, 1, 0};
     assert_false(esc_acct_fits(a, &nul, 1));
     /* The empty request always fits. */
     assert_true(esc_acct_fits(a, NULL, 0));
@@ -737,6 +764,7 @@ static void try_acquire(esc_acct *a, uint64_t *seed, lease *leases, size_t *nlea
                         int64_t *held)
 {
     lease l;
+    memset(&l, 0, sizeof l); /* no slots resolved */
     l.n = 1 + (size_t)(rnd(seed) % 3);
     for (size_t i = 0; i < l.n; i++) {
         l.req[i].name = inv_names[rnd(seed) % INV_NAMES];    /* repeats allowed */
@@ -853,6 +881,7 @@ int main(void)
         cmocka_unit_test(test_add_accumulates),
         cmocka_unit_test(test_physical_immune),
         cmocka_unit_test(test_request_vectors),
+        cmocka_unit_test(test_resolved_requests),
         cmocka_unit_test(test_version_and_order),
         cmocka_unit_test(test_reset_ephemeral),
         cmocka_unit_test(test_replay_equals_snapshot),
