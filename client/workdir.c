@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "frame.h"
 
 extern char **environ;
 
@@ -291,20 +292,6 @@ static int read_manifest(esc_rpc_channel *ch, const char *job_id, uint64_t *size
     return ESC_OK;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Writes every chunk, in order, into tar's stdin. */
 static int feed_tar(esc_rpc_channel *ch, const char *job_id, uint64_t size, uint64_t chunks,
                     int fd, esc_status *st)
@@ -318,7 +305,7 @@ static int feed_tar(esc_rpc_channel *ch, const char *job_id, uint64_t size, uint
         if (rc != ESC_OK)
             return rc;
         total += r->value.len;
-        int w = write_all(fd, r->value.data, r->value.len);
+        int w = esc_write_all(fd, r->value.data, r->value.len);
         protobuf_c_message_free_unpacked(&r->base, NULL);
         if (w != 0)
             return esc_status_set(st, ESC_INTERNAL, "writing to tar: %s", strerror(errno));

@@ -35,8 +35,9 @@ static ssize_t write_some(int fd, const void *data, size_t len)
     return n;
 }
 
-static int write_all(int fd, const uint8_t *data, size_t len)
+int esc_write_all(int fd, const void *buf, size_t len)
 {
+    const uint8_t *data = buf;
     while (len > 0) {
         ssize_t n = write_some(fd, data, len);
         if (n < 0 && errno == EINTR)
@@ -76,9 +77,9 @@ int esc_frame_write_bytes(int fd, const void *data, size_t len)
     }
     uint8_t hdr[ESC_FRAME_HEADER];
     put_be32(hdr, (uint32_t)len);
-    if (write_all(fd, hdr, sizeof hdr) < 0)
+    if (esc_write_all(fd, hdr, sizeof hdr) < 0)
         return -1;
-    return write_all(fd, data, len);
+    return esc_write_all(fd, data, len);
 }
 
 int esc_frame_write(int fd, const ProtobufCMessage *msg)
@@ -94,7 +95,7 @@ int esc_frame_write(int fd, const ProtobufCMessage *msg)
         return -1;
     put_be32(buf, (uint32_t)len);
     protobuf_c_message_pack(msg, buf + ESC_FRAME_HEADER);
-    int rc = write_all(fd, buf, ESC_FRAME_HEADER + len);
+    int rc = esc_write_all(fd, buf, ESC_FRAME_HEADER + len);
     int saved = errno;
     free(buf);
     errno = saved;

@@ -31,6 +31,10 @@ int esc_frame_write(int fd, const ProtobufCMessage *msg);
 /* Same, for an already packed payload. */
 int esc_frame_write_bytes(int fd, const void *data, size_t len);
 
+/* Writes all len bytes to fd (a socket, without SIGPIPE, or a pipe or file), retrying
+ * short writes and EINTR. Returns 0, or -1 with errno set. */
+int esc_write_all(int fd, const void *buf, size_t len);
+
 /* Reads one frame from fd. Returns 1 with *buf (malloc'd, caller frees; never NULL, even
  * for an empty payload) and *len; 0 at a clean end of stream (no byte of a next frame);
  * -1 with errno on error (EMSGSIZE: announced length over ESC_FRAME_MAX, EPROTO: stream
