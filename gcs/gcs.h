@@ -4,6 +4,7 @@
  * it (rpc.h), so no table needs a lock. Each module owns one table or concern:
  *   event_log.c   sequence numbers, durable commit, the replay ring, broadcast
  *   pubsub.c      Subscribe streams and snapshots
+ *   load.c        EV_NODE_LOAD: the nodes' reported availability, beside the log
  *   registry.c    the ephemeral-resource registry and UpdateResources
  *   node_table.c  nodes: register, report, drain, death
  *   job_table.c   jobs and their cleanup
@@ -49,6 +50,9 @@ typedef struct {
     uint64_t last_seen_ms;
     uint64_t applied_seq;
     Escher__ReportNodeRequest *report; /* last report with resources, owned; may be NULL */
+    Escher__ReportNodeRequest *published; /* the report last advertised (load.c): owned,
+                                         or the same as report; may be NULL */
+    bool load_dirty;                  /* reported since the last advertisement */
     bool needs_snapshot;              /* (re)registered in this life: its next subscription
                                          starts from a snapshot, whatever seq it names */
 } gcs_node;
@@ -85,6 +89,7 @@ typedef struct gcs {
     gcs_waiter *waiters;
     gcs_objdir *objdir;     /* object directory (object_dir.c) */
     ev_timer sweep;
+    ev_timer load_timer;    /* load.c: coalesces advertisements */
 } gcs;
 
 /* ---- event_log.c ---- */
@@ -112,6 +117,20 @@ Escher__Event *gcs_event_new(Escher__EventKind kind);
 void gcs_pubsub_register(gcs *g);
 void gcs_broadcast(gcs *g, const Escher__Event *ev);
 void gcs_pubsub_close_all(gcs *g);
+
+/* ---- load.c ---- */
+void gcs_load_init(gcs *g);
+void gcs_load_stop(gcs *g);
+/* Replaces n's last report (owned, may be NULL), keeping the advertised one. */
+void gcs_load_set_report(gcs_node *n, Escher__ReportNodeRequest *report);
+/* Drops n's reports (its death, or freeing the table). */
+void gcs_load_forget(gcs_node *n);
+/* n reported new rows: they are advertised within the next period. */
+void gcs_load_reported(gcs *g, gcs_node *n);
+/* Every alive node's full rows, for a (re)subscribing raylet; rows point into the
+ * reports: send it at once, then gcs_load_full_event_free. */
+Escher__Event *gcs_load_full_event(gcs *g);
+void gcs_load_full_event_free(Escher__Event *ev);
 
 /* ---- registry.c ---- */
 void gcs_registry_register(gcs *g);

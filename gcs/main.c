@@ -133,6 +133,7 @@ static int serve(gcs *g)
         return 1;
     }
     register_services(g);
+    gcs_load_init(g);
     if (esc_rpc_server_start(g->server) != 0) {
         fprintf(stderr, "escher-gcs: cannot start the server thread\n");
         return 1;
@@ -149,6 +150,7 @@ static int serve(gcs *g)
     ev_timer_start(esc_loop_ev(g->loop), &g->sweep);
     esc_loop_run(g->loop);
     ev_timer_stop(esc_loop_ev(g->loop), &g->sweep);
+    gcs_load_stop(g);
     ESC_INFO("shutting down");
     return 0;
 }

@@ -26,8 +26,7 @@ bool gcs_node_alive(const gcs_node *n)
 static void node_free(gcs_node *n)
 {
     protobuf_c_message_free_unpacked(&n->info->base, NULL);
-    if (n->report)
-        protobuf_c_message_free_unpacked(&n->report->base, NULL);
+    gcs_load_forget(n);
     free(n);
 }
 
@@ -140,9 +139,8 @@ static void handle_report(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
     }
     n->last_seen_ms = esc_now_ms();
     if (req->has_resources) {
-        if (n->report)
-            protobuf_c_message_free_unpacked(&n->report->base, NULL);
-        n->report = (Escher__ReportNodeRequest *)esc_pb_dup(&req->base);
+        gcs_load_set_report(n, (Escher__ReportNodeRequest *)esc_pb_dup(&req->base));
+        gcs_load_reported(g, n);
     }
     /* A GCS restarted on durable storage knows the node but not its accounting. */
     rep.want_resources = !n->report;
@@ -190,10 +188,7 @@ static void node_die(gcs *g, gcs_node *n)
         return; /* storage is down: try again at the next sweep */
     n->info->state = ESCHER__NODE_STATE__NODE_DEAD;
     gcs_objects_node_dead(g, n->info->node_id);
-    if (n->report) {
-        protobuf_c_message_free_unpacked(&n->report->base, NULL);
-        n->report = NULL;
-    }
+    gcs_load_forget(n);
     gcs_wait_recheck(g);
 }
 

@@ -1,8 +1,9 @@
 /* pubsub.c: Subscribe streams. A raylet subscribes with its node id and the last sequence
  * it applied; it gets the missed events from the ring, or a snapshot of the whole state
- * when they are gone (or the GCS restarted), then every new event in order. A driver
- * subscribes with its job id: that stream keeps its job alive, and carries node and job
- * events (not resource entries, which drivers do not need). */
+ * when they are gone (or the GCS restarted), then every node's current availability
+ * (load.c: not replayed), then every new event in order. A driver subscribes with its
+ * job id: that stream keeps its job alive, and carries node and job events (not resource
+ * entries or availability, which drivers do not need). */
 #include "gcs.h"
 
 #include <stdlib.h>
@@ -35,9 +36,11 @@ static void sub_free(gcs_sub *s)
     free(s);
 }
 
+/* Drivers need neither resource entries nor availability. */
 static bool wants(const gcs_sub *s, const Escher__Event *ev)
 {
-    return s->node_id || ev->kind != ESCHER__EVENT_KIND__EV_RESOURCES;
+    return s->node_id || (ev->kind != ESCHER__EVENT_KIND__EV_RESOURCES &&
+                          ev->kind != ESCHER__EVENT_KIND__EV_NODE_LOAD);
 }
 
 void gcs_broadcast(gcs *g, const Escher__Event *ev)
@@ -70,6 +73,15 @@ static void send_snapshot(gcs *g, gcs_sub *s)
     free(ev.registry);
 }
 
+/* Availability is not replayed (load.c): after the log, every node's current rows. */
+static void send_loads(gcs *g, gcs_sub *s)
+{
+    Escher__Event *ev = gcs_load_full_event(g);
+    if (ev->n_loads)
+        esc_rpc_send(s->call, &ev->base);
+    gcs_load_full_event_free(ev);
+}
+
 /* A raylet this GCS does not know, or one that registered in this GCS's life, may hold
  * sequence numbers of an earlier life (a GCS without storage restarted): it must start
  * from a snapshot. Others resume from the ring when it still holds what they missed. */
@@ -82,13 +94,14 @@ static void catch_up(gcs *g, gcs_sub *s, uint64_t from)
         if (node)
             node->needs_snapshot = false;
         send_snapshot(g, s);
-        return;
+    } else {
+        for (long k = 0; k < n; k++) {
+            Escher__Event *ev = gcs_ring_at(g, first + (size_t)k);
+            if (wants(s, ev))
+                esc_rpc_send(s->call, &ev->base);
+        }
     }
-    for (long k = 0; k < n; k++) {
-        Escher__Event *ev = gcs_ring_at(g, first + (size_t)k);
-        if (wants(s, ev))
-            esc_rpc_send(s->call, &ev->base);
-    }
+    send_loads(g, s);
 }
 
 static void on_cancel(esc_rpc_ctx *call, void *ud)

@@ -2,30 +2,54 @@
  * raylet and the GCS apply, so this view agrees with the nodes' own tables. */
 #include "cluster_view.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capacity.h"
+#include "ids.h"
 #include "strmap.h"
+
+/* A debit stands for tasks sent to a node since its last advertisement; if none comes
+ * (the tasks queued there and changed nothing) it lapses after this long. */
+#define DEBIT_TTL_MS 1000
+
+typedef struct {
+    int64_t free;       /* total - held as advertised (0 once deleted); may be < 0 */
+    bool unbounded;
+} avail_row;
 
 typedef struct {
     char *address;
     bool alive;
     esc_strmap *caps;   /* name -> esc_capacity* (physical and ephemeral) */
+    esc_strmap *avail;  /* name -> avail_row*, from EV_NODE_LOAD */
+    esc_strmap *debits; /* name -> int64_t*: sent there since the last advertisement */
+    uint64_t debit_ms;  /* when the last debit was made */
 } view_node;
 
 struct cluster_view {
     esc_strmap *nodes;  /* node id -> view_node */
+    uint64_t rng;       /* xorshift state: ties between equally idle nodes */
 };
 
-static void node_free(view_node *n)
+static void free_values(esc_strmap *m)
 {
     size_t pos = 0;
     const char *k;
     void *val;
-    while (esc_strmap_next(n->caps, &pos, &k, &val))
+    while (esc_strmap_next(m, &pos, &k, &val))
         free(val);
-    esc_strmap_free(n->caps);
+    esc_strmap_free(m);
+}
+
+static void node_free(view_node *n)
+{
+    free_values(n->caps);
+    free_values(n->avail);
+    free_values(n->debits);
     free(n->address);
     free(n);
 }
@@ -45,6 +69,10 @@ cluster_view *cluster_view_new(void)
 {
     cluster_view *v = calloc(1, sizeof *v);
     v->nodes = esc_strmap_new();
+    /* Different per raylet, so raylets that see the same loads break ties differently. */
+    v->rng = (esc_now_ms() << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)v;
+    if (!v->rng)
+        v->rng = 1;
     return v;
 }
 
@@ -74,6 +102,8 @@ static void put_node(cluster_view *v, const Escher__NodeInfo *info)
     if (!n) {
         n = calloc(1, sizeof *n);
         n->caps = esc_strmap_new();
+        n->avail = esc_strmap_new();
+        n->debits = esc_strmap_new();
         esc_strmap_put(v->nodes, info->node_id, n);
     }
     free(n->address);
@@ -105,8 +135,47 @@ static void apply_snapshot(cluster_view *v, const Escher__Event *ev)
     }
 }
 
+static void clear_debits(view_node *n)
+{
+    free_values(n->debits);
+    n->debits = esc_strmap_new();
+}
+
+/* One node's advertisement: its rows replace what this view had of them. */
+static void apply_load(cluster_view *v, const Escher__NodeLoad *l)
+{
+    view_node *n = esc_strmap_get(v->nodes, l->node_id);
+    if (!n)
+        return; /* not known yet: its full rows come with the next (re)subscription */
+    if (l->full) {
+        free_values(n->avail);
+        n->avail = esc_strmap_new();
+    }
+    for (size_t i = 0; i < l->n_rows; i++) {
+        const Escher__ResourceState *s = l->rows[i];
+        if (s->deleted && s->held == 0) {
+            free(esc_strmap_del(n->avail, s->name)); /* gone */
+            continue;
+        }
+        avail_row *a = esc_strmap_get(n->avail, s->name);
+        if (!a) {
+            a = malloc(sizeof *a);
+            esc_strmap_put(n->avail, s->name, a);
+        }
+        a->unbounded = s->unbounded && !s->deleted;
+        a->free = s->deleted ? 0 : s->total - s->held;
+    }
+    /* Fresh numbers include (or no longer need) what this raylet sent there. */
+    clear_debits(n);
+}
+
 void cluster_view_apply(cluster_view *v, const Escher__Event *ev)
 {
+    if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_LOAD) {
+        for (size_t i = 0; i < ev->n_loads; i++)
+            apply_load(v, ev->loads[i]);
+        return;
+    }
     if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {
         apply_snapshot(v, ev);
         return;
@@ -160,4 +229,118 @@ bool cluster_view_has_name(const cluster_view *v, const char *name)
             return true;
     }
     return false;
+}
+
+/* ------------------------------------------------------------ availability */
+
+static uint64_t next_random(cluster_view *v)
+{
+    v->rng ^= v->rng << 13;
+    v->rng ^= v->rng >> 7;
+    v->rng ^= v->rng << 17;
+    return v->rng;
+}
+
+/* What n has free of name now as this raylet believes: advertised minus debits. */
+static bool free_of(view_node *n, const char *name, bool debits_valid, int64_t *out,
+                    bool *unbounded)
+{
+    const avail_row *a = esc_strmap_get(n->avail, name);
+    if (!a)
+        return false;
+    *unbounded = a->unbounded;
+    *out = a->free;
+    const int64_t *d = debits_valid ? esc_strmap_get(n->debits, name) : NULL;
+    if (d)
+        *out -= *d;
+    return true;
+}
+
+/* How many times the request fits in n's availability (INFINITY when every name is
+ * unbounded); < 1 when it does not fit. Repeated names are summed, as admission does. */
+static double headroom(view_node *n, const esc_acct_req *req, size_t k, uint64_t now)
+{
+    bool debits_valid = now - n->debit_ms <= DEBIT_TTL_MS;
+    double most = INFINITY;
+    for (size_t i = 0; i < k; i++) {
+        int64_t want = 0, have;
+        bool unb;
+        for (size_t j = 0; j < k; j++)
+            if (!strcmp(req[j].name, req[i].name))
+                want += req[j].qty;
+        if (!free_of(n, req[i].name, debits_valid, &have, &unb))
+            return 0;
+        if (unb)
+            continue;
+        if (have < want)
+            return 0;
+        double times = (double)have / (double)want;
+        if (times < most)
+            most = times;
+    }
+    return most;
+}
+
+const char *cluster_view_find_available(cluster_view *v, const char *self,
+                                        const esc_acct_req *req, size_t n,
+                                        const char *exclude_node, const char **node_id)
+{
+    const char *best_id = NULL, *best_addr = NULL;
+    double best = 0;
+    unsigned ties = 0;
+    uint64_t now = esc_now_ms();
+    size_t pos = 0;
+    const char *id;
+    void *val;
+    while (esc_strmap_next(v->nodes, &pos, &id, &val)) {
+        view_node *node = val;
+        if (!node->alive || (self && !strcmp(id, self)) ||
+            (exclude_node && !strcmp(id, exclude_node)))
+            continue;
+        double h = headroom(node, req, n, now);
+        if (h < 1 || h < best)
+            continue;
+        /* Equal headroom: each candidate is kept with probability 1/ties (reservoir). */
+        ties = h > best || !best_id ? 1 : ties + 1;
+        if (ties == 1 || next_random(v) % ties == 0) {
+            best = h;
+            best_id = id;
+            best_addr = node->address;
+        }
+    }
+    if (node_id)
+        *node_id = best_id;
+    return best_addr;
+}
+
+void cluster_view_debit(cluster_view *v, const char *node_id, const esc_acct_req *req, size_t n)
+{
+    view_node *node = esc_strmap_get(v->nodes, node_id);
+    if (!node)
+        return;
+    uint64_t now = esc_now_ms();
+    if (now - node->debit_ms > DEBIT_TTL_MS)
+        clear_debits(node);
+    node->debit_ms = now;
+    for (size_t i = 0; i < n; i++) {
+        int64_t *d = esc_strmap_get(node->debits, req[i].name);
+        if (!d) {
+            d = calloc(1, sizeof *d);
+            esc_strmap_put(node->debits, req[i].name, d);
+        }
+        *d += req[i].qty;
+    }
+}
+
+const char *cluster_view_node_at(const cluster_view *v, const char *address)
+{
+    if (!address || !*address)
+        return NULL;
+    size_t pos = 0;
+    const char *id;
+    void *val;
+    while (esc_strmap_next(v->nodes, &pos, &id, &val))
+        if (!strcmp(((const view_node *)val)->address, address))
+            return id;
+    return NULL;
 }

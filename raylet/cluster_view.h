@@ -3,7 +3,15 @@
  * Every raylet receives every event; besides applying its own node's ops it keeps, per
  * node, the address, whether it is alive, its physical resources and the capacities of
  * its ephemeral resources. That is enough to decide where a task that cannot run here
- * could run at all (spillback on feasibility). Owned by the loop thread.
+ * could run at all (spillback on feasibility).
+ *
+ * It also keeps each node's advertised availability (EV_NODE_LOAD: total - held of every
+ * row its raylet reported, unbounded stays unbounded, deleted rows have none), so a task
+ * that is feasible here but busy can go where it fits now. Advertisements lag (one
+ * report plus the GCS's 50 ms coalescing), so when this raylet sends a task somewhere it
+ * debits its copy of that node's availability until the node's next advertisement (or
+ * for at most 1 s): a burst of tasks spreads over the idle nodes instead of all going
+ * to the one that looked idlest. Owned by the loop thread.
  */
 #ifndef RAYLET_CLUSTER_VIEW_H
 #define RAYLET_CLUSTER_VIEW_H
@@ -28,6 +36,23 @@ void cluster_view_apply(cluster_view *v, const Escher__Event *ev);
  * and valid until the next event. */
 const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
                                        const esc_acct_req *req, size_t n, const char **node_id);
+
+/* The address of an alive node other than `self` and `exclude_node` (either may be
+ * NULL) whose advertised availability, less this raylet's debits, covers the request;
+ * NULL when none. Among several, the one with the most headroom (how many times the
+ * request fits, over the requested names; unbounded names do not limit it), ties broken
+ * at random so raylets with the same view do not all pick the same node. *node_id (may
+ * be NULL) gets its id. Strings are owned by the view and valid until the next event. */
+const char *cluster_view_find_available(cluster_view *v, const char *self,
+                                        const esc_acct_req *req, size_t n,
+                                        const char *exclude_node, const char **node_id);
+
+/* This raylet sent a task holding req to node_id: count it against that node's
+ * availability until the node advertises again. */
+void cluster_view_debit(cluster_view *v, const char *node_id, const esc_acct_req *req, size_t n);
+
+/* The id of the node whose raylet listens at address; NULL when none is known. */
+const char *cluster_view_node_at(const cluster_view *v, const char *address);
 
 /* True when some alive node (self included) has the resource at all. */
 bool cluster_view_has_name(const cluster_view *v, const char *name);

@@ -10,6 +10,10 @@
  *  - EV_JOB_FINISHED then releases the job's leases and frees its objects.
  *  - EV_SNAPSHOT also makes the node announce all its objects again: a snapshot follows
  *    a GCS restart, and the object directory is not persisted.
+ *  - EV_NODE_LOAD (other nodes' availability) is not a log entry: it carries the last
+ *    committed seq, changes only the cluster view and never the applied seq, and is
+ *    applied whatever its seq (availability that just freed elsewhere may let queued
+ *    tasks spill).
  * After each event the queue and the report thread are told (raylet_changed). Freeing
  * a big event costs as much as applying it, so that waits until the ack is on its way
  * (raylet_flush). */
@@ -92,7 +96,9 @@ void raylet_free_spent(raylet *r)
 
 void raylet_apply_event(raylet *r, Escher__Event *ev)
 {
-    if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {
+    if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_LOAD) {
+        cluster_view_apply(r->view, ev);
+    } else if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {
         apply_snapshot(r, ev);
         cluster_view_apply(r->view, ev);
         raylet_objects_reannounce(r->objects);

@@ -1,5 +1,6 @@
 /* task_manager.c: see task_manager.h for the policy; this file keeps it to plain
- * resource matching: fits here, else feasible elsewhere, else wait. */
+ * resource matching: fits here, else fits now elsewhere (or, when it never fits here,
+ * could fit elsewhere), else wait. */
 #include "task_manager.h"
 
 #include <stdio.h>
@@ -340,6 +341,10 @@ static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMess
 
 static void forward(task_manager *tm, task_entry *e, const char *address, const char *node_id)
 {
+    ESC_DEBUG("task %s forwarded to node %s (hop %u)", e->spec->task_id, node_id,
+              e->spec->spill_hops + 1);
+    /* Until that node advertises again, count the task against it here. */
+    cluster_view_debit(tm->r->view, node_id, e->req, e->nreq);
     e->spec->spill_hops++;
     free(e->spilled_to);
     e->spilled_to = strdup(node_id);
@@ -357,12 +362,21 @@ static void forward(task_manager *tm, task_entry *e, const char *address, const 
     e->spec->reply_to = reply_to;
 }
 
-/* Where could this task go when it does not fit here now? NULL: stay. */
+/* Where should a task that does not fit here now go? NULL: stay (run when it fits, or
+ * wait). A node whose advertised availability fits it now, never the raylet that sent it
+ * here (no ping-pong: a forwarded task that is busy here goes on to a third node or
+ * waits); when this node could never hold it, also any node where it is feasible. At
+ * most ESC_MAX_SPILL_HOPS forwards in all. */
 static const char *spill_target(task_manager *tm, const task_entry *e, const char **node_id)
 {
     raylet *r = tm->r;
-    if (e->spec->spill_hops >= ESC_MAX_SPILL_HOPS || esc_acct_feasible(r->acct, e->req, e->nreq))
+    if (e->spec->spill_hops >= ESC_MAX_SPILL_HOPS || fits_now(tm, e))
         return NULL;
+    const char *from = cluster_view_node_at(r->view, e->spec->reply_to);
+    const char *to = cluster_view_find_available(r->view, r->node_id, e->req, e->nreq, from,
+                                                 node_id);
+    if (to || esc_acct_feasible(r->acct, e->req, e->nreq))
+        return to;
     return cluster_view_find_feasible(r->view, r->node_id, e->req, e->nreq, node_id);
 }
 
@@ -391,8 +405,9 @@ static bool wait_for_args(task_manager *tm, task_entry *e)
 
 static void schedule(task_manager *tm, task_entry *e)
 {
-    /* Arguments first: a task that will run here needs them here. A task that cannot
-     * run here at all is spilled with its references, and its new node fetches them. */
+    /* Placement first, then arguments: a task that will run here needs them here; one
+     * that goes elsewhere (busy or infeasible here) is spilled with its references, and
+     * its new node fetches them. */
     const char *spill_node = NULL;
     const char *to = spill_target(tm, e, &spill_node);
     if (to) {
@@ -407,20 +422,38 @@ static void schedule(task_manager *tm, task_entry *e)
         enqueue(tm, e);
 }
 
+/* True when b would find the same spill target as a: the same request, sender and hops. */
+static bool same_placement(const task_entry *a, const task_entry *b)
+{
+    if (a->nreq != b->nreq || a->spec->spill_hops != b->spec->spill_hops ||
+        strcmp(a->spec->reply_to, b->spec->reply_to) != 0)
+        return false;
+    for (size_t i = 0; i < a->nreq; i++)
+        if (a->req[i].qty != b->req[i].qty || strcmp(a->req[i].name, b->req[i].name) != 0)
+            return false;
+    return true;
+}
+
 void task_manager_reexamine(task_manager *tm)
 {
+    /* The last task that found no other node: during a pass the view only loses
+     * availability (debits), so a task placed like it would find none either. Queues of
+     * many tasks of one shape then cost one search per pass, not one per task. */
+    const task_entry *stuck = NULL;
     task_entry *e = tm->head;
     while (e) {
         task_entry *next = e->next;
         if (fits_now(tm, e)) {
             dequeue(tm, e);
             run(tm, e);
-        } else {
+        } else if (!stuck || !same_placement(stuck, e)) {
             const char *node = NULL;
             const char *to = spill_target(tm, e, &node);
             if (to) {
                 dequeue(tm, e);
                 forward(tm, e, to, node);
+            } else {
+                stuck = e;
             }
         }
         e = next;

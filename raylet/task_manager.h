@@ -1,12 +1,15 @@
 /* task_manager.h: tasks on this node: admission, spillback, queueing, execution, retry.
  *
  * A task arrives through TaskService.SubmitTask (from a driver, or forwarded by another
- * raylet). The raylet first tries its own node: when the task's resources fit now it
- * holds them (accounting) and runs the task on a worker. When this node could never fit
- * it (a name absent or a total too small) and another alive node could, it forwards the
- * task there (at most ESC_MAX_SPILL_HOPS times, so tasks never ping-pong). Otherwise the
- * task waits in a FIFO queue, feasible-but-busy or infeasible, and is re-examined when a
- * log entry or a release could make it fit: event driven, never on a timer.
+ * raylet). Local node first: when the task's resources fit now it holds them
+ * (accounting) and runs the task on a worker. Otherwise it is forwarded to another node
+ * whose advertised availability fits it now (cluster_view_find_available: busy here,
+ * idle there), or, when this node could never fit it (a name absent or a total too
+ * small), to a node where it is feasible. Forwards are bounded (ESC_MAX_SPILL_HOPS) and
+ * never go back to the raylet that forwarded the task here (its reply_to), so tasks
+ * never ping-pong. Otherwise the task waits in a FIFO queue, feasible-but-busy or
+ * infeasible, and is re-examined when a log entry, a release or another node's
+ * advertisement could place it: event driven, never on a timer.
  *
  * When a task ends its resources are released and its return values (or, for a failed
  * task, error objects naming the failure) go to the node's object store. A task whose
