@@ -4,7 +4,7 @@
  *   ESCHER_RAYLET_SOCKET  Unix socket to connect to (required)
  *   ESCHER_WORKER_ID      the id to announce in Hello (required)
  *   ESCHER_JOB_ID         the job whose tasks this worker runs
- *   ESCHER_LOG_DIR        where task-<task_id>.out/.err go (default: the cwd)
+ *   ESCHER_LOG_DIR        where its capture files go (default: the cwd)
  * plus the environment of the tasks it will run (CUDA_VISIBLE_DEVICES, ...): the pool
  * gives each worker one task environment for its whole life.
  *
@@ -12,10 +12,16 @@
  * a worker does one thing at a time) and answers each with Done. Exit, or the raylet
  * closing the socket, ends it with status 0.
  *
- * Function tasks run in this process: the library is dlopen'ed once and cached, and
- * stdout/stderr (fds 1 and 2) point at the task's log files during the call. Command
- * tasks are forked and exec'ed with their own argv, env and cwd, their stdout/stderr on
- * the log files. This executable exports esc_buf_* and esc_task_* (linked with
+ * Output: fds 1 and 2 point, for the worker's whole life, at its capture files
+ * worker-<id>.out and .err in the log dir; before each task it appends one record
+ * "<task_id> <out offset> <err offset> <unix ms>" to worker-<id>.idx, so a task's output
+ * is the part of the capture files between its record and the next one (escher logs
+ * reads it that way). A task costs one write(2) and no file creation: creating two files
+ * per task would cost more than a no-op task itself. The worker's own log lines go to
+ * its original stderr (the pool's worker-<id>.log).
+ *
+ * Function tasks run in this process: the library is dlopen'ed once and cached. Command
+ * tasks are forked and exec'ed with their own argv, env and cwd, and inherit fds 1 and 2. This executable exports esc_buf_* and esc_task_* (linked with
  * -rdynamic) so that task libraries resolve them here without linking libescher.
  *
  * A command task whose env has ESCHER_JOB_WORKDIR_KEY=<job id> (a job's entrypoint,
@@ -35,6 +41,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "escher/task.h"
@@ -121,17 +128,66 @@ static bool valid_task_id(const char *id)
     return true;
 }
 
-/* Opens <log_dir>/task-<id>.<ext> for appending: a retried task keeps the output of its
- * earlier attempts. */
-static int open_log(const char *log_dir, const char *task_id, const char *ext, outcome *o)
+/* The capture files and the index, opened once (capture_open). */
+static int g_idx = -1;
+static char g_capture_error[ERR_MAX];   /* why they could not be opened, or "" */
+
+static int open_append(const char *log_dir, const char *worker_id, const char *ext)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/task-%s.%s", log_dir, task_id, ext);
+    snprintf(path, sizeof path, "%s/worker-%s.%s", log_dir, worker_id, ext);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0)
-        snprintf(o->error, sizeof o->error, "cannot open %.400s: %s", path,
+        snprintf(g_capture_error, sizeof g_capture_error, "cannot open %.400s: %s", path,
                  strerror(errno));
     return fd;
+}
+
+/* Points fds 1 and 2 at worker-<id>.out/.err for good and opens the index. On failure
+ * every task fails with the reason (a worker that cannot keep logs runs nothing). */
+static void capture_open(const char *log_dir, const char *worker_id)
+{
+    int out = open_append(log_dir, worker_id, "out");
+    int err = out < 0 ? -1 : open_append(log_dir, worker_id, "err");
+    g_idx = err < 0 ? -1 : open_append(log_dir, worker_id, "idx");
+    if (g_idx >= 0) {
+        dup2(out, STDOUT_FILENO);
+        dup2(err, STDERR_FILENO);
+    }
+    if (out >= 0)
+        close(out);
+    if (err >= 0)
+        close(err);
+}
+
+static void capture_close(void)
+{
+    if (g_idx >= 0)
+        close(g_idx);
+}
+
+/* Marks where the task's output starts: one index record. Returns 0 or -1 (o->error). */
+static int capture_mark(const char *task_id, outcome *o)
+{
+    if (g_idx < 0) {
+        snprintf(o->error, sizeof o->error, "%s", g_capture_error);
+        return -1;
+    }
+    fflush(stdout); /* what came before belongs to the task before */
+    fflush(stderr);
+    off_t out = lseek(STDOUT_FILENO, 0, SEEK_END), err = lseek(STDERR_FILENO, 0, SEEK_END);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char rec[256];
+    int n = snprintf(rec, sizeof rec, "%s %lld %lld %lld\n", task_id, (long long)out,
+                     (long long)err, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (out < 0 || err < 0 || n <= 0 || (size_t)n >= sizeof rec ||
+        esc_write_all(g_idx, rec, (size_t)n) != 0) {
+        snprintf(o->error, sizeof o->error, "cannot write the task's log index: %s",
+                 strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ function tasks */
@@ -209,27 +265,6 @@ static esc_task_fn find_function(const Escher__FunctionRef *f, outcome *o)
     return fn;
 }
 
-/* Points fds 1 and 2 at the task's files (saving the worker's in saved[]), or back. */
-static void redirect(int out, int err, int saved[2])
-{
-    fflush(stdout);
-    fflush(stderr);
-    saved[0] = dup(STDOUT_FILENO);
-    saved[1] = dup(STDERR_FILENO);
-    dup2(out, STDOUT_FILENO);
-    dup2(err, STDERR_FILENO);
-}
-
-static void restore(int saved[2])
-{
-    fflush(stdout); /* what the task printf'ed belongs in its file */
-    fflush(stderr);
-    dup2(saved[0], STDOUT_FILENO);
-    dup2(saved[1], STDERR_FILENO);
-    close(saved[0]);
-    close(saved[1]);
-}
-
 /* Makes the result's returns point at the context's buffers. */
 static void collect_returns(outcome *o, size_t n)
 {
@@ -243,7 +278,7 @@ static void collect_returns(outcome *o, size_t n)
     o->result.n_returns = n;
 }
 
-static void run_function(const Escher__TaskSpec *spec, int out, int err, outcome *o)
+static void run_function(const Escher__TaskSpec *spec, outcome *o)
 {
     esc_task_fn fn = find_function(spec->function, o);
     if (!fn)
@@ -256,10 +291,9 @@ static void run_function(const Escher__TaskSpec *spec, int out, int err, outcome
         lens[i] = spec->args[i]->data.len;
     }
     o->ctx = esc_task_ctx_new(spec->task_id, spec->job_id, n, args, lens, spec->num_returns);
-    int saved[2];
-    redirect(out, err, saved);
     int rc = esc_task_ctx_call(o->ctx, fn);
-    restore(saved);
+    fflush(stdout); /* what the task printf'ed belongs to its slice */
+    fflush(stderr);
     free(args);
     free(lens);
     if (rc != 0) {
@@ -529,20 +563,14 @@ static void run_task(const Escher__TaskSpec *spec, const char *log_dir, outcome 
         snprintf(o->error, sizeof o->error, "invalid task id \"%s\"", spec->task_id);
         return;
     }
-    int out = open_log(log_dir, spec->task_id, "out", o);
-    int err = out < 0 ? -1 : open_log(log_dir, spec->task_id, "err", o);
-    if (out >= 0 && err >= 0) {
-        if (spec->command && spec->command->n_argv)
-            run_command(spec->command, log_dir, out, err, o);
-        else if (spec->function)
-            run_function(spec, out, err, o);
-        else
-            snprintf(o->error, sizeof o->error, "task has neither function nor command");
-    }
-    if (out >= 0)
-        close(out);
-    if (err >= 0)
-        close(err);
+    if (capture_mark(spec->task_id, o) != 0)
+        return;
+    if (spec->command && spec->command->n_argv)
+        run_command(spec->command, log_dir, STDOUT_FILENO, STDERR_FILENO, o);
+    else if (spec->function)
+        run_function(spec, o);
+    else
+        snprintf(o->error, sizeof o->error, "task has neither function nor command");
 }
 
 static int serve_execute(int fd, const Escher__TaskSpec *spec, const char *log_dir)
@@ -616,6 +644,15 @@ int main(void)
     unsetenv("ESCHER_RAYLET_SOCKET");
     unsetenv("ESCHER_WORKER_ID");
     int rc = 1;
+    /* Our own records keep going to the stderr the pool gave us; fds 1 and 2 become
+     * the capture files of the tasks. */
+    int diag = dup(STDERR_FILENO);
+    if (diag >= 0)
+        esc_log_set_fd(diag);
+    if (valid_task_id(worker_id))
+        capture_open(log_dir && log_dir[0] ? log_dir : ".", worker_id);
+    else
+        snprintf(g_capture_error, sizeof g_capture_error, "invalid worker id");
     int fd = connect_raylet(sock);
     if (fd >= 0 && send_hello(fd, worker_id, job_id ? job_id : "") < 0)
         ESC_ERROR("cannot send hello: %s", strerror(errno));
@@ -623,6 +660,7 @@ int main(void)
         rc = serve(fd, log_dir && log_dir[0] ? log_dir : ".");
     if (fd >= 0)
         close(fd);
+    capture_close();
     free_libs();
     free(sock);
     free(worker_id);

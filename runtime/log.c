@@ -1,4 +1,4 @@
-/* log.c: one-line records on stderr. */
+/* log.c: one-line records on stderr (or another fd). */
 #include "log.h"
 
 #include <stdarg.h>
@@ -11,6 +11,7 @@
 
 static const char *g_process = "escher";
 static int g_level = ESC_LOG_INFO;
+static int g_fd = -1; /* -1: stderr */
 
 static int level_from_env(int dflt)
 {
@@ -34,6 +35,11 @@ void esc_log_init(const char *process, int level)
     g_level = level_from_env(level);
 }
 
+void esc_log_set_fd(int fd)
+{
+    g_fd = fd;
+}
+
 void esc_log(int level, const char *fmt, ...)
 {
     static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
@@ -52,5 +58,8 @@ void esc_log(int level, const char *fmt, ...)
     if (n > 0 && (size_t)n < sizeof line)
         vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s\n", line);
+    if (g_fd >= 0)
+        dprintf(g_fd, "%s\n", line);
+    else
+        fprintf(stderr, "%s\n", line);
 }

@@ -8,6 +8,10 @@ enum { ESC_LOG_DEBUG, ESC_LOG_INFO, ESC_LOG_WARN, ESC_LOG_ERROR };
  * (ESCHER_LOG_LEVEL=debug|info|warn|error in the environment overrides). */
 void esc_log_init(const char *process, int level);
 
+/* Sends the records to fd instead of stderr (a worker, whose stderr captures its
+ * tasks' output). fd stays the caller's. */
+void esc_log_set_fd(int fd);
+
 void esc_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define ESC_DEBUG(...) esc_log(ESC_LOG_DEBUG, __VA_ARGS__)

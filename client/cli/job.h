@@ -18,27 +18,31 @@
 
 /* ------------------------------------------------------------- task logs (task_logs.c) */
 
-/* Finds the directory on this machine that holds task_id's log files
- * (task-<id>.out/.err): the session's logs/tasks, then logs/tasks of every
- * /tmp/escher/session_<...> (other sessions here, a joined raylet's included), then
- * every folder of /tmp/escher/logs (raylets started without `escher start`). Writes it
- * into dir and returns true when found. */
+/* Finds the directory on this machine that holds task_id's logs (an index record of it
+ * in some worker-<id>.idx, see task_logs.c): the session's logs/tasks, then logs/tasks
+ * of every /tmp/escher/session_<...> (other sessions here, a joined raylet's included),
+ * then every folder of /tmp/escher/logs (raylets started without `escher start`).
+ * Writes it into dir and returns true when found. */
 bool cli_task_logs_find(const char *session_dir, const char *task_id, char *dir, size_t len);
 
-/* Copies dir/task-<id>.<ext> to out. Prints the error itself; returns an exit code. */
+/* Copies the task's stdout (ext "out") or stderr ("err") found in dir to out, every
+ * attempt in the order they started. Prints the error itself; returns an exit code. */
 int cli_task_log_print(const char *dir, const char *task_id, const char *ext, FILE *out);
 
-/* Follows a task's stdout and stderr while it runs, onto ours. */
+/* Follows a task's stdout and stderr while it runs, onto ours (its first attempt). */
 typedef struct {
     const char *session_dir;
     const char *task_id;
-    char dir[PATH_MAX]; /* "" until the files are found */
-    int fd[2];          /* .out and .err, -1 until opened */
+    char idx[PATH_MAX];  /* the index of its worker, "" until found */
+    int fd[2];           /* the worker's capture files, -1 until opened */
+    off_t pos_start[2];  /* where the attempt starts in them */
+    off_t pos[2];        /* how far we copied */
+    off_t end[2];        /* where it ends, -1 while nothing ran after it */
 } cli_tail;
 
 void cli_tail_init(cli_tail *t, const char *session_dir, const char *task_id);
-/* Copies what the files gained since the last call (looking for them first while they
- * are not found). Returns whether they were found. */
+/* Copies what the task's output gained since the last call (looking for it first while
+ * it is not found). Returns whether it was found. */
 bool cli_tail_pump(cli_tail *t);
 void cli_tail_close(cli_tail *t);
 
