@@ -30,7 +30,7 @@ static const char usage[] =
     "  --resources NAME=QTY,...    static custom resources\n"
     "  --labels K=V,...            node labels\n"
     "  --node-id-file F            write the node id here once registered\n"
-    "  --log-dir DIR               task logs (task-ID.out/.err) and worker logs\n"
+    "  --log-dir DIR               task output (worker-ID.out/.err/.idx) and worker logs\n"
     "                              (default /tmp/escher/logs/raylet-PID)\n"
     "  --node-id ID                reuse a node id\n";
 

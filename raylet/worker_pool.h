@@ -4,8 +4,9 @@
  * over a Unix socket and speaks framed protobuf-c (worker.proto) on libev watchers. The
  * pool runs one task at a time per worker; it reuses an idle worker of the same job, or
  * starts a new one; a worker idle for longer than the idle timeout is stopped. Each
- * task's stdout and stderr go to files in the log directory (task-<task_id>.out/.err),
- * so `escher logs TASK_ID` can show them. A worker that dies while running a task
+ * task's stdout and stderr go to its worker's capture files in the log directory
+ * (worker-<id>.out/.err, indexed by task in worker-<id>.idx; docs/workers.md), so
+ * `escher logs TASK_ID` can show them. A worker that dies while running a task
  * (crash, kill) turns into a failed result that names the signal or exit code.
  *
  * A worker serves one job and one task environment (the env strings of worker_pool_run,
@@ -38,7 +39,7 @@ typedef struct worker_pool worker_pool;
 typedef struct {
     const char *worker_exe;   /* path of escher-worker */
     const char *socket_path;  /* Unix socket the pool listens on */
-    const char *log_dir;      /* task-<id>.out/.err files go here */
+    const char *log_dir;      /* the workers' capture files go here */
     int max_workers;          /* 0: number of CPUs * 4. Workers not stopping; tasks beyond
                                  wait in a FIFO. An idle worker of another job/env is
                                  stopped to make room when all slots are taken. */
