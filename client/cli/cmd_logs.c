@@ -1,7 +1,8 @@
 /* cmd_logs.c: `escher logs TASK_ID [--err]`: a task's captured stdout (or stderr).
  *
- * Workers write a task's output to their capture files, indexed by task, in their raylet's --log-dir
- * (SESSION/logs/tasks/ for raylets that `escher start` started). This command reads them
+ * Workers write a task's output to their capture files, indexed by task, in their
+ * raylet's --log-dir (SESSION/logs/tasks/ for raylets that `escher start` started). This
+ * command reads them
  * from this machine only (task_logs.c says where it looks); a task that ran on another
  * machine has its logs there. */
 #include <stdio.h>
