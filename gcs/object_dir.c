@@ -314,36 +314,27 @@ static int check_add(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
     return ESC_OK;
 }
 
-static void handle_add(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+/* One location added (and its waiters woken). Returns ESC_OK or the refusal. */
+static int add_one(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
 {
-    gcs *g = ud;
-    const Escher__ObjectLocation *in = (const Escher__ObjectLocation *)msg;
-    esc_status st = {0};
-    if (check_add(g, in, &st) != ESC_OK) {
-        esc_rpc_finish(call, st.code, st.message);
-        return;
-    }
+    if (check_add(g, in, st) != ESC_OK)
+        return st->code;
     gcs_objdir *d = g->objdir;
     dir_obj *o = esc_strmap_get(d->objects, in->object_id);
     if (!o)
         o = obj_new(d, in);
     if (!obj_has_node(o, in->node_id))
         loc_add(d, o, in->node_id);
-    Escher__AddLocationReply rep = ESCHER__ADD_LOCATION_REPLY__INIT;
-    esc_rpc_reply(call, &rep.base);
     wake(g, o);
+    return esc_status_set(st, ESC_OK, NULL);
 }
 
-static void handle_remove(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+/* One location removed. A dead node's locations are gone already: removing one is a
+ * no-op, not an error. */
+static int remove_one(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
 {
-    gcs *g = ud;
-    const Escher__ObjectLocation *in = (const Escher__ObjectLocation *)msg;
-    esc_status st = {0};
-    /* A dead node's locations are gone already: removing one is a no-op, not an error. */
-    if (check_location(g, in, &st) != ESC_OK && st.code != ESC_FAILED_PRECONDITION) {
-        esc_rpc_finish(call, st.code, st.message);
-        return;
-    }
+    if (check_location(g, in, st) != ESC_OK && st->code != ESC_FAILED_PRECONDITION)
+        return st->code;
     dir_obj *o = esc_strmap_get(g->objdir->objects, in->object_id);
     for (dir_loc *l = o ? o->locs : NULL; l; l = l->next_in_obj) {
         if (!strcmp(l->node_id, in->node_id)) {
@@ -351,8 +342,63 @@ static void handle_remove(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
             break;
         }
     }
+    return esc_status_set(st, ESC_OK, NULL);
+}
+
+static void handle_add(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    esc_status st = {0};
+    if (add_one(ud, (const Escher__ObjectLocation *)msg, &st) != ESC_OK) {
+        esc_rpc_finish(call, st.code, st.message);
+        return;
+    }
+    Escher__AddLocationReply rep = ESCHER__ADD_LOCATION_REPLY__INIT;
+    esc_rpc_reply(call, &rep.base);
+}
+
+static void handle_remove(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    esc_status st = {0};
+    if (remove_one(ud, (const Escher__ObjectLocation *)msg, &st) != ESC_OK) {
+        esc_rpc_finish(call, st.code, st.message);
+        return;
+    }
     Escher__RemoveLocationReply rep = ESCHER__REMOVE_LOCATION_REPLY__INIT;
     esc_rpc_reply(call, &rep.base);
+}
+
+/* A batch: each entry through one_fn, answered in order; a bad entry stops nothing. */
+static void handle_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, gcs *g,
+                         int (*one_fn)(gcs *, const Escher__ObjectLocation *, esc_status *))
+{
+    const Escher__ObjectLocations *in = (const Escher__ObjectLocations *)msg;
+    int32_t *codes = calloc(in->n_locations + 1, sizeof *codes);
+    char **errors = calloc(in->n_locations + 1, sizeof *errors);
+    for (size_t i = 0; i < in->n_locations; i++) {
+        esc_status st = {0};
+        codes[i] = one_fn(g, in->locations[i], &st);
+        errors[i] = strdup(codes[i] == ESC_OK ? "" : st.message);
+    }
+    Escher__ObjectLocationsReply rep = ESCHER__OBJECT_LOCATIONS_REPLY__INIT;
+    rep.codes = codes;
+    rep.n_codes = in->n_locations;
+    rep.errors = errors;
+    rep.n_errors = in->n_locations;
+    esc_rpc_reply(call, &rep.base);
+    for (size_t i = 0; i < in->n_locations; i++)
+        free(errors[i]);
+    free(errors);
+    free(codes);
+}
+
+static void handle_add_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    handle_batch(call, msg, ud, add_one);
+}
+
+static void handle_remove_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    handle_batch(call, msg, ud, remove_one);
 }
 
 static void handle_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
@@ -413,6 +459,8 @@ void gcs_objects_register(gcs *g)
     g->objdir = d;
     const ProtobufCServiceDescriptor *svc = &escher__object_directory__descriptor;
     esc_rpc_server_handle(g->server, svc, "AddLocation", handle_add, g);
+    esc_rpc_server_handle(g->server, svc, "AddLocations", handle_add_batch, g);
+    esc_rpc_server_handle(g->server, svc, "RemoveLocations", handle_remove_batch, g);
     esc_rpc_server_handle(g->server, svc, "RemoveLocation", handle_remove, g);
     esc_rpc_server_handle(g->server, svc, "GetLocations", handle_get, g);
 }

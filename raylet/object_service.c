@@ -5,7 +5,7 @@
  *    total size, which is checked against the capacity at once (RESOURCE_EXHAUSTED).
  *    When the last byte arrives the object is sealed and its location announced to the
  *    GCS; the reply to that last chunk waits for the GCS's acknowledgement (the loop does
- *    not: the announcer thread sends it), so once esc_put returns, every reader and
+ *    not: announcer.c batches it onto the outbound queue), so once esc_put returns, every reader and
  *    esc_ref_release anywhere finds the object. A repeated chunk (a retried call) is
  *    accepted, so the client may retry PutChunk.
  *  - Pull streams a sealed object in chunks of chunk_size (default 4 MiB). The object is
@@ -31,6 +31,7 @@
 #include "log.h"
 #include "names.h"
 #include "object.pb-c.h"
+#include "announcer.h"
 #include "rpc_async.h"
 #include "task_manager.h"
 #include "object_store.h"
@@ -58,6 +59,7 @@ struct raylet_objects {
     raylet *r;
     object_store *store;
     esc_rpc_channel *gcs;      /* for the object directory (calls go out on r->async) */
+    announcer *announcer;      /* locations to the GCS, batched */
     pull *pulls;               /* streams in progress, ended at shutdown */
     ev_timer sweep;
 };
@@ -78,28 +80,9 @@ static void reply_sealed(esc_rpc_ctx *call)
     esc_rpc_reply(call, &rep.base);
 }
 
-#define ANNOUNCE_TIMEOUT_MS 2000 /* retried within it; a GCS back later gets a reannounce */
-
-/* AddLocation / RemoveLocation through the raylet's outbound queue (never blocking the
- * loop; in order, so an add and a later remove of one object stay in order). */
-static void announce(raylet_objects *o, const char *method, const char *id, const char *job_id,
-                     uint64_t size, bool is_error, esc_rpc_async_fn done, void *ud)
+static void on_added(void *arg, int code, const char *why)
 {
-    Escher__ObjectLocation loc = ESCHER__OBJECT_LOCATION__INIT;
-    loc.object_id = (char *)id;
-    loc.node_id = o->r->node_id;
-    loc.job_id = (char *)(job_id ? job_id : "");
-    loc.size = size;
-    loc.is_error = is_error;
-    esc_rpc_async_call(o->r->async, o->gcs, &escher__object_directory__descriptor, method,
-                       &loc.base, ANNOUNCE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, done, ud);
-}
-
-static void on_added(void *arg, int code, const esc_status *st, ProtobufCMessage *reply)
-{
-    (void)st;
-    if (reply)
-        protobuf_c_message_free_unpacked(reply, NULL);
+    (void)why;
     add_ctx *c = arg;
     if (code == ESC_FAILED_PRECONDITION) {
         /* The GCS refused: the job ended, or this node was declared dead. */
@@ -127,7 +110,7 @@ static void announce_add(raylet_objects *o, const object_view *v, esc_rpc_ctx *c
     c->o = o;
     c->call = call;
     snprintf(c->id, sizeof c->id, "%s", v->id);
-    announce(o, "AddLocation", v->id, v->job_id, v->size, v->is_error, on_added, c);
+    announcer_add(o->announcer, v->id, v->job_id, v->size, v->is_error, on_added, c);
 }
 
 /* ------------------------------------------------------------ partial puts */
@@ -330,7 +313,7 @@ static bool free_one(raylet_objects *o, const char *id)
     if (!object_store_delete(o->store, id, &was_sealed))
         return false;
     if (was_sealed)
-        announce(o, "RemoveLocation", id, NULL, 0, false, NULL, NULL);
+        announcer_remove(o->announcer, id);
     return true;
 }
 
@@ -386,6 +369,12 @@ bool raylet_object_get(raylet *r, const char *id, object_view *out)
     return r->objects && object_store_get(r->objects->store, id, out);
 }
 
+void raylet_objects_stop(raylet_objects *o)
+{
+    if (o)
+        announcer_stop(o->announcer);
+}
+
 void raylet_objects_job_finished(raylet_objects *o, const char *job_id)
 {
     size_t n = object_store_delete_job(o->store, job_id);
@@ -414,6 +403,7 @@ raylet_objects *raylet_objects_new(raylet *r, uint64_t capacity)
     o->r = r;
     o->store = object_store_new(capacity, PARTIAL_TIMEOUT_MS);
     o->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
+    o->announcer = announcer_new(r->async, o->gcs, r->node_id);
     ev_init(&o->sweep, on_sweep);
     o->sweep.repeat = SWEEP_PERIOD_S;
     o->sweep.data = o;
@@ -438,6 +428,7 @@ void raylet_objects_free(raylet_objects *o)
     while (o->pulls)
         pull_end(o->pulls, ESC_UNAVAILABLE, "raylet is shutting down");
     ev_timer_stop(esc_loop_ev(o->r->loop), &o->sweep);
+    announcer_free(o->announcer);
     esc_rpc_channel_free(o->gcs);
     object_store_free(o->store);
     free(o);

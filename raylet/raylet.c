@@ -216,9 +216,9 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->loop = esc_loop_new();
     esc_loop_stop_on_signals(r->loop);
     r->leases = raylet_leases_new(r);
+    r->async = esc_rpc_async_new(esc_loop_post, r->loop); /* before the objects: they use it */
     r->objects = raylet_objects_new(r, store_capacity(&r->node));
     r->view = cluster_view_new();
-    r->async = esc_rpc_async_new(esc_loop_post, r->loop);
     r->tasks = task_manager_new(r);
     r->actors = actor_manager_new(r);
     r->fetcher = object_fetcher_new(r);
@@ -272,6 +272,7 @@ int raylet_shutdown(raylet *r)
     worker_pool_free(r->pool);
     r->pool = NULL;
     task_manager_stop(r->tasks);
+    raylet_objects_stop(r->objects); /* nothing more goes out on the queue freed now */
     esc_rpc_async_free(r->async);
     r->async = NULL;
     object_fetcher_stop(r->fetcher);

@@ -204,7 +204,7 @@ void raylet_leases_free(raylet_leases *ls);
  * ObjectStore service. */
 raylet_objects *raylet_objects_new(raylet *r, uint64_t capacity);
 /* Registers the ObjectStore service's handlers. Returns 0 or -1. Locations are announced
- * through r->async. */
+ * in batches through r->async (announcer.h). */
 int raylet_objects_serve(raylet_objects *o, esc_rpc_server *srv);
 /* Stores a sealed object (a task's return value, or with is_error its error text) and
  * announces its location to the GCS. data is copied. Returns ESC_OK, or the store's
@@ -221,7 +221,10 @@ void raylet_objects_job_finished(raylet_objects *o, const char *job_id);
 /* Announces every sealed object again (after a snapshot: the GCS may have restarted and
  * lost its directory, which lives only in memory). */
 void raylet_objects_reannounce(raylet_objects *o);
-/* Ends streams in progress and frees the store. */
+/* Sends no more location calls (before r->async is freed); later ones wait for free. */
+void raylet_objects_stop(raylet_objects *o);
+/* Ends streams in progress, answers puts whose locations never went out, frees the
+ * store. */
 void raylet_objects_free(raylet_objects *o);
 
 /* ------------------------------------------------------------ events (log_apply.c) */

@@ -332,6 +332,56 @@ static void test_validation(void **state)
     esc_rpc_channel_free(c);
 }
 
+/* AddLocations answers each entry on its own: a valid one is added, one of an ended job
+ * is refused, a malformed one is invalid, and none stops the others. */
+static void test_location_batches(void **state)
+{
+    (void)state;
+    esc_client *ended = h_connect(&C, "ended", NODE_A, false);
+    char ended_job[80];
+    snprintf(ended_job, sizeof ended_job, "%s", esc_client_job_id(ended));
+    esc_disconnect(ended); /* its job is over */
+    esc_client *cl = h_connect(&C, "batch", NODE_A, false);
+    Escher__ObjectLocation loc[3];
+    const char *ids[3] = {"batch-ok", "batch-ended", "../bad"};
+    const char *jobs[3] = {esc_client_job_id(cl), ended_job, esc_client_job_id(cl)};
+    Escher__ObjectLocation *locs[3];
+    for (int i = 0; i < 3; i++) {
+        escher__object_location__init(&loc[i]);
+        loc[i].object_id = (char *)ids[i];
+        loc[i].node_id = C.raylets[NODE_A].node_id;
+        loc[i].job_id = (char *)jobs[i];
+        loc[i].size = 1;
+        locs[i] = &loc[i];
+    }
+    Escher__ObjectLocations req = ESCHER__OBJECT_LOCATIONS__INIT;
+    req.locations = locs;
+    req.n_locations = 3;
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    ProtobufCMessage *m = NULL;
+    esc_status st;
+    assert_int_equal(esc_rpc_call(ch, &escher__object_directory__descriptor, "AddLocations",
+                                  &req.base, &m, 5000, 0, &st), ESC_OK);
+    Escher__ObjectLocationsReply *rep = (Escher__ObjectLocationsReply *)m;
+    assert_int_equal(rep->n_codes, 3);
+    assert_int_equal(rep->codes[0], ESC_OK);
+    assert_int_equal(rep->codes[1], ESC_FAILED_PRECONDITION);
+    assert_non_null(strstr(rep->errors[1], "has ended"));
+    assert_int_equal(rep->codes[2], ESC_INVALID_ARGUMENT);
+    protobuf_c_message_free_unpacked(m, NULL);
+    assert_int_equal(locations(cl, "batch-ok", NULL, 0), 1);
+    assert_int_equal(locations(cl, "batch-ended", NULL, 0), 0);
+    assert_int_equal(esc_rpc_call(ch, &escher__object_directory__descriptor, "RemoveLocations",
+                                  &req.base, &m, 5000, 0, &st), ESC_OK);
+    rep = (Escher__ObjectLocationsReply *)m;
+    assert_int_equal(rep->codes[0], ESC_OK);
+    assert_int_equal(rep->codes[2], ESC_INVALID_ARGUMENT);
+    protobuf_c_message_free_unpacked(m, NULL);
+    assert_int_equal(locations(cl, "batch-ok", NULL, 0), 0);
+    esc_rpc_channel_free(ch);
+    esc_disconnect(cl);
+}
+
 static void test_error_object(void **state)
 {
     (void)state;
@@ -423,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_missing_times_out),
         cmocka_unit_test(test_job_end_frees_objects),
         cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_location_batches),
         cmocka_unit_test(test_error_object),
         cmocka_unit_test(test_killed_raylet_drops_locations),
         cmocka_unit_test(test_shutdown_while_busy),

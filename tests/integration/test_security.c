@@ -12,6 +12,7 @@
 
 #include "gcs.pb-c.h"
 #include "harness.h"
+#include "object.pb-c.h"
 #include "raylet.pb-c.h"
 #include "task.pb-c.h"
 
@@ -102,6 +103,7 @@ static void test_malformed_messages(void **state)
 {
     (void)state;
     send_garbage(C.gcs_addr, &escher__gcs__descriptor);
+    send_garbage(C.gcs_addr, &escher__object_directory__descriptor);
     char addr[64];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
     send_garbage(addr, &escher__raylet__descriptor);
