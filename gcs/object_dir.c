@@ -372,20 +372,21 @@ static void handle_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, gcs *g,
                          int (*one_fn)(gcs *, const Escher__ObjectLocation *, esc_status *))
 {
     const Escher__ObjectLocations *in = (const Escher__ObjectLocations *)msg;
-    int32_t *codes = calloc(in->n_locations + 1, sizeof *codes);
-    char **errors = calloc(in->n_locations + 1, sizeof *errors);
-    for (size_t i = 0; i < in->n_locations; i++) {
+    size_t n = in->n_locations; /* the request goes with the reply */
+    int32_t *codes = calloc(n + 1, sizeof *codes);
+    char **errors = calloc(n + 1, sizeof *errors);
+    for (size_t i = 0; i < n; i++) {
         esc_status st = {0};
         codes[i] = one_fn(g, in->locations[i], &st);
         errors[i] = strdup(codes[i] == ESC_OK ? "" : st.message);
     }
     Escher__ObjectLocationsReply rep = ESCHER__OBJECT_LOCATIONS_REPLY__INIT;
     rep.codes = codes;
-    rep.n_codes = in->n_locations;
+    rep.n_codes = n;
     rep.errors = errors;
-    rep.n_errors = in->n_locations;
+    rep.n_errors = n;
     esc_rpc_reply(call, &rep.base);
-    for (size_t i = 0; i < in->n_locations; i++)
+    for (size_t i = 0; i < n; i++)
         free(errors[i]);
     free(errors);
     free(codes);

@@ -93,7 +93,8 @@ static void find_attempts(const char *dir, const char *task_id, attempts *a)
     for (size_t i = 0; i < gl.gl_pathc; i++)
         scan_index(gl.gl_pathv[i], task_id, a);
     globfree(&gl);
-    qsort(a->v, a->n, sizeof *a->v, by_start);
+    if (a->n > 1)
+        qsort(a->v, a->n, sizeof *a->v, by_start);
 }
 
 static bool has_log(const char *dir, const char *task_id)
