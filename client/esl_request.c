@@ -1,0 +1,99 @@
+/* esl_request.c: the resource requests that ESL policies hand to tasks, and AND. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "escher/esl.h"
+
+void esl_request_add(esl_request *r, const char *name, int64_t qty)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (!strcmp(r->v[i].name, name)) {
+            r->v[i].value += qty;
+            return;
+        }
+    }
+    esc_amount *v = realloc(r->v, (r->n + 1) * sizeof *v);
+    if (!v)
+        abort();
+    r->v = v;
+    r->v[r->n++] = (esc_amount){.name = strdup(name), .value = qty};
+}
+
+void esl_request_clear(esl_request *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free((char *)r->v[i].name);
+    free(r->v);
+    r->v = NULL;
+    r->n = 0;
+}
+
+/* True when node n has every ephemeral name of r with total >= the quantity (or
+ * unbounded); physical names are left to the scheduler. */
+static bool node_holds(const esc_node_status *n, const esl_request *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (!strchr(r->v[i].name, '/'))
+            continue;
+        const esc_resource_info *ri = esc_node_resource(n, r->v[i].name);
+        if (!ri || (!ri->unbounded && ri->total < r->v[i].value))
+            return false;
+    }
+    return true;
+}
+
+/* True when some node has the name at all. */
+static bool exists_somewhere(const esc_cluster_status *s, const char *name)
+{
+    for (size_t k = 0; k < s->nnodes; k++)
+        if (!strcmp(s->nodes[k].state, "ALIVE") && esc_node_resource(&s->nodes[k], name))
+            return true;
+    return false;
+}
+
+/* The union restricted to names that exist somewhere now: those are the ones whose
+ * places are known, so the ones that can conflict. */
+static void existing_part(const esc_cluster_status *s, const esl_request *r, esl_request *out)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!strchr(r->v[i].name, '/') || exists_somewhere(s, r->v[i].name))
+            esl_request_add(out, r->v[i].name, r->v[i].value);
+}
+
+int esl_request_and(esc_client *c, const esl_request *a, const esl_request *b,
+                    esl_request *out, esc_status *st)
+{
+    esl_request_clear(out);
+    for (size_t i = 0; i < a->n; i++)
+        esl_request_add(out, a->v[i].name, a->v[i].value);
+    for (size_t i = 0; i < b->n; i++)
+        esl_request_add(out, b->v[i].name, b->v[i].value);
+    esc_cluster_status *s = NULL;
+    int rc = esc_get_cluster_status(c, &s, st);
+    if (rc != ESC_OK) {
+        esl_request_clear(out);
+        return rc;
+    }
+    esl_request known = {0};
+    existing_part(s, out, &known);
+    bool placeable = false;
+    for (size_t k = 0; k < s->nnodes && !placeable; k++)
+        placeable = !strcmp(s->nodes[k].state, "ALIVE") && node_holds(&s->nodes[k], &known);
+    esc_cluster_status_free(s);
+    if (!placeable && known.n) {
+        char names[200] = "";
+        size_t off = 0;
+        for (size_t i = 0; i < known.n && off < sizeof names; i++) {
+            int w = snprintf(names + off, sizeof names - off, "%s%s", i ? ", " : "",
+                             known.v[i].name);
+            off += w > 0 ? (size_t)w : 0;
+        }
+        esl_request_clear(&known);
+        esl_request_clear(out);
+        return esc_status_set(st, ESC_FAILED_PRECONDITION,
+                              "conflicting composition: no node has all of %s", names);
+    }
+    esl_request_clear(&known);
+    return esc_status_set(st, ESC_OK, NULL);
+}
