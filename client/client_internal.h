@@ -60,6 +60,16 @@ bool esc_client_is_dead(esc_client *c, const char *address);
 /* strdup that maps NULL to "" so optional proto strings never need NULL checks. */
 char *esc_client_strdup(const char *s);
 
+/* ---- resources.c ---- */
+/* The protobuf form of a batch of operations a task carries (TaskSpec.on_success):
+ * checked like esc_batch_commit, except that a LOCAL target needs no local node (it is
+ * the node the task runs on). *req points into the returned message, which borrows the
+ * batch's strings; free it with esc_update_msg_free. NULL with st when invalid. */
+typedef struct esc_update_msg esc_update_msg;
+esc_update_msg *esc_client_task_ops(const esc_client *c, const esc_batch *b,
+                                    Escher__UpdateResourcesRequest **req, esc_status *st);
+void esc_update_msg_free(esc_update_msg *m);
+
 /* ---- tasks.c ---- */
 /* Submits a task to the local raylet; an actor's creation when actor_id is set and
  * creation is true (max_restarts applies), else with actor_id a method call numbered

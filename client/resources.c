@@ -150,9 +150,10 @@ static int check_name(const char *name, esc_status *st)
     return ESC_OK;
 }
 
-static int check_target(const esc_client *c, const target_copy *t, esc_status *st)
+static int check_target(const esc_client *c, const target_copy *t, bool any_local,
+                        esc_status *st)
 {
-    if (t->local && !c->node_id[0])
+    if (t->local && !any_local && !c->node_id[0])
         return esc_status_set(st, ESC_FAILED_PRECONDITION,
                               "this client has no local node (no node_id in the session "
                               "directory or $ESCHER_NODE_ID): aim at a node, a selector or "
@@ -167,7 +168,7 @@ static int check_target(const esc_client *c, const target_copy *t, esc_status *s
     return ESC_OK;
 }
 
-static int check_op(const esc_client *c, const batch_op *op, esc_status *st)
+static int check_op(const esc_client *c, const batch_op *op, bool any_local, esc_status *st)
 {
     if (op->ns && !esc_name_valid(op->ns))
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "invalid namespace \"%s\"", op->ns);
@@ -180,7 +181,7 @@ static int check_op(const esc_client *c, const batch_op *op, esc_status *st)
     if (op->kind == ESCHER__OP_KIND__OP_SET && !op->unbounded && op->value < 0)
         return esc_status_set(st, ESC_INVALID_ARGUMENT,
                               "capacity of %s must not be negative", op->name);
-    return check_target(c, &op->target, st);
+    return check_target(c, &op->target, any_local, st);
 }
 
 /* ------------------------------------------------------------------ request */
@@ -265,7 +266,7 @@ int esc_batch_commit(esc_client *c, esc_batch *b, uint64_t *seq, esc_status *st)
     if (b->n == 0)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "empty batch");
     for (size_t i = 0; i < b->n; i++) {
-        int rc = check_op(c, &b->ops[i], st);
+        int rc = check_op(c, &b->ops[i], false, st);
         if (rc != ESC_OK)
             return rc;
     }
@@ -368,4 +369,36 @@ int esc_wait_applied(esc_client *c, uint64_t seq, const char *const *node_ids, s
     rc = r->applied ? esc_status_set(st, ESC_OK, NULL) : not_applied(st, seq, timeout_ms, r);
     protobuf_c_message_free_unpacked(m, NULL);
     return rc;
+}
+
+/* ------------------------------------------------------------------ for tasks */
+
+struct esc_update_msg {
+    update_msg u;
+};
+
+esc_update_msg *esc_client_task_ops(const esc_client *c, const esc_batch *b,
+                                    Escher__UpdateResourcesRequest **req, esc_status *st)
+{
+    if (b->n == 0) {
+        esc_status_set(st, ESC_INVALID_ARGUMENT, "empty batch of task operations");
+        return NULL;
+    }
+    /* A LOCAL target is the node the task will run on: the raylet resolves it. */
+    for (size_t i = 0; i < b->n; i++)
+        if (check_op(c, &b->ops[i], true, st) != ESC_OK)
+            return NULL;
+    esc_update_msg *m = calloc(1, sizeof *m);
+    build_update(c, b, &m->u);
+    m->u.req.local_node_id = (char *)"";
+    *req = &m->u.req;
+    return m;
+}
+
+void esc_update_msg_free(esc_update_msg *m)
+{
+    if (m) {
+        free_update(&m->u);
+        free(m);
+    }
 }

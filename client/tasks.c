@@ -30,6 +30,7 @@ typedef struct {
     Escher__Amount **amount_ptrs;
     Escher__TaskArg *args;
     Escher__TaskArg **arg_ptrs;
+    esc_update_msg *ops;            /* on_success, when set */
     char task_id[ESC_ID_HEX * 2 + 1];
 } spec_msg;
 
@@ -39,6 +40,7 @@ static void spec_msg_free(spec_msg *m)
     free(m->amount_ptrs);
     free(m->args);
     free(m->arg_ptrs);
+    esc_update_msg_free(m->ops);
 }
 
 static int build_spec(esc_client *c, const esc_task_spec *in, spec_msg *m, esc_status *st)
@@ -91,6 +93,12 @@ static int build_spec(esc_client *c, const esc_task_spec *in, spec_msg *m, esc_s
     }
     m->spec.args = m->arg_ptrs;
     m->spec.n_args = in->nargs;
+    if (in->on_success) {
+        Escher__UpdateResourcesRequest *req = NULL;
+        if (!(m->ops = esc_client_task_ops(c, in->on_success, &req, st)))
+            return st ? st->code : ESC_INVALID_ARGUMENT;
+        m->spec.on_success = req;
+    }
     return ESC_OK;
 }
 
@@ -212,8 +220,12 @@ int esc_task_submit(esc_client *c, const esc_task_spec *in, esc_ref **refs, char
     if (!st)
         st = &local; /* the owner's failure is read back */
     spec_msg m;
-    if (check_request(in, st) != ESC_OK || build_spec(c, in, &m, st) != ESC_OK)
+    if (check_request(in, st) != ESC_OK)
         return st->code;
+    if (build_spec(c, in, &m, st) != ESC_OK) {
+        spec_msg_free(&m);
+        return st->code;
+    }
     esc_owner *o = esc_owner_get(c, st);
     if (o) {
         m.spec.owner_id = c->owner_id;

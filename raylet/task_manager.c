@@ -53,6 +53,7 @@ struct task_manager {
      * must not hold up the raylet's other outbound calls (object locations). */
     esc_rpc_async *forwarder;
     results *results;               /* owners' streams and notices to forwarders */
+    esc_rpc_channel *gcs;           /* for the operations tasks carry (on_success) */
 };
 
 /* ------------------------------------------------------------ entries */
@@ -154,9 +155,36 @@ static void store_error(task_manager *tm, const Escher__TaskSpec *spec, const ch
     notify(tm, spec, objs, n);
 }
 
+static void on_ops_done(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
+{
+    char *task_id = ud;
+    if (reply)
+        protobuf_c_message_free_unpacked(reply, NULL);
+    if (code != ESC_OK)
+        ESC_WARN("the resource operations of task %s failed: %s %s", task_id,
+                 esc_status_name(code), st->message);
+    free(task_id);
+}
+
+/* Commits the operations the task carries for its success, as its job, with LOCAL
+ * meaning this node. The task's result stands either way; a refusal is logged. */
+static void commit_on_success(task_manager *tm, const Escher__TaskSpec *spec)
+{
+    if (!spec->on_success || !spec->on_success->n_ops || !tm->r->async)
+        return;
+    Escher__UpdateResourcesRequest req = *spec->on_success;
+    req.job_id = spec->job_id;
+    req.local_node_id = tm->r->node_id;
+    req.detached = false;
+    /* Not idempotent: an add must not be applied twice. */
+    esc_rpc_async_call(tm->r->async, tm->gcs, &escher__gcs__descriptor, "UpdateResources",
+                       &req.base, FORWARD_TIMEOUT_MS, 0, on_ops_done, strdup(spec->task_id));
+}
+
 static void store_returns(task_manager *tm, const Escher__TaskSpec *spec,
                           const Escher__TaskResult *res)
 {
+    commit_on_success(tm, spec);
     unsigned n = spec->num_returns ? spec->num_returns : 1;
     Escher__ReadyObject **objs = malloc(n * sizeof *objs);
     for (unsigned i = 0; i < n; i++)
@@ -282,25 +310,29 @@ static void run(task_manager *tm, task_entry *e)
     gpu_slots_acquire(tm->gpus, e->gpus, &e->grant);
     raylet_changed(r, false);
     esc_strmap_put(tm->running, e->spec->task_id, e);
-    /* Tasks see only their GPU instances (none for a task without GPUs). */
-    char node_env[200], gpu_env[300], ids[256];
+    /* Tasks see only their GPU instances (none for a task without GPUs), and can use the
+     * SDK: a client they connect joins their job (ESCHER_JOB_ID, set by the pool). */
+    char node_env[200], gpu_env[300], ids[256], gcs_env[400], token_env[600];
     snprintf(node_env, sizeof node_env, "ESCHER_NODE_ID=%s", r->node_id);
     gpu_grant_format(&e->grant, ids, sizeof ids);
     snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", ids);
-    const char *env[] = {node_env, gpu_env};
+    snprintf(gcs_env, sizeof gcs_env, "ESCHER_ADDRESS=%s", r->cfg.gcs_address);
+    snprintf(token_env, sizeof token_env, "ESCHER_TOKEN=%s", r->cfg.token ? r->cfg.token : "");
+    const char *env[] = {node_env, gpu_env, gcs_env, token_env};
+    size_t nenv = r->cfg.token ? 4 : 3;
     if (e->spec->actor_creation) {
         /* An actor keeps what it was admitted with until it ends. */
         esc_strmap_del(tm->running, e->spec->task_id);
         esc_strmap_put(tm->actors, e->spec->actor_id, e);
         unlend_args(e);
-        actor_start(r->actors, e->spec, env, 2, on_actor_ended, e);
+        actor_start(r->actors, e->spec, env, nenv, on_actor_ended, e);
         return;
     }
     /* The worker needs what to run, not what it holds: a task with a thousand resources
      * would otherwise ship them all to its worker (the pool copies the spec now). */
     size_t nres = e->spec->n_resources;
     e->spec->n_resources = 0;
-    int rc = worker_pool_run(r->pool, e->spec, env, 2, on_done, e);
+    int rc = worker_pool_run(r->pool, e->spec, env, nenv, on_done, e);
     e->spec->n_resources = nres;
     unlend_args(e);
     if (rc != 0) {
@@ -636,6 +668,7 @@ task_manager *task_manager_new(raylet *r)
     tm->actors = esc_strmap_new();
     tm->forwarder = esc_rpc_async_new(esc_loop_post, r->loop);
     tm->results = results_new(tm->forwarder);
+    tm->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
     return tm;
 }
 
@@ -836,6 +869,7 @@ void task_manager_free(task_manager *tm)
         entry_free(v);
     esc_strmap_free(tm->actors);
     results_free(tm->results);
+    esc_rpc_channel_free(tm->gcs);
     free(tm);
 }
 

@@ -349,6 +349,11 @@ typedef struct {
     size_t nargs;
     unsigned num_returns;             /* 0 means 1 */
     unsigned max_retries;             /* retries after the worker process dies */
+    /* Resource operations committed, as one atomic batch in the submitting job, when the
+     * task succeeds; ESC_LOCAL targets mean the node it ran on. A producer marks where
+     * its output lives, a task signals the tasks that wait for it (esl.h). The batch is
+     * copied at submission; NULL: none. */
+    const esc_batch *on_success;
 } esc_task_spec;
 
 /* Submits a task to the client's local raylet, which runs it there, spills it to a node

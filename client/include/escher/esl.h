@@ -46,6 +46,79 @@ void esl_request_clear(esl_request *r);
 int esl_request_and(esc_client *c, const esl_request *a, const esl_request *b,
                     esl_request *out, esc_status *st);
 
+/* The request for the policy resource `name` (short, in the client's namespace), qty
+ * units: what tasks carry. It can be made before the policy exists: such tasks wait
+ * (event driven) until the resource appears and then run where the policy put it. */
+void esl_request_for(esc_client *c, const char *name, int64_t qty, esl_request *out);
+
+/* ------------------------------------------------------------------ placement policies */
+
+/* A placement policy: an ephemeral resource it created on the nodes it chose, and the
+ * request its tasks carry. */
+typedef struct esl_policy esl_policy;
+
+/* The request the policy's tasks carry (owned by the policy). */
+const esl_request *esl_policy_request(const esl_policy *p);
+/* The nodes the policy's resource was created on; *ids is owned by the policy. */
+size_t esl_policy_nodes(const esl_policy *p, char *const **ids);
+/* Deletes the policy's resource on every node (holders keep it until they end) and frees
+ * the policy. Returns the delete's code; p is freed either way. NULL is ESC_OK. */
+int esl_policy_free(esc_client *c, esl_policy *p, esc_status *st);
+
+/* Co-location: n tasks on one node that has room for all of them. Creates `name` with
+ * capacity n on one alive node whose available resources cover n times `each` (the
+ * resources each task also requests; may be empty): the client's local node when it
+ * has room, else the node with the most room. Tasks carry name=1 (plus `each`); tasks
+ * submitted before this call (with esl_request_for) start there too. RESOURCE_EXHAUSTED
+ * when no node has room for all n. */
+int esl_colocate(esc_client *c, const char *name, unsigned n, const esl_request *each,
+                 esl_policy **out, esc_status *st);
+
+/* Anti-affinity: at most one of the policy's tasks per node. Creates `name` with
+ * capacity 1 on every alive node; tasks carry name=1. With more tasks than nodes the
+ * extra ones wait until one ends. */
+int esl_anti_affinity(esc_client *c, const char *name, esl_policy **out, esc_status *st);
+
+/* Static load balancing: `tasks` tasks over `nodes` nodes (0: every alive node), at most
+ * ceil(tasks/nodes) on each. Creates `name` with that capacity on the nodes with the most
+ * available CPU; tasks carry name=1. INVALID_ARGUMENT for tasks == 0; FAILED_PRECONDITION
+ * when fewer nodes are alive than asked for. */
+int esl_balance(esc_client *c, const char *name, unsigned tasks, unsigned nodes,
+                esl_policy **out, esc_status *st);
+
+/* Data locality: run where `input` lives. Looks the object up in the GCS directory and
+ * creates `name` (unbounded) on every node holding a copy; tasks carry name=1, so they
+ * run on one of those nodes. With no copy anywhere (not made yet, or freed) the policy
+ * constrains nothing: its request is empty and the task runs wherever it fits. */
+int esl_locality(esc_client *c, const char *name, const esc_ref *input, esl_policy **out,
+                 esc_status *st);
+
+/* ------------------------------------------------------------------ task operations */
+
+/* The producer-creates-resource variant of locality, and signals: operations a task
+ * carries (esc_task_spec.on_success) that the runtime commits when the task succeeds. */
+
+/* Adds to b: mark the node the task ran on with `name` (unbounded), so consumers that
+ * carry esl_request_for(name, 1) run there. */
+void esl_op_mark_here(esc_batch *b, const char *name);
+
+/* Adds to b: one signal on barrier `name` (its capacity grows by 1 on every node). */
+void esl_op_signal(esc_batch *b, const char *name);
+
+/* ------------------------------------------------------------------ signal and barrier */
+
+/* A barrier (a DAG edge into one waiting task): the waiter carries `name`=producers and
+ * starts once that many producers signalled (each carries esl_op_signal(name), or the
+ * caller calls esl_signal). Creates `name` with capacity 0 on every alive node, so the
+ * waiter is known to the cluster while it waits. One waiter per barrier: a task with
+ * several inputs has one barrier per input edge set, a producer signals each of its
+ * consumers' barriers. */
+int esl_barrier(esc_client *c, const char *name, unsigned producers, esl_policy **out,
+                esc_status *st);
+
+/* Signals barrier `name` once (from the driver, or any client of the job). */
+int esl_signal(esc_client *c, const char *name, esc_status *st);
+
 #ifdef __cplusplus
 }
 #endif

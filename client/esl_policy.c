@@ -1,0 +1,302 @@
+/* esl_policy.c: placement policies of the ESL as ephemeral resources (esl.h).
+ *
+ * Every policy is the same mechanism: one ephemeral resource created (in one atomic
+ * batch) on the nodes the policy chose, with the capacity that expresses the policy, and
+ * a request of one unit that its tasks carry. Only the choice of nodes and capacities
+ * differs, so each policy is a small function that makes that choice. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "escher/esl.h"
+
+struct esl_policy {
+    char *name;          /* short name, in the client's namespace */
+    esl_request request;
+    char **nodes;        /* where the resource was created */
+    size_t nnodes;
+};
+
+/* ------------------------------------------------------------------ common */
+
+void esl_request_for(esc_client *c, const char *name, int64_t qty, esl_request *out)
+{
+    char full[256];
+    snprintf(full, sizeof full, "%s/%s", esc_client_namespace(c), name);
+    esl_request_add(out, full, qty);
+}
+
+const esl_request *esl_policy_request(const esl_policy *p)
+{
+    return &p->request;
+}
+
+size_t esl_policy_nodes(const esl_policy *p, char *const **ids)
+{
+    *ids = p->nodes;
+    return p->nnodes;
+}
+
+static void policy_free(esl_policy *p)
+{
+    for (size_t i = 0; i < p->nnodes; i++)
+        free(p->nodes[i]);
+    free(p->nodes);
+    esl_request_clear(&p->request);
+    free(p->name);
+    free(p);
+}
+
+int esl_policy_free(esc_client *c, esl_policy *p, esc_status *st)
+{
+    if (!p)
+        return esc_status_set(st, ESC_OK, NULL);
+    int rc = ESC_OK;
+    if (p->nnodes) {
+        esc_batch *b = esc_batch_new();
+        for (size_t i = 0; i < p->nnodes; i++) {
+            esc_target t = ESC_NODE(p->nodes[i]);
+            esc_batch_delete(b, p->name, &t);
+        }
+        rc = esc_batch_commit(c, b, NULL, st);
+        esc_batch_free(b);
+    }
+    policy_free(p);
+    return rc == ESC_OK ? esc_status_set(st, ESC_OK, NULL) : rc;
+}
+
+/* A policy whose resource `name` gets capacity cap[i] (unbounded when cap[i] < 0) on
+ * nodes[i], in one batch; tasks carry name=1. */
+static int policy_create(esc_client *c, const char *name, char **nodes, const int64_t *cap,
+                         size_t n, int64_t request_qty, esl_policy **out, esc_status *st)
+{
+    *out = NULL;
+    esl_policy *p = calloc(1, sizeof *p);
+    p->name = strdup(name);
+    p->nodes = calloc(n + 1, sizeof *p->nodes);
+    esc_batch *b = esc_batch_new();
+    for (size_t i = 0; i < n; i++) {
+        p->nodes[p->nnodes++] = strdup(nodes[i]);
+        esc_target t = ESC_NODE(nodes[i]);
+        if (cap[i] < 0)
+            esc_batch_set_unbounded(b, name, &t);
+        else if (cap[i] == 0)
+            esc_batch_add(b, name, 0, &t); /* creates at 0, keeps signals that came first */
+        else
+            esc_batch_set(b, name, cap[i], &t);
+    }
+    int rc = n ? esc_batch_commit(c, b, NULL, st) : esc_status_set(st, ESC_OK, NULL);
+    esc_batch_free(b);
+    if (rc != ESC_OK) {
+        policy_free(p);
+        return rc;
+    }
+    if (n)
+        esl_request_for(c, name, request_qty, &p->request);
+    *out = p;
+    return ESC_OK;
+}
+
+static bool alive(const esc_node_status *n)
+{
+    return !strcmp(n->state, "ALIVE");
+}
+
+/* How many times `each` fits into the node's available resources (UINT32_MAX when each
+ * is empty or everything it names is unbounded; 0 when a name is missing). */
+static uint64_t room_for(const esc_node_status *n, const esl_request *each)
+{
+    uint64_t room = UINT32_MAX;
+    for (size_t i = 0; each && i < each->n; i++) {
+        const esc_resource_info *r = esc_node_resource(n, each->v[i].name);
+        if (!r)
+            return 0;
+        if (r->unbounded || each->v[i].value <= 0)
+            continue;
+        int64_t fits = r->available > 0 ? r->available / each->v[i].value : 0;
+        if ((uint64_t)fits < room)
+            room = (uint64_t)fits;
+    }
+    return room;
+}
+
+/* ------------------------------------------------------------------ co-location */
+
+int esl_colocate(esc_client *c, const char *name, unsigned n, const esl_request *each,
+                 esl_policy **out, esc_status *st)
+{
+    *out = NULL;
+    if (n == 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "a group needs at least one task");
+    esc_cluster_status *s = NULL;
+    int rc = esc_get_cluster_status(c, &s, st);
+    if (rc != ESC_OK)
+        return rc;
+    /* The local node when it has room (no data moves), else the roomiest. */
+    const esc_node_status *best = NULL;
+    uint64_t best_room = 0;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const esc_node_status *node = &s->nodes[i];
+        uint64_t room = alive(node) ? room_for(node, each) : 0;
+        if (room < n)
+            continue;
+        if (!strcmp(node->id, esc_client_node_id(c))) {
+            best = node;
+            break;
+        }
+        if (!best || room > best_room) {
+            best = node;
+            best_room = room;
+        }
+    }
+    if (!best) {
+        esc_cluster_status_free(s);
+        return esc_status_set(st, ESC_RESOURCE_EXHAUSTED,
+                              "no alive node has room for %u tasks of the group %s", n, name);
+    }
+    char *node = best->id;
+    int64_t cap = ESC_QTY(1) * (int64_t)n;
+    rc = policy_create(c, name, &node, &cap, 1, ESC_QTY(1), out, st);
+    esc_cluster_status_free(s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ per-node limits */
+
+typedef struct {
+    const esc_node_status *node;
+    int64_t cpu;
+} ranked;
+
+static int by_cpu_desc(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    return (x->cpu < y->cpu) - (x->cpu > y->cpu);
+}
+
+/* The alive nodes, the most available CPU first. */
+static size_t rank_nodes(const esc_cluster_status *s, ranked *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        if (!alive(&s->nodes[i]))
+            continue;
+        const esc_resource_info *cpu = esc_node_resource(&s->nodes[i], "CPU");
+        out[k++] = (ranked){&s->nodes[i], cpu ? cpu->available : 0};
+    }
+    qsort(out, k, sizeof *out, by_cpu_desc);
+    return k;
+}
+
+/* `name` with capacity per_node on `nodes` nodes (0: all alive ones). */
+static int per_node_limit(esc_client *c, const char *name, int64_t per_node, unsigned nodes,
+                          esl_policy **out, esc_status *st)
+{
+    *out = NULL;
+    esc_cluster_status *s = NULL;
+    int rc = esc_get_cluster_status(c, &s, st);
+    if (rc != ESC_OK)
+        return rc;
+    ranked *r = calloc(s->nnodes + 1, sizeof *r);
+    size_t alive_n = rank_nodes(s, r);
+    size_t use = nodes ? nodes : alive_n;
+    if (use > alive_n || use == 0) {
+        free(r);
+        esc_cluster_status_free(s);
+        return esc_status_set(st, ESC_FAILED_PRECONDITION, "%zu nodes wanted, %zu alive", use,
+                              alive_n);
+    }
+    char **ids = calloc(use, sizeof *ids);
+    int64_t *cap = calloc(use, sizeof *cap);
+    for (size_t i = 0; i < use; i++) {
+        ids[i] = r[i].node->id;
+        cap[i] = per_node;
+    }
+    rc = policy_create(c, name, ids, cap, use, ESC_QTY(1), out, st);
+    free(ids);
+    free(cap);
+    free(r);
+    esc_cluster_status_free(s);
+    return rc;
+}
+
+int esl_anti_affinity(esc_client *c, const char *name, esl_policy **out, esc_status *st)
+{
+    return per_node_limit(c, name, ESC_QTY(1), 0, out, st);
+}
+
+int esl_balance(esc_client *c, const char *name, unsigned tasks, unsigned nodes,
+                esl_policy **out, esc_status *st)
+{
+    *out = NULL;
+    if (tasks == 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "no tasks to balance");
+    if (nodes == 0) {
+        /* Count the alive nodes first: the per-node cap depends on it. */
+        esc_cluster_status *s = NULL;
+        int rc = esc_get_cluster_status(c, &s, st);
+        if (rc != ESC_OK)
+            return rc;
+        for (size_t i = 0; i < s->nnodes; i++)
+            nodes += alive(&s->nodes[i]);
+        esc_cluster_status_free(s);
+        if (nodes == 0)
+            return esc_status_set(st, ESC_FAILED_PRECONDITION, "no alive node");
+    }
+    int64_t per = ((int64_t)tasks + nodes - 1) / nodes;
+    return per_node_limit(c, name, ESC_QTY(1) * per, nodes, out, st);
+}
+
+/* ------------------------------------------------------------------ data locality */
+
+int esl_locality(esc_client *c, const char *name, const esc_ref *input, esl_policy **out,
+                 esc_status *st)
+{
+    *out = NULL;
+    esc_object_locations *l = NULL;
+    int rc = esc_ref_locations(c, input, &l, st);
+    if (rc != ESC_OK)
+        return rc;
+    int64_t *cap = calloc(l->n + 1, sizeof *cap);
+    for (size_t i = 0; i < l->n; i++)
+        cap[i] = -1; /* unbounded: locality limits where, not how many */
+    rc = policy_create(c, name, l->node_ids, cap, l->n, ESC_QTY(1), out, st);
+    free(cap);
+    esc_object_locations_free(l);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ task operations */
+
+void esl_op_mark_here(esc_batch *b, const char *name)
+{
+    esc_batch_set_unbounded(b, name, NULL);
+}
+
+void esl_op_signal(esc_batch *b, const char *name)
+{
+    esc_target all = ESC_ALL_NODES;
+    esc_batch_add(b, name, ESC_QTY(1), &all);
+}
+
+/* ------------------------------------------------------------------ barriers */
+
+int esl_barrier(esc_client *c, const char *name, unsigned producers, esl_policy **out,
+                esc_status *st)
+{
+    *out = NULL;
+    if (producers == 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "a barrier waits for a producer");
+    int rc = per_node_limit(c, name, 0, 0, out, st);
+    if (rc == ESC_OK) {
+        esl_request_clear(&(*out)->request);
+        esl_request_for(c, name, ESC_QTY(1) * (int64_t)producers, &(*out)->request);
+    }
+    return rc;
+}
+
+int esl_signal(esc_client *c, const char *name, esc_status *st)
+{
+    esc_target all = ESC_ALL_NODES;
+    return esc_resource_add(c, name, ESC_QTY(1), &all, NULL, st);
+}

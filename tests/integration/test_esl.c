@@ -1,0 +1,333 @@
+/* test_esl.c: the ESL's placement policies on a 3-node cluster (loopback raylets), each
+ * test recording the node every task ran on (ESCHER_NODE_ID, from the task itself) and,
+ * where time matters, when it started and ended (the `stamp` task). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "escher/esl.h"
+#include "harness.h"
+
+#define NODES 3
+#define TIMEOUT_MS 60000
+
+static h_cluster C;
+static char LIB[512];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(LIB, sizeof LIB, "%s/tests/tasks/libescher_test_tasks.so",
+             getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build");
+    h_init(&C, 3000);
+    if (h_gcs_start(&C) != 0 || h_raylet_start(&C, 0, "--num-cpus 2") != 0 ||
+        h_raylet_start(&C, 1, "--num-cpus 2") != 0 ||
+        h_raylet_start(&C, 2, "--num-cpus 2 --resources only_c=1") != 0)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_stop(&C);
+    return 0;
+}
+
+/* One task: fn(arg) carrying req (may be NULL) and, when ops is set, those operations on
+ * success. */
+static esc_ref *submit(esc_client *cl, const char *fn, const char *arg, const esl_request *req,
+                       const esc_batch *ops)
+{
+    esc_task_arg a = {.data = arg, .len = strlen(arg)};
+    esc_task_spec spec = {.library = LIB, .symbol = fn, .args = &a, .nargs = 1,
+                          .resources = req ? req->v : NULL, .nresources = req ? req->n : 0,
+                          .on_success = ops};
+    esc_ref *ref = NULL;
+    esc_status st;
+    int rc = esc_task_submit(cl, &spec, &ref, NULL, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "submit %s: %s %s\n", fn, esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    return ref;
+}
+
+static char *get(esc_client *cl, esc_ref *ref)
+{
+    void *v = NULL;
+    size_t len;
+    esc_status st;
+    int rc = esc_get(cl, ref, TIMEOUT_MS, &v, &len, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "get: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    esc_ref_free(ref);
+    return v;
+}
+
+/* The node a getenv_task ran on. */
+static char *node_of(esc_client *cl, esc_ref *ref)
+{
+    return get(cl, ref);
+}
+
+typedef struct {
+    long long start, end;
+    char node[80];
+} stamp;
+
+static stamp get_stamp(esc_client *cl, esc_ref *ref)
+{
+    char *v = get(cl, ref);
+    stamp s = {0};
+    assert_int_equal(sscanf(v, "%lld %lld %79s", &s.start, &s.end, s.node), 3);
+    free(v);
+    return s;
+}
+
+static int node_index(const char *id)
+{
+    for (int i = 0; i < NODES; i++)
+        if (!strcmp(C.raylets[i].node_id, id))
+            return i;
+    fail_msg("unknown node %s", id);
+    return -1;
+}
+
+static void free_policy(esc_client *cl, esl_policy *p)
+{
+    esc_status st;
+    assert_int_equal(esl_policy_free(cl, p, &st), ESC_OK);
+}
+
+/* n tasks with room on one node run there, the two submitted before the group existed
+ * included. */
+static void test_colocate(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_co", 0, false);
+    esl_request each = {0};
+    esl_request_add(&each, "CPU", ESC_QTY(0.5));
+    esl_request early = {0};
+    esl_request_for(cl, "group", ESC_QTY(1), &early);
+    esl_request_add(&early, "CPU", ESC_QTY(0.5));
+    esc_ref *r[4];
+    r[0] = submit(cl, "getenv_task", "ESCHER_NODE_ID", &early, NULL);
+    r[1] = submit(cl, "getenv_task", "ESCHER_NODE_ID", &early, NULL);
+    /* The group is made by a client on node 1, so it lands there (its local node has
+     * room), while the tasks are submitted on node 0 and must follow it. */
+    esc_client *maker = h_connect(&C, "esl_co", 1, false);
+    esl_policy *p = NULL;
+    esc_status st;
+    assert_int_equal(esl_colocate(maker, "group", 4, &each, &p, &st), ESC_OK);
+    char *const *nodes;
+    assert_int_equal(esl_policy_nodes(p, &nodes), 1);
+    assert_string_equal(nodes[0], C.raylets[1].node_id);
+    esl_request req = {0};
+    assert_int_equal(esl_request_and(cl, esl_policy_request(p), &each, &req, &st), ESC_OK);
+    r[2] = submit(cl, "getenv_task", "ESCHER_NODE_ID", &req, NULL);
+    r[3] = submit(cl, "getenv_task", "ESCHER_NODE_ID", &req, NULL);
+    for (int i = 0; i < 4; i++) {
+        char *n = node_of(cl, r[i]);
+        assert_string_equal(n, nodes[0]);
+        free(n);
+    }
+    /* A group that fits nowhere is refused, not left waiting. */
+    esl_policy *big = NULL;
+    assert_int_equal(esl_colocate(cl, "huge", 100, &each, &big, &st), ESC_RESOURCE_EXHAUSTED);
+    assert_null(big);
+    esl_request_clear(&req);
+    esl_request_clear(&early);
+    esl_request_clear(&each);
+    free_policy(maker, p);
+    esc_disconnect(maker);
+    esc_disconnect(cl);
+}
+
+/* Four 1.5 s tasks, one per node at most: three run at once on three nodes, the fourth
+ * starts only after one of them ended. */
+static void test_anti_affinity(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_anti", 0, false);
+    esl_policy *p = NULL;
+    esc_status st;
+    assert_int_equal(esl_anti_affinity(cl, "apart", &p, &st), ESC_OK);
+    esc_ref *r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = submit(cl, "stamp", "1500", esl_policy_request(p), NULL);
+    stamp s[4];
+    for (int i = 0; i < 4; i++)
+        s[i] = get_stamp(cl, r[i]);
+    /* Sort by start: the first three on distinct nodes, the last after the first end. */
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++)
+            if (s[j].start < s[i].start) {
+                stamp t = s[i];
+                s[i] = s[j];
+                s[j] = t;
+            }
+    int seen[NODES] = {0};
+    for (int i = 0; i < 3; i++)
+        seen[node_index(s[i].node)]++;
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(seen[i], 1);
+    long long first_end = s[0].end;
+    for (int i = 1; i < 3; i++)
+        if (s[i].end < first_end)
+            first_end = s[i].end;
+    assert_true(s[3].start >= first_end);
+    free_policy(cl, p);
+    esc_disconnect(cl);
+}
+
+/* Six long tasks over three nodes: two on each. */
+static void test_balance(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_lb", 0, false);
+    esl_policy *p = NULL;
+    esc_status st;
+    assert_int_equal(esl_balance(cl, "lb", 6, NODES, &p, &st), ESC_OK);
+    esc_ref *r[6];
+    for (int i = 0; i < 6; i++)
+        r[i] = submit(cl, "stamp", "1500", esl_policy_request(p), NULL);
+    int count[NODES] = {0};
+    for (int i = 0; i < 6; i++)
+        count[node_index(get_stamp(cl, r[i]).node)]++;
+    for (int i = 0; i < NODES; i++)
+        assert_int_equal(count[i], 2);
+    esl_policy *none = NULL;
+    assert_int_equal(esl_balance(cl, "lb0", 0, 1, &none, &st), ESC_INVALID_ARGUMENT);
+    assert_int_equal(esl_balance(cl, "lb9", 5, 9, &none, &st), ESC_FAILED_PRECONDITION);
+    free_policy(cl, p);
+    esc_disconnect(cl);
+}
+
+/* A task runs where its input lives; with no copy anywhere the policy constrains
+ * nothing; a consumer submitted before its producer runs where the producer ran (the
+ * producer marks its node when it succeeds). */
+static void test_locality(void **state)
+{
+    (void)state;
+    esc_client *on1 = h_connect(&C, "esl_loc", 1, false);
+    esc_ref *input = NULL;
+    esc_status st;
+    assert_int_equal(esc_put(on1, "chunk", 5, &input, &st), ESC_OK);
+    esc_client *cl = h_connect(&C, "esl_loc2", 0, false);
+    esl_policy *p = NULL;
+    assert_int_equal(esl_locality(cl, "near", input, &p, &st), ESC_OK);
+    char *n = node_of(cl, submit(cl, "getenv_task", "ESCHER_NODE_ID", esl_policy_request(p), NULL));
+    assert_string_equal(n, C.raylets[1].node_id);
+    free(n);
+    free_policy(cl, p);
+
+    esc_ref *gone = esc_ref_from_id("no-such-object-anywhere");
+    assert_int_equal(esl_locality(cl, "nowhere", gone, &p, &st), ESC_OK);
+    assert_int_equal(esl_policy_request(p)->n, 0);
+    free_policy(cl, p);
+    esc_ref_free(gone);
+
+    esl_request consumer = {0};
+    esl_request_for(cl, "made_here", ESC_QTY(1), &consumer);
+    esc_ref *c_ref = submit(cl, "getenv_task", "ESCHER_NODE_ID", &consumer, NULL);
+    esl_request on_c = {0};
+    esl_request_add(&on_c, "only_c", ESC_QTY(1));
+    esc_batch *ops = esc_batch_new();
+    esl_op_mark_here(ops, "made_here");
+    char *producer = node_of(cl, submit(cl, "getenv_task", "ESCHER_NODE_ID", &on_c, ops));
+    esc_batch_free(ops);
+    assert_string_equal(producer, C.raylets[2].node_id);
+    n = node_of(cl, c_ref);
+    assert_string_equal(n, producer);
+    free(n);
+    free(producer);
+    esl_request_clear(&on_c);
+    esl_request_clear(&consumer);
+    esc_ref_free(input);
+    esc_disconnect(cl);
+    esc_disconnect(on1);
+}
+
+/* The waiter, submitted first, starts after both producers ended (they signal when they
+ * succeed); a driver-side signal counts the same. */
+static void test_barrier(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_bar", 0, false);
+    esl_policy *b = NULL;
+    esc_status st;
+    assert_int_equal(esl_barrier(cl, "edge", 3, &b, &st), ESC_OK);
+    esc_ref *waiter = submit(cl, "stamp", "0", esl_policy_request(b), NULL);
+    esc_batch *ops = esc_batch_new();
+    esl_op_signal(ops, "edge");
+    esc_ref *p1 = submit(cl, "stamp", "800", NULL, ops);
+    esc_ref *p2 = submit(cl, "stamp", "1200", NULL, ops);
+    esc_batch_free(ops);
+    stamp s1 = get_stamp(cl, p1), s2 = get_stamp(cl, p2);
+    usleep(300000);
+    void *v = NULL;
+    size_t len;
+    /* Two of three signals: the waiter still waits. */
+    assert_int_equal(esc_get(cl, waiter, 0, &v, &len, &st), ESC_DEADLINE_EXCEEDED);
+    assert_int_equal(esl_signal(cl, "edge", &st), ESC_OK);
+    stamp w = get_stamp(cl, waiter);
+    assert_true(w.start >= s1.end && w.start >= s2.end);
+    free_policy(cl, b);
+    esc_disconnect(cl);
+}
+
+/* AND: compatible policies compose; two groups on different nodes conflict and are
+ * reported at once. */
+static void test_composition(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_and", 0, false);
+    esc_status st;
+    esl_request none = {0};
+    esl_policy *g1 = NULL, *g2 = NULL, *apart = NULL;
+    esl_request on_c = {0};
+    esl_request_add(&on_c, "only_c", ESC_QTY(1));
+    assert_int_equal(esl_colocate(cl, "g1", 1, &none, &g1, &st), ESC_OK);   /* local: node 0 */
+    assert_int_equal(esl_colocate(cl, "g2", 1, &on_c, &g2, &st), ESC_OK);   /* node 2 */
+    assert_int_equal(esl_anti_affinity(cl, "apart2", &apart, &st), ESC_OK);
+    esl_request both = {0};
+    assert_int_equal(esl_request_and(cl, esl_policy_request(g1), esl_policy_request(apart),
+                                     &both, &st), ESC_OK);
+    assert_int_equal(both.n, 2);
+    char *n = node_of(cl, submit(cl, "getenv_task", "ESCHER_NODE_ID", &both, NULL));
+    assert_string_equal(n, C.raylets[0].node_id);
+    free(n);
+    esl_request bad = {0};
+    assert_int_equal(esl_request_and(cl, esl_policy_request(g1), esl_policy_request(g2), &bad,
+                                     &st), ESC_FAILED_PRECONDITION);
+    assert_non_null(strstr(st.message, "no node has all of"));
+    assert_int_equal(bad.n, 0);
+    esl_request_clear(&both);
+    esl_request_clear(&on_c);
+    free_policy(cl, g1);
+    free_policy(cl, g2);
+    free_policy(cl, apart);
+    esc_disconnect(cl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_colocate),
+        cmocka_unit_test(test_anti_affinity),
+        cmocka_unit_test(test_balance),
+        cmocka_unit_test(test_locality),
+        cmocka_unit_test(test_barrier),
+        cmocka_unit_test(test_composition),
+    };
+    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    return failed || h_unclean_exits() ? 1 : 0;
+}
