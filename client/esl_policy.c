@@ -10,6 +10,8 @@
 
 #include "escher/esl.h"
 
+#define APPLY_WAIT_MS 5000
+
 struct esl_policy {
     char *name;          /* short name, in the client's namespace */
     esl_request request;
@@ -85,12 +87,17 @@ static int policy_create(esc_client *c, const char *name, char **nodes, const in
         else
             esc_batch_set(b, name, cap[i], &t);
     }
-    int rc = n ? esc_batch_commit(c, b, NULL, st) : esc_status_set(st, ESC_OK, NULL);
+    uint64_t seq = 0;
+    int rc = n ? esc_batch_commit(c, b, &seq, st) : esc_status_set(st, ESC_OK, NULL);
     esc_batch_free(b);
     if (rc != ESC_OK) {
         policy_free(p);
         return rc;
     }
+    /* In force when we return: its nodes admit by it, and the cluster status (which
+     * AND consults) shows it. A slow node only delays that; the policy stands. */
+    if (n)
+        esc_wait_applied(c, seq, (const char *const *)p->nodes, p->nnodes, APPLY_WAIT_MS, NULL);
     if (n)
         esl_request_for(c, name, request_qty, &p->request);
     *out = p;

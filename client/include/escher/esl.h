@@ -7,6 +7,9 @@
  * the caller adds to its tasks' resources. Every policy object owns what it created and
  * deletes it when freed (esl_*_free); what is left when the job ends goes with the job.
  *
+ * A policy call returns once the nodes it changed applied the change (up to 5 s for a
+ * slow node): its tasks are admitted by it from then on, and the cluster status shows it.
+ *
  * Threads: a policy object is used by one thread at a time; different objects may be
  * used concurrently. Errors: like escher.h, a status code and a one-line message.
  * Memory: every out-pointer is owned by the caller and freed with the matching _free.
