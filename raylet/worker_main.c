@@ -661,6 +661,14 @@ int main(void)
     if (fd >= 0)
         close(fd);
     capture_close();
+    /* What is written at exit (a task library's atexit, a leak report) is the worker's,
+     * not its last task's. */
+    if (diag >= 0) {
+        fflush(stdout);
+        fflush(stderr);
+        dup2(diag, STDOUT_FILENO);
+        dup2(diag, STDERR_FILENO);
+    }
     free_libs();
     free(sock);
     free(worker_id);
