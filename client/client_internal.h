@@ -81,6 +81,18 @@ int esc_client_submit(esc_client *c, const esc_task_spec *in, const char *actor_
 int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec *in,
                          const char *actor_id, uint64_t seq, esc_ref **refs, esc_status *st);
 
+/* A task built once and submitted, possibly several times under the same id (soft
+ * constraints move it between nodes), each time with extra resources. */
+typedef struct esc_prepared esc_prepared;
+/* Builds and checks the spec (esc_task_submit's rules) and fills refs with its returns'
+ * references; NULL with st when invalid. */
+esc_prepared *esc_task_prepare(esc_client *c, const esc_task_spec *in, esc_ref **refs,
+                               esc_status *st);
+/* Submits it with its own resources plus extra[0..n) (strings only read now). */
+int esc_prepared_submit(esc_client *c, esc_prepared *p, const esc_amount *extra, size_t n,
+                        esc_status *st);
+void esc_prepared_free(esc_prepared *p);
+
 /* ---- owner.c ---- */
 typedef struct esc_owner esc_owner;
 

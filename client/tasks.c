@@ -7,6 +7,7 @@
 
 #include "client_internal.h"
 #include "ids.h"
+#include "pbutil.h"
 #include "qty.h"
 #include "task.pb-c.h"
 
@@ -239,7 +240,10 @@ int esc_task_submit(esc_client *c, const esc_task_spec *in, esc_ref **refs, char
     return o ? ESC_OK : st->code;
 }
 
-int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st)
+/* CancelTask for the task that produces ref (if_queued: withdraw only if not started).
+ * Fills *rep_out's flags. */
+static int cancel_call(esc_client *c, const esc_ref *ref, bool if_queued, bool *found,
+                       bool *started, esc_status *st)
 {
     char task_id[ESC_OBJECT_ID_MAX];
     const char *id = esc_ref_id(ref);
@@ -257,14 +261,107 @@ int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st)
         return st ? st->code : ESC_UNAVAILABLE;
     Escher__CancelTaskRequest req = ESCHER__CANCEL_TASK_REQUEST__INIT;
     req.task_id = task_id;
+    req.if_queued = if_queued;
     Escher__CancelTaskReply *rep = NULL;
     int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "CancelTask", &req.base,
                           (ProtobufCMessage **)&rep, SUBMIT_TIMEOUT_MS, 0, st);
-    if (rc == ESC_OK && !rep->found)
-        rc = esc_status_set(st, ESC_NOT_FOUND, "task %s is not queued or running here", task_id);
+    if (rc == ESC_OK) {
+        *found = rep->found;
+        *started = rep->started;
+    }
     if (rep)
         protobuf_c_message_free_unpacked(&rep->base, NULL);
     return rc;
+}
+
+int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st)
+{
+    bool found = false, started = false;
+    int rc = cancel_call(c, ref, false, &found, &started, st);
+    if (rc == ESC_OK && !found)
+        rc = esc_status_set(st, ESC_NOT_FOUND, "task of %s is not queued or running here",
+                            esc_ref_id(ref));
+    return rc;
+}
+
+int esc_task_withdraw(esc_client *c, const esc_ref *ref, esc_status *st)
+{
+    bool found = false, started = false;
+    int rc = cancel_call(c, ref, true, &found, &started, st);
+    if (rc != ESC_OK)
+        return rc;
+    if (started)
+        return esc_status_set(st, ESC_FAILED_PRECONDITION, "the task of %s has started",
+                              esc_ref_id(ref));
+    if (!found)
+        return esc_status_set(st, ESC_NOT_FOUND,
+                              "the task of %s is not waiting (finished, or on its way to "
+                              "another node)", esc_ref_id(ref));
+    return esc_status_set(st, ESC_OK, NULL);
+}
+
+/* ------------------------------------------------------------------ prepared specs */
+
+struct esc_prepared {
+    Escher__TaskSpec *spec;         /* owned copy, with the caller's own resources */
+};
+
+esc_prepared *esc_task_prepare(esc_client *c, const esc_task_spec *in, esc_ref **refs,
+                               esc_status *st)
+{
+    spec_msg m;
+    if (check_request(in, st) != ESC_OK)
+        return NULL;
+    if (build_spec(c, in, &m, st) != ESC_OK) {
+        spec_msg_free(&m);
+        return NULL;
+    }
+    m.spec.owner_id = c->owner_id;
+    esc_prepared *p = calloc(1, sizeof *p);
+    p->spec = (Escher__TaskSpec *)esc_pb_dup(&m.spec.base);
+    give_refs(&m, refs, NULL);
+    spec_msg_free(&m);
+    return p;
+}
+
+int esc_prepared_submit(esc_client *c, esc_prepared *p, const esc_amount *extra, size_t n,
+                        esc_status *st)
+{
+    esc_owner *o = esc_owner_get(c, st);
+    if (!o)
+        return st ? st->code : ESC_UNAVAILABLE;
+    Escher__TaskSpec *s = p->spec;
+    size_t own = s->n_resources;
+    Escher__Amount *more = calloc(n + 1, sizeof *more);
+    Escher__Amount **all = calloc(own + n + 1, sizeof *all);
+    if (own)
+        memcpy(all, s->resources, own * sizeof *all);
+    for (size_t i = 0; i < n; i++) {
+        escher__amount__init(&more[i]);
+        more[i].name = (char *)extra[i].name;
+        more[i].value = extra[i].value;
+        all[own + i] = &more[i];
+    }
+    Escher__Amount **saved = s->resources;
+    s->resources = all;
+    s->n_resources = own + n;
+    size_t len = protobuf_c_message_get_packed_size(&s->base);
+    uint8_t *packed = malloc(len ? len : 1);
+    protobuf_c_message_pack(&s->base, packed);
+    s->resources = saved;
+    s->n_resources = own;
+    free(all);
+    free(more);
+    esc_owner_submit(o, s->task_id, s->num_returns, packed, len);
+    return esc_status_set(st, ESC_OK, NULL);
+}
+
+void esc_prepared_free(esc_prepared *p)
+{
+    if (p) {
+        protobuf_c_message_free_unpacked(&p->spec->base, NULL);
+        free(p);
+    }
 }
 
 static bool exists_now(esc_client *c, const esc_ref *ref)

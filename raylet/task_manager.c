@@ -29,6 +29,7 @@ typedef struct task_entry {
     struct task_entry *prev, *next; /* the queue, while waiting */
     task_manager *tm;
     char *spilled_to;               /* node id, while forwarded */
+    char *spilled_addr;             /* and that node's raylet */
     Escher__TaskSpec *spec;         /* owned */
     esc_acct_req *req;              /* names point into spec */
     size_t nreq;
@@ -78,6 +79,7 @@ static task_entry *entry_new(task_manager *tm, Escher__TaskSpec *spec)
 static void entry_free(task_entry *e)
 {
     free(e->spilled_to);
+    free(e->spilled_addr);
     protobuf_c_message_free_unpacked(&e->spec->base, NULL);
     free(e->req);
     free(e);
@@ -380,6 +382,8 @@ static void forward(task_manager *tm, task_entry *e, const char *address, const 
     e->spec->spill_hops++;
     free(e->spilled_to);
     e->spilled_to = strdup(node_id);
+    free(e->spilled_addr);
+    e->spilled_addr = strdup(address);
     forward_ctx *f = malloc(sizeof *f);
     *f = (forward_ctx){tm, e};
     /* Retried while the peer is unreachable: a task may then run twice (at least once,
@@ -619,10 +623,73 @@ static task_entry *find_queued(task_manager *tm, const char *task_id)
     return NULL;
 }
 
+typedef struct {
+    task_manager *tm;
+    esc_rpc_ctx *call;
+    char task_id[ESC_OBJECT_ID_MAX];
+} withdraw_ctx;
+
+/* The raylet the task was forwarded to answered: pass it on; withdrawn there means
+ * forgotten here too. */
+static void on_withdrawn_there(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
+{
+    withdraw_ctx *w = ud;
+    const Escher__CancelTaskReply *r = (const Escher__CancelTaskReply *)reply;
+    if (code != ESC_OK) {
+        esc_rpc_finish(w->call, code, st->message);
+    } else {
+        if (r->found && !r->started) {
+            task_entry *e = esc_strmap_del(w->tm->spilled, w->task_id);
+            if (e)
+                entry_free(e);
+        }
+        esc_rpc_reply(w->call, &r->base);
+    }
+    if (reply)
+        protobuf_c_message_free_unpacked(reply, NULL);
+    free(w);
+}
+
+/* Withdraws a task that has not started: queued, waiting for arguments, or forwarded
+ * (then the raylet it went to decides). */
+static void withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_id)
+{
+    Escher__CancelTaskReply rep = ESCHER__CANCEL_TASK_REPLY__INIT;
+    task_entry *e = find_queued(tm, task_id);
+    if (e)
+        dequeue(tm, e);
+    else
+        e = esc_strmap_del(tm->fetching, task_id);
+    if (e) {
+        entry_free(e);
+        rep.found = true;
+    } else if (esc_strmap_get(tm->running, task_id)) {
+        rep.found = rep.started = true;
+    } else if ((e = esc_strmap_get(tm->spilled, task_id)) && e->spilled_addr) {
+        withdraw_ctx *w = calloc(1, sizeof *w);
+        *w = (withdraw_ctx){.tm = tm, .call = call};
+        snprintf(w->task_id, sizeof w->task_id, "%s", task_id);
+        Escher__CancelTaskRequest fwd = ESCHER__CANCEL_TASK_REQUEST__INIT;
+        fwd.task_id = w->task_id;
+        fwd.if_queued = true;
+        esc_rpc_async_call(tm->forwarder, peer(tm, e->spilled_addr),
+                           &escher__task_service__descriptor, "CancelTask", &fwd.base,
+                           FORWARD_TIMEOUT_MS, 0, on_withdrawn_there, w);
+        return;
+    }
+    esc_rpc_reply(call, &rep.base);
+}
+
 static void handle_cancel(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     task_manager *tm = ud;
     const Escher__CancelTaskRequest *req = (const Escher__CancelTaskRequest *)msg;
+    if (req->if_queued) {
+        char id[ESC_OBJECT_ID_MAX];
+        snprintf(id, sizeof id, "%s", req->task_id);
+        withdraw(tm, call, id);
+        return;
+    }
     Escher__CancelTaskReply rep = ESCHER__CANCEL_TASK_REPLY__INIT;
     task_entry *e = find_queued(tm, req->task_id);
     if (e) {

@@ -318,6 +318,82 @@ static void test_composition(void **state)
     esc_disconnect(cl);
 }
 
+/* Lines of a file (how many runs append_node recorded). */
+static int lines_of(const char *path, char *first, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (n++ == 0 && first)
+            snprintf(first, len, "%.*s", (int)strcspn(line, "\n"), line);
+    }
+    fclose(f);
+    return n;
+}
+
+/* Runs append_node under soft preferences; returns the preference chosen and the node
+ * it ran on (in node); asserts it ran exactly once. */
+static size_t soft_run(esc_client *cl, const esl_request *prefs, size_t n, int wait_ms,
+                       char *node, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/soft-%d", C.dir, rand());
+    esc_task_arg a = {.data = path, .len = strlen(path)};
+    esc_task_spec spec = {.library = LIB, .symbol = "append_node", .args = &a, .nargs = 1};
+    esc_ref *ref = NULL;
+    esl_soft *s = NULL;
+    esc_status st;
+    assert_int_equal(esl_soft_submit(cl, &spec, prefs, n, wait_ms, &ref, &s, &st), ESC_OK);
+    size_t chosen = esl_soft_chosen(s);
+    char *v = get(cl, ref);
+    snprintf(node, len, "%s", v);
+    free(v);
+    esl_soft_free(s);
+    char first[128] = "";
+    assert_int_equal(lines_of(path, first, sizeof first), 1); /* exactly once */
+    assert_string_equal(first, node);
+    return chosen;
+}
+
+/* Soft constraints: an unsatisfiable first preference gives way to the second; a
+ * satisfiable one is taken; a busy one (its only node held by a long task) is withdrawn
+ * from the node it was forwarded to, and the task runs once, on the fallback. */
+static void test_soft_constraints(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_soft", 0, false);
+    esl_request prefs[2] = {{0}, {0}};
+    esl_request_add(&prefs[0], "no_such_resource", ESC_QTY(1));
+    esl_request_add(&prefs[1], "only_c", ESC_QTY(1));
+    char node[128];
+    assert_int_equal(soft_run(cl, prefs, 2, 300, node, sizeof node), 1);
+    assert_string_equal(node, C.raylets[2].node_id);
+
+    esl_request first_fits[2] = {{0}, {0}};
+    esl_request_add(&first_fits[0], "only_c", ESC_QTY(1));
+    assert_int_equal(soft_run(cl, first_fits, 2, 3000, node, sizeof node), 0);
+    assert_string_equal(node, C.raylets[2].node_id);
+    esl_request_clear(&first_fits[0]);
+
+    esl_request only_c = {0};
+    esl_request_add(&only_c, "only_c", ESC_QTY(1));
+    esc_ref *busy = submit(cl, "sleep_ms", "4000", &only_c, NULL);
+    usleep(500000); /* it holds only_c on node 2 */
+    esl_request fallback[2] = {{0}, {0}};
+    esl_request_add(&fallback[0], "only_c", ESC_QTY(1));
+    assert_int_equal(soft_run(cl, fallback, 2, 400, node, sizeof node), 1);
+    assert_string_equal(node, C.raylets[0].node_id);
+    free(get(cl, busy));
+    esl_request_clear(&fallback[0]);
+    esl_request_clear(&only_c);
+    esl_request_clear(&prefs[0]);
+    esl_request_clear(&prefs[1]);
+    esc_disconnect(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_locality),
         cmocka_unit_test(test_barrier),
         cmocka_unit_test(test_composition),
+        cmocka_unit_test(test_soft_constraints),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     return failed || h_unclean_exits() ? 1 : 0;

@@ -192,3 +192,19 @@ ESC_TASK(counter_add)
     counter += atoll(buf);
     return esc_buf_printf(ret, "%lld", counter);
 }
+
+/* Appends "<node>\n" to the file named by its argument (one line per run), returns the
+ * node: how often and where a task ran. */
+ESC_TASK(append_node)
+{
+    (void)ctx;
+    char path[512] = {0};
+    memcpy(path, arg, len < sizeof path - 1 ? len : sizeof path - 1);
+    const char *node = getenv("ESCHER_NODE_ID");
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return 1;
+    fprintf(f, "%s\n", node ? node : "");
+    fclose(f);
+    return esc_buf_printf(ret, "%s", node ? node : "");
+}

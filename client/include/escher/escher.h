@@ -371,6 +371,13 @@ int esc_task_submit(esc_client *c, const esc_task_spec *spec, esc_ref **refs, ch
  * queued nor running on the local raylet (finished, or placed on another node). */
 int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st);
 
+/* Withdraws the task that produces ref if it has not started (queued, waiting for its
+ * arguments, or queued on the node it was forwarded to): it leaves no trace — no error
+ * objects — so the same task may be submitted again. ESC_OK when withdrawn;
+ * FAILED_PRECONDITION when it has started (it runs on); NOT_FOUND when it is not waiting
+ * anywhere this raylet knows (finished, or still on its way to another node: try again). */
+int esc_task_withdraw(esc_client *c, const esc_ref *ref, esc_status *st);
+
 /* Waits until at least num_ready of the n objects exist (or timeout_ms passes; < 0: no
  * limit). ready[i] tells which; *nready how many. ESC_OK even when fewer are ready at the
  * timeout: the caller reads *nready. */

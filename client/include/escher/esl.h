@@ -122,6 +122,25 @@ int esl_barrier(esc_client *c, const char *name, unsigned producers, esl_policy 
 /* Signals barrier `name` once (from the driver, or any client of the job). */
 int esl_signal(esc_client *c, const char *name, esc_status *st);
 
+/* ------------------------------------------------------------------ soft constraints */
+
+/* Soft constraints, and OR: the task runs exactly once, on the first of the preferences
+ * (each an extra request on top of the spec's own resources, its hard constraints) that
+ * can hold it within wait_ms; the last preference waits without limit. Returns at once:
+ * refs (spec->num_returns of them, the caller frees them) resolve when the attempt that
+ * ran ends. A background thread submits the first preference, and whenever an attempt
+ * has not started after wait_ms it withdraws it (esc_task_withdraw: no trace) and submits
+ * the next one under the same task id; an attempt that started is left to run. *out is
+ * the caller's (esl_soft_free). */
+typedef struct esl_soft esl_soft;
+int esl_soft_submit(esc_client *c, const esc_task_spec *spec, const esl_request *prefs,
+                    size_t nprefs, int wait_ms, esc_ref **refs, esl_soft **out,
+                    esc_status *st);
+/* Waits until the task was left on a preference and returns its index. */
+size_t esl_soft_chosen(esl_soft *s);
+/* Waits for the background thread and frees s (not the task). */
+void esl_soft_free(esl_soft *s);
+
 #ifdef __cplusplus
 }
 #endif
