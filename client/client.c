@@ -103,6 +103,44 @@ static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **to
     return ESC_OK;
 }
 
+/* The watchers run under watch_mu, so esc_off_node_dead can wait for one that runs. */
+static void tell_watchers(esc_client *c, const char *node_id)
+{
+    pthread_mutex_lock(&c->watch_mu);
+    for (size_t i = 0; i < c->nwatchers; i++)
+        c->watchers[i].fn(c->watchers[i].ud, node_id);
+    pthread_mutex_unlock(&c->watch_mu);
+}
+
+int esc_on_node_dead(esc_client *c, esc_node_dead_fn fn, void *ud, esc_status *st)
+{
+    if (!c->live)
+        return esc_status_set(st, ESC_FAILED_PRECONDITION,
+                              "a short-lived client gets no node events");
+    pthread_mutex_lock(&c->watch_mu);
+    size_t max = sizeof c->watchers / sizeof c->watchers[0];
+    bool room = c->nwatchers < max;
+    if (room) {
+        c->watchers[c->nwatchers].fn = fn;
+        c->watchers[c->nwatchers++].ud = ud;
+    }
+    pthread_mutex_unlock(&c->watch_mu);
+    return room ? esc_status_set(st, ESC_OK, NULL)
+                : esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "too many node watchers");
+}
+
+void esc_off_node_dead(esc_client *c, esc_node_dead_fn fn, void *ud)
+{
+    pthread_mutex_lock(&c->watch_mu);
+    for (size_t i = 0; i < c->nwatchers; i++) {
+        if (c->watchers[i].fn == fn && c->watchers[i].ud == ud) {
+            c->watchers[i] = c->watchers[--c->nwatchers];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&c->watch_mu);
+}
+
 /* A driver's stream keeps its job alive. Of its events, a node's death matters: what
  * the client expected from that node's raylet (actor calls) fails now, not at a timeout. */
 static void on_event(void *ud, Escher__Event *ev)
@@ -119,6 +157,7 @@ static void on_event(void *ud, Escher__Event *ev)
                      ev->node->node_id, ev->node->address);
             esc_owner_node_dead(o, ev->node->address, why);
         }
+        tell_watchers(c, ev->node->node_id);
     }
     protobuf_c_message_free_unpacked(&ev->base, NULL);
 }
@@ -136,6 +175,7 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
     esc_client *c = calloc(1, sizeof *c);
     esc_client_raylets_init(c);
     pthread_mutex_init(&c->owner_mu, NULL);
+    pthread_mutex_init(&c->watch_mu, NULL);
     esc_random_hex(c->owner_id, 16);
     c->detached = o->detached;
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
@@ -185,6 +225,7 @@ void esc_disconnect(esc_client *c)
     esc_subscription_stop(c->live);
     esc_owner_free(c->owner); /* what is queued goes out before the job ends */
     pthread_mutex_destroy(&c->owner_mu);
+    pthread_mutex_destroy(&c->watch_mu);
     if (c->job_id && !c->attached)
         finish_job(c);
     esc_rpc_channel_free(c->gcs);

@@ -29,6 +29,13 @@ struct esc_client {
     struct esc_strmap *raylet_channels;   /* address -> esc_rpc_channel */
     struct esc_strmap *raylet_addresses;  /* node id -> malloc'd "host:port" */
     struct esc_strmap *dead_addresses;    /* raylets seen dying (node events) */
+    /* client.c: who is told of node deaths (esc_on_node_dead). */
+    pthread_mutex_t watch_mu;
+    struct {
+        esc_node_dead_fn fn;
+        void *ud;
+    } watchers[64];
+    size_t nwatchers;
     /* owner.c: the tasks this client submits, started with the first one. */
     char owner_id[33];
     pthread_mutex_t owner_mu;

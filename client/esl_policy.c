@@ -4,6 +4,7 @@
  * batch) on the nodes the policy chose, with the capacity that expresses the policy, and
  * a request of one unit that its tasks carry. Only the choice of nodes and capacities
  * differs, so each policy is a small function that makes that choice. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,24 @@
 
 #define APPLY_WAIT_MS 5000
 
+/* What a policy does when one of its nodes dies (its resource died with the node). */
+typedef enum {
+    LOST_NOTHING,        /* the other nodes still carry it (anti-affinity, barrier) */
+    LOST_REPLACE,        /* create it on another node with room (co-location) */
+    LOST_REBALANCE,      /* spread the same tasks over the nodes left (balance) */
+} on_lost;
+
 struct esl_policy {
+    esc_client *c;
     char *name;          /* short name, in the client's namespace */
     esl_request request;
+    pthread_mutex_t mu;  /* nodes change on the event thread when a node dies */
     char **nodes;        /* where the resource was created */
     size_t nnodes;
+    on_lost lost;
+    unsigned n;          /* co-location: group size; balance: tasks */
+    esl_request each;    /* co-location: what each task needs besides */
+    bool watching;
 };
 
 /* ------------------------------------------------------------------ common */
@@ -45,14 +59,20 @@ static void policy_free(esl_policy *p)
         free(p->nodes[i]);
     free(p->nodes);
     esl_request_clear(&p->request);
+    esl_request_clear(&p->each);
+    pthread_mutex_destroy(&p->mu);
     free(p->name);
     free(p);
 }
+
+static void on_node_dead(void *ud, const char *node_id);
 
 int esl_policy_free(esc_client *c, esl_policy *p, esc_status *st)
 {
     if (!p)
         return esc_status_set(st, ESC_OK, NULL);
+    if (p->watching)
+        esc_off_node_dead(c, on_node_dead, p);
     int rc = ESC_OK;
     if (p->nnodes) {
         esc_batch *b = esc_batch_new();
@@ -74,6 +94,8 @@ static int policy_create(esc_client *c, const char *name, char **nodes, const in
 {
     *out = NULL;
     esl_policy *p = calloc(1, sizeof *p);
+    p->c = c;
+    pthread_mutex_init(&p->mu, NULL);
     p->name = strdup(name);
     p->nodes = calloc(n + 1, sizeof *p->nodes);
     esc_batch *b = esc_batch_new();
@@ -129,17 +151,14 @@ static uint64_t room_for(const esc_node_status *n, const esl_request *each)
 
 /* ------------------------------------------------------------------ co-location */
 
-int esl_colocate(esc_client *c, const char *name, unsigned n, const esl_request *each,
-                 esl_policy **out, esc_status *st)
+/* The node for a group of n tasks of `each`: the client's local node when it has room,
+ * else the roomiest alive one. Copies its id into out; false when none has room. */
+static bool roomy_node(esc_client *c, unsigned n, const esl_request *each, char *out,
+                       size_t len, esc_status *st)
 {
-    *out = NULL;
-    if (n == 0)
-        return esc_status_set(st, ESC_INVALID_ARGUMENT, "a group needs at least one task");
     esc_cluster_status *s = NULL;
-    int rc = esc_get_cluster_status(c, &s, st);
-    if (rc != ESC_OK)
-        return rc;
-    /* The local node when it has room (no data moves), else the roomiest. */
+    if (esc_get_cluster_status(c, &s, st) != ESC_OK)
+        return false;
     const esc_node_status *best = NULL;
     uint64_t best_room = 0;
     for (size_t i = 0; i < s->nnodes; i++) {
@@ -156,15 +175,40 @@ int esl_colocate(esc_client *c, const char *name, unsigned n, const esl_request 
             best_room = room;
         }
     }
-    if (!best) {
-        esc_cluster_status_free(s);
-        return esc_status_set(st, ESC_RESOURCE_EXHAUSTED,
-                              "no alive node has room for %u tasks of the group %s", n, name);
-    }
-    char *node = best->id;
-    int64_t cap = ESC_QTY(1) * (int64_t)n;
-    rc = policy_create(c, name, &node, &cap, 1, ESC_QTY(1), out, st);
+    if (best)
+        snprintf(out, len, "%s", best->id);
+    else
+        esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "no alive node has room for %u tasks", n);
     esc_cluster_status_free(s);
+    return best != NULL;
+}
+
+/* From now on the policy is repaired when one of its nodes dies (drivers only: a
+ * short-lived client hears of no deaths). */
+static void watch(esl_policy *p)
+{
+    p->watching = esc_on_node_dead(p->c, on_node_dead, p, NULL) == ESC_OK;
+}
+
+int esl_colocate(esc_client *c, const char *name, unsigned n, const esl_request *each,
+                 esl_policy **out, esc_status *st)
+{
+    *out = NULL;
+    if (n == 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "a group needs at least one task");
+    char node[128];
+    if (!roomy_node(c, n, each, node, sizeof node, st))
+        return st ? st->code : ESC_RESOURCE_EXHAUSTED;
+    char *nodes[1] = {node};
+    int64_t cap = ESC_QTY(1) * (int64_t)n;
+    int rc = policy_create(c, name, nodes, &cap, 1, ESC_QTY(1), out, st);
+    if (rc == ESC_OK) {
+        (*out)->lost = LOST_REPLACE;
+        (*out)->n = n;
+        for (size_t i = 0; each && i < each->n; i++)
+            esl_request_add(&(*out)->each, each->v[i].name, each->v[i].value);
+        watch(*out);
+    }
     return rc;
 }
 
@@ -251,7 +295,13 @@ int esl_balance(esc_client *c, const char *name, unsigned tasks, unsigned nodes,
             return esc_status_set(st, ESC_FAILED_PRECONDITION, "no alive node");
     }
     int64_t per = ((int64_t)tasks + nodes - 1) / nodes;
-    return per_node_limit(c, name, ESC_QTY(1) * per, nodes, out, st);
+    int rc = per_node_limit(c, name, ESC_QTY(1) * per, nodes, out, st);
+    if (rc == ESC_OK) {
+        (*out)->lost = LOST_REBALANCE;
+        (*out)->n = tasks;
+        watch(*out);
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------------ data locality */
@@ -306,4 +356,75 @@ int esl_signal(esc_client *c, const char *name, esc_status *st)
 {
     esc_target all = ESC_ALL_NODES;
     return esc_resource_add(c, name, ESC_QTY(1), &all, NULL, st);
+}
+
+/* ------------------------------------------------------------------ node deaths */
+
+/* Removes node_id from the policy's nodes; true when it was one of them. */
+static bool drop_node(esl_policy *p, const char *node_id)
+{
+    bool had = false;
+    pthread_mutex_lock(&p->mu);
+    for (size_t i = 0; i < p->nnodes; i++) {
+        if (!strcmp(p->nodes[i], node_id)) {
+            free(p->nodes[i]);
+            p->nodes[i] = p->nodes[--p->nnodes];
+            had = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return had;
+}
+
+static void add_node(esl_policy *p, const char *node_id)
+{
+    pthread_mutex_lock(&p->mu);
+    char **v = realloc(p->nodes, (p->nnodes + 1) * sizeof *v);
+    if (!v)
+        abort();
+    p->nodes = v;
+    p->nodes[p->nnodes++] = strdup(node_id);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Co-location: the group starts again on another node with room (its tasks that are
+ * retried find it there). */
+static void replace(esl_policy *p)
+{
+    char node[128];
+    esc_status st;
+    if (!roomy_node(p->c, p->n, &p->each, node, sizeof node, &st))
+        return; /* nowhere to go: its tasks wait until a node with room joins */
+    esc_target t = ESC_NODE(node);
+    if (esc_resource_set(p->c, p->name, ESC_QTY(1) * (int64_t)p->n, &t, NULL, &st) == ESC_OK)
+        add_node(p, node);
+}
+
+/* Balance: the same tasks over the nodes left, ceil(tasks / nodes) each. */
+static void rebalance(esl_policy *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t m = p->nnodes;
+    esc_batch *b = esc_batch_new();
+    for (size_t i = 0; i < m; i++) {
+        esc_target t = ESC_NODE(p->nodes[i]);
+        esc_batch_set(b, p->name, ESC_QTY(1) * (((int64_t)p->n + (int64_t)m - 1) / (int64_t)m),
+                      &t);
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (m)
+        esc_batch_commit(p->c, b, NULL, NULL);
+    esc_batch_free(b);
+}
+
+static void on_node_dead(void *ud, const char *node_id)
+{
+    esl_policy *p = ud;
+    if (!drop_node(p, node_id))
+        return;
+    if (p->lost == LOST_REPLACE)
+        replace(p);
+    else if (p->lost == LOST_REBALANCE)
+        rebalance(p);
 }

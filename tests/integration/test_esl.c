@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,6 +395,46 @@ static void test_soft_constraints(void **state)
     esc_disconnect(cl);
 }
 
+/* Fault tolerance (last: it kills a node): a co-location group whose node dies is made
+ * again on a node with room, and its tasks, retried by the raylet that placed them, run
+ * there. */
+static void test_group_survives_node_death(void **state)
+{
+    (void)state;
+    esc_client *maker = h_connect(&C, "esl_ft", 1, false);
+    esc_client *cl = h_connect(&C, "esl_ft", 0, false);
+    esl_request none = {0};
+    esl_policy *p = NULL;
+    esc_status st;
+    assert_int_equal(esl_colocate(maker, "ftgroup", 2, &none, &p, &st), ESC_OK);
+    char *const *nodes;
+    assert_int_equal(esl_policy_nodes(p, &nodes), 1);
+    assert_string_equal(nodes[0], C.raylets[1].node_id);
+    esc_task_arg a = {.data = "2500", .len = 4};
+    esc_task_spec spec = {.library = LIB, .symbol = "stamp", .args = &a, .nargs = 1,
+                          .resources = esl_policy_request(p)->v,
+                          .nresources = esl_policy_request(p)->n, .max_retries = 1};
+    esc_ref *r[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(esc_task_submit(cl, &spec, &r[i], NULL, &st), ESC_OK);
+    usleep(800000); /* both run on node 1 */
+    h_kill(&C.raylets[1].pid, SIGKILL);
+    char first[80] = "";
+    for (int i = 0; i < 2; i++) {
+        stamp s = get_stamp(cl, r[i]);
+        assert_string_not_equal(s.node, C.raylets[1].node_id);
+        if (i == 0)
+            snprintf(first, sizeof first, "%s", s.node);
+        else
+            assert_string_equal(s.node, first); /* still together */
+    }
+    assert_int_equal(esl_policy_nodes(p, &nodes), 1);
+    assert_string_equal(nodes[0], first);
+    free_policy(maker, p);
+    esc_disconnect(cl);
+    esc_disconnect(maker);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_barrier),
         cmocka_unit_test(test_composition),
         cmocka_unit_test(test_soft_constraints),
+        cmocka_unit_test(test_group_survives_node_death),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     return failed || h_unclean_exits() ? 1 : 0;

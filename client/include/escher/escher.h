@@ -72,6 +72,17 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st);
 /* Finishes the job (its non-detached resources are removed) and frees the client. */
 void esc_disconnect(esc_client *c);
 
+/* Calls fn(ud, node_id) on the client's event thread each time the GCS declares a node
+ * dead. Only a driver gets events (a client connected with short_lived gets none):
+ * returns FAILED_PRECONDITION there. fn must return soon and must not call
+ * esc_on_node_dead or esc_off_node_dead; it may call anything else. At most 64 at once
+ * (RESOURCE_EXHAUSTED). */
+typedef void (*esc_node_dead_fn)(void *ud, const char *node_id);
+int esc_on_node_dead(esc_client *c, esc_node_dead_fn fn, void *ud, esc_status *st);
+/* Removes what esc_on_node_dead added (the same fn and ud); once it returns, fn is not
+ * running and will not run for it. */
+void esc_off_node_dead(esc_client *c, esc_node_dead_fn fn, void *ud);
+
 /* The job id, namespace, local node id ("" when unknown) and GCS address of the client
  * (owned by the client). */
 const char *esc_client_job_id(const esc_client *c);
