@@ -127,11 +127,6 @@ typedef struct {
 int esc_resource_set(esc_client *c, const char *name, int64_t qty, const esc_target *target,
                      uint64_t *seq, esc_status *st);
 
-/* Like esc_resource_set, naming the namespace explicitly. Any namespace other than the
- * client's own is refused with ESC_PERMISSION_DENIED: a job writes only its own. */
-int esc_resource_set_ns(esc_client *c, const char *ns, const char *name, int64_t qty,
-                        const esc_target *target, uint64_t *seq, esc_status *st);
-
 /* esc_resource_set naming the namespace explicitly (NULL: the client's). Only the
  * client's own namespace is writable: any other is PERMISSION_DENIED from the GCS. */
 int esc_resource_set_ns(esc_client *c, const char *ns, const char *name, int64_t qty,
