@@ -395,6 +395,108 @@ static void test_soft_constraints(void **state)
     esc_disconnect(cl);
 }
 
+/* Largest number of the stamps (on node, or any node when NULL) that overlap in time. */
+static int max_overlap(const stamp *s, int n, const char *node)
+{
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        if (node && strcmp(s[i].node, node))
+            continue;
+        int k = 0;
+        for (int j = 0; j < n; j++)
+            if ((!node || !strcmp(s[j].node, node)) && s[j].start <= s[i].start &&
+                s[i].start < s[j].end)
+                k++;
+        best = k > best ? k : best;
+    }
+    return best;
+}
+
+static esc_ref *queue_task(esl_queues *qs, size_t q, const char *ms, const esl_request *req)
+{
+    esc_task_arg a = {.data = ms, .len = strlen(ms)};
+    esc_task_spec spec = {.library = LIB, .symbol = "stamp", .args = &a, .nargs = 1,
+                          .resources = req ? req->v : NULL, .nresources = req ? req->n : 0};
+    esc_ref *ref = NULL;
+    esc_status st;
+    assert_int_equal(esl_queues_submit(qs, q, &spec, &ref, &st), ESC_OK);
+    return ref;
+}
+
+/* Strict priority: with one slot (only_c, on one node), high tasks submitted after low
+ * ones all start before the low ones still waiting. */
+static void test_priority_queues(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_pq", 0, false);
+    esl_queues *qs = NULL;
+    esc_status st;
+    assert_int_equal(esl_queues_new(cl, "pq", 2, NULL, 1, &qs, &st), ESC_OK);
+    esl_request one = {0};
+    esl_request_add(&one, "only_c", ESC_QTY(1));
+    esc_ref *low[3], *high[3];
+    for (int i = 0; i < 3; i++)
+        low[i] = queue_task(qs, 1, "300", &one);
+    usleep(100000);
+    for (int i = 0; i < 3; i++)
+        high[i] = queue_task(qs, 0, "300", &one);
+    stamp l[3], h[3];
+    for (int i = 0; i < 3; i++) {
+        h[i] = get_stamp(cl, high[i]);
+        l[i] = get_stamp(cl, low[i]);
+    }
+    /* The second-earliest low start comes after every high start. */
+    long long l1 = l[0].start, l2 = l[1].start, l3 = l[2].start, t;
+    if (l2 < l1) { t = l1; l1 = l2; l2 = t; }
+    if (l3 < l1) { t = l1; l1 = l3; l3 = t; }
+    if (l3 < l2) { t = l2; l2 = l3; l3 = t; }
+    for (int i = 0; i < 3; i++)
+        assert_true(h[i].start < l2);
+    esl_queues_free(qs);
+    esl_request_clear(&one);
+    esc_disconnect(cl);
+}
+
+/* Weighted fair, 3:1 over 4 slots per node: the light queue runs at most one task per
+ * node at once, and it is not starved (it starts before the heavy one is done). */
+static void test_weighted_queues(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_wfq", 0, false);
+    esl_queues *qs = NULL;
+    esc_status st;
+    double w[2] = {3, 1};
+    assert_int_equal(esl_queues_new(cl, "wq", 2, w, 4, &qs, &st), ESC_OK);
+    enum { N = 9 };
+    esc_ref *heavy[N], *light[N];
+    for (int i = 0; i < N; i++) {
+        heavy[i] = queue_task(qs, 0, "600", NULL);
+        light[i] = queue_task(qs, 1, "600", NULL);
+    }
+    stamp hs[N], ls[N];
+    for (int i = 0; i < N; i++) {
+        hs[i] = get_stamp(cl, heavy[i]);
+        ls[i] = get_stamp(cl, light[i]);
+    }
+    long long first_light = ls[0].start, last_heavy = hs[0].end;
+    for (int i = 1; i < N; i++) {
+        first_light = ls[i].start < first_light ? ls[i].start : first_light;
+        last_heavy = hs[i].end > last_heavy ? hs[i].end : last_heavy;
+    }
+    assert_true(first_light < last_heavy);
+    /* While the heavy queue had tasks, the light one ran at most one per node (once it
+     * is alone it may use every slot: the queues are work conserving). */
+    stamp early[N];
+    int ne = 0;
+    for (int i = 0; i < N; i++)
+        if (ls[i].start < last_heavy)
+            early[ne++] = ls[i];
+    for (int k = 0; k < NODES; k++)
+        assert_true(max_overlap(early, ne, C.raylets[k].node_id) <= 1);
+    esl_queues_free(qs);
+    esc_disconnect(cl);
+}
+
 /* Fault tolerance (last: it kills a node): a co-location group whose node dies is made
  * again on a node with room, and its tasks, retried by the raylet that placed them, run
  * there. */
@@ -445,6 +547,8 @@ int main(void)
         cmocka_unit_test(test_barrier),
         cmocka_unit_test(test_composition),
         cmocka_unit_test(test_soft_constraints),
+        cmocka_unit_test(test_priority_queues),
+        cmocka_unit_test(test_weighted_queues),
         cmocka_unit_test(test_group_survives_node_death),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);

@@ -122,6 +122,30 @@ int esl_barrier(esc_client *c, const char *name, unsigned producers, esl_policy 
 /* Signals barrier `name` once (from the driver, or any client of the job). */
 int esl_signal(esc_client *c, const char *name, esc_status *st);
 
+/* ------------------------------------------------------------------ priority and fair queues */
+
+/* Queues of tasks drained in priority order or by weight. Queue i is the ephemeral
+ * resource "<name>_<i>", present on every alive node with capacity 0 while it may not
+ * start tasks ("present with zero": its tasks are known to the cluster, waiting), and
+ * `slots` while it may (tasks carry one unit of it, plus their own resources). A thread
+ * of the queues object counts each queue's outstanding tasks (submitted through it, not
+ * ended) and sets the capacities whenever the set of non-empty queues changes:
+ *  - weights NULL, strict priority: only the first non-empty queue (0 is the highest)
+ *    may start tasks. A lower queue starves while a higher one has tasks: by design.
+ *  - weights given, weighted fair: every non-empty queue i may run
+ *    max(1, slots * w_i / sum of the non-empty queues' weights) tasks per node at once,
+ *    so no queue with a positive weight starves.
+ * Tasks already running keep their units when their queue's capacity drops. */
+typedef struct esl_queues esl_queues;
+int esl_queues_new(esc_client *c, const char *name, size_t nqueues, const double *weights,
+                   unsigned slots, esl_queues **out, esc_status *st);
+/* Submits a task to queue q. refs as in esc_task_submit (the caller frees them). */
+int esl_queues_submit(esl_queues *qs, size_t q, const esc_task_spec *spec, esc_ref **refs,
+                      esc_status *st);
+/* Stops the thread and deletes the queue resources (tasks still waiting then never
+ * start). */
+void esl_queues_free(esl_queues *qs);
+
 /* ------------------------------------------------------------------ soft constraints */
 
 /* Soft constraints, and OR: the task runs exactly once, on the first of the preferences
