@@ -497,6 +497,39 @@ static void test_weighted_queues(void **state)
     esc_disconnect(cl);
 }
 
+/* Bin-packing: four 2 s tasks of one CPU on 2-CPU nodes fill one node, then one more,
+ * never a third. */
+static void test_binpack(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_bp", 0, false);
+    esl_request shape = {0};
+    esl_request_add(&shape, "CPU", ESC_QTY(1));
+    esl_binpack *bp = NULL;
+    esc_status st;
+    assert_int_equal(esl_binpack_new(cl, "bp", &shape, &bp, &st), ESC_OK);
+    assert_int_equal(esl_binpack_active(bp), 1);
+    esl_request req = {0};
+    assert_int_equal(esl_request_and(cl, esl_binpack_request(bp), &shape, &req, &st), ESC_OK);
+    esc_ref *r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = submit(cl, "stamp", "2000", &req, NULL);
+    int count[NODES] = {0};
+    for (int i = 0; i < 4; i++)
+        count[node_index(get_stamp(cl, r[i]).node)]++;
+    int used = 0;
+    for (int k = 0; k < NODES; k++) {
+        used += count[k] > 0;
+        assert_true(count[k] == 0 || count[k] == 2);
+    }
+    assert_int_equal(used, 2);
+    assert_int_equal(esl_binpack_active(bp), 2);
+    esl_binpack_free(bp);
+    esl_request_clear(&req);
+    esl_request_clear(&shape);
+    esc_disconnect(cl);
+}
+
 /* Fault tolerance (last: it kills a node): a co-location group whose node dies is made
  * again on a node with room, and its tasks, retried by the raylet that placed them, run
  * there. */
@@ -549,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_soft_constraints),
         cmocka_unit_test(test_priority_queues),
         cmocka_unit_test(test_weighted_queues),
+        cmocka_unit_test(test_binpack),
         cmocka_unit_test(test_group_survives_node_death),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);

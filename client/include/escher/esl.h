@@ -146,6 +146,25 @@ int esl_queues_submit(esl_queues *qs, size_t q, const esc_task_spec *spec, esc_r
  * start). */
 void esl_queues_free(esl_queues *qs);
 
+/* ------------------------------------------------------------------ bin-packing */
+
+/* Bin-packing: as few nodes as possible for an unknown stream of tasks shaped like
+ * `shape` (what each task requests besides). The resource `name` (unbounded) lives on
+ * the active nodes only; tasks carry one unit (esl_binpack_request). The first active
+ * node is the client's local node when it has room for one task, else the first alive
+ * node that has. A thread looks at the cluster status every 100 ms: when tasks that
+ * carry the resource wait on some node and no active node has room for one more, it
+ * activates one more node (the inactive alive node with the most room) — the active set
+ * grows only when a task does not fit. It never shrinks while the object lives. */
+typedef struct esl_binpack esl_binpack;
+int esl_binpack_new(esc_client *c, const char *name, const esl_request *shape,
+                    esl_binpack **out, esc_status *st);
+const esl_request *esl_binpack_request(const esl_binpack *b);
+/* How many nodes are active now. */
+size_t esl_binpack_active(esl_binpack *b);
+/* Stops the thread and deletes the resource from the active nodes. */
+void esl_binpack_free(esl_binpack *b);
+
 /* ------------------------------------------------------------------ soft constraints */
 
 /* Soft constraints, and OR: the task runs exactly once, on the first of the preferences
