@@ -3,9 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "escher/esl.h"
+#include "esl_internal.h"
+#include "esl_monitor.h"
 
 #define PERIOD_MS 100
 #define APPLY_WAIT_MS 5000
@@ -19,48 +20,14 @@ struct esl_binpack {
     pthread_mutex_t mu;
     char **active;
     size_t nactive;
-    bool stop;
-    pthread_cond_t cv;
-    pthread_t thread;
+    esl_monitor *monitor;
 };
-
-static bool alive(const esc_node_status *n)
-{
-    return !strcmp(n->state, "ALIVE");
-}
-
-/* How many tasks of the shape fit the node's available resources now. */
-static int64_t room(const esc_node_status *n, const esl_request *shape)
-{
-    int64_t best = INT64_MAX;
-    for (size_t i = 0; i < shape->n; i++) {
-        const esc_resource_info *r = esc_node_resource(n, shape->v[i].name);
-        if (!r)
-            return 0;
-        if (r->unbounded || shape->v[i].value <= 0)
-            continue;
-        int64_t k = r->available > 0 ? r->available / shape->v[i].value : 0;
-        best = k < best ? k : best;
-    }
-    return best;
-}
 
 static bool is_active(esl_binpack *b, const char *id)
 {
     for (size_t i = 0; i < b->nactive; i++)
         if (!strcmp(b->active[i], id))
             return true;
-    return false;
-}
-
-/* Tasks carrying the resource wait somewhere. */
-static bool waiting(const esl_binpack *b, const esc_cluster_status *s)
-{
-    for (size_t i = 0; i < s->nnodes; i++)
-        for (size_t d = 0; d < s->nodes[i].ndemand; d++)
-            for (size_t k = 0; k < s->nodes[i].demand[d].nshape; k++)
-                if (!strcmp(s->nodes[i].demand[d].shape[k].name, b->full))
-                    return true;
     return false;
 }
 
@@ -82,8 +49,9 @@ static int activate(esl_binpack *b, const char *node_id, esc_status *st)
 }
 
 /* One look: grow when tasks wait and no active node has room for one more. */
-static void step(esl_binpack *b)
+static void step(void *ud)
 {
+    esl_binpack *b = ud;
     esc_cluster_status *s = NULL;
     if (esc_get_cluster_status(b->c, &s, NULL) != ESC_OK)
         return;
@@ -93,9 +61,9 @@ static void step(esl_binpack *b)
     pthread_mutex_lock(&b->mu);
     for (size_t i = 0; i < s->nnodes; i++) {
         const esc_node_status *n = &s->nodes[i];
-        if (!alive(n))
+        if (!esl_alive(n))
             continue;
-        int64_t r = room(n, &b->shape);
+        int64_t r = esl_room(n, &b->shape);
         if (is_active(b, n->id))
             full &= r < 1;
         else if (r > next_room) {
@@ -104,31 +72,9 @@ static void step(esl_binpack *b)
         }
     }
     pthread_mutex_unlock(&b->mu);
-    if (full && next && waiting(b, s))
+    if (full && next && esl_waiting(s, b->full))
         activate(b, next->id, NULL);
     esc_cluster_status_free(s);
-}
-
-static void *binpack_main(void *arg)
-{
-    esl_binpack *b = arg;
-    pthread_mutex_lock(&b->mu);
-    while (!b->stop) {
-        pthread_mutex_unlock(&b->mu);
-        step(b);
-        pthread_mutex_lock(&b->mu);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += (long)PERIOD_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        if (!b->stop)
-            pthread_cond_timedwait(&b->cv, &b->mu, &ts);
-    }
-    pthread_mutex_unlock(&b->mu);
-    return NULL;
 }
 
 /* The first node: the local one when it has room for a task, else the first that has. */
@@ -142,7 +88,7 @@ static int first_node(esc_client *c, const esl_request *shape, char *out, size_t
     const esc_node_status *pick = NULL;
     for (size_t i = 0; i < s->nnodes; i++) {
         const esc_node_status *n = &s->nodes[i];
-        if (!alive(n) || room(n, shape) < 1)
+        if (!esl_alive(n) || esl_room(n, shape) < 1)
             continue;
         if (!pick || !strcmp(n->id, esc_client_node_id(c)))
             pick = n;
@@ -170,14 +116,11 @@ int esl_binpack_new(esc_client *c, const char *name, const esl_request *shape,
         esl_request_add(&b->shape, shape->v[i].name, shape->v[i].value);
     esl_request_add(&b->request, b->full, ESC_QTY(1));
     pthread_mutex_init(&b->mu, NULL);
-    pthread_cond_init(&b->cv, NULL);
-    b->stop = true; /* until the thread runs: esl_binpack_free must not join */
     if ((rc = activate(b, first, st)) != ESC_OK) {
         esl_binpack_free(b);
         return rc;
     }
-    b->stop = false;
-    if (pthread_create(&b->thread, NULL, binpack_main, b) != 0)
+    if (!(b->monitor = esl_monitor_start(step, b, PERIOD_MS)))
         abort(); /* no thread: nothing else in the client would work either */
     *out = b;
     return ESC_OK;
@@ -200,13 +143,7 @@ void esl_binpack_free(esl_binpack *b)
 {
     if (!b)
         return;
-    pthread_mutex_lock(&b->mu);
-    bool running = !b->stop;
-    b->stop = true;
-    pthread_cond_signal(&b->cv);
-    pthread_mutex_unlock(&b->mu);
-    if (running)
-        pthread_join(b->thread, NULL);
+    esl_monitor_stop(b->monitor);
     esc_batch *batch = esc_batch_new();
     for (size_t i = 0; i < b->nactive; i++) {
         esc_target t = ESC_NODE(b->active[i]);
@@ -219,7 +156,6 @@ void esl_binpack_free(esl_binpack *b)
     free(b->active);
     esl_request_clear(&b->shape);
     esl_request_clear(&b->request);
-    pthread_cond_destroy(&b->cv);
     pthread_mutex_destroy(&b->mu);
     free(b->name);
     free(b);

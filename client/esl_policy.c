@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "escher/esl.h"
+#include "esl_internal.h"
 
 #define APPLY_WAIT_MS 5000
 
@@ -126,29 +127,6 @@ static int policy_create(esc_client *c, const char *name, char **nodes, const in
     return ESC_OK;
 }
 
-static bool alive(const esc_node_status *n)
-{
-    return !strcmp(n->state, "ALIVE");
-}
-
-/* How many times `each` fits into the node's available resources (UINT32_MAX when each
- * is empty or everything it names is unbounded; 0 when a name is missing). */
-static uint64_t room_for(const esc_node_status *n, const esl_request *each)
-{
-    uint64_t room = UINT32_MAX;
-    for (size_t i = 0; each && i < each->n; i++) {
-        const esc_resource_info *r = esc_node_resource(n, each->v[i].name);
-        if (!r)
-            return 0;
-        if (r->unbounded || each->v[i].value <= 0)
-            continue;
-        int64_t fits = r->available > 0 ? r->available / each->v[i].value : 0;
-        if ((uint64_t)fits < room)
-            room = (uint64_t)fits;
-    }
-    return room;
-}
-
 /* ------------------------------------------------------------------ co-location */
 
 /* The node for a group of n tasks of `each`: the client's local node when it has room,
@@ -160,10 +138,10 @@ static bool roomy_node(esc_client *c, unsigned n, const esl_request *each, char 
     if (esc_get_cluster_status(c, &s, st) != ESC_OK)
         return false;
     const esc_node_status *best = NULL;
-    uint64_t best_room = 0;
+    int64_t best_room = 0;
     for (size_t i = 0; i < s->nnodes; i++) {
         const esc_node_status *node = &s->nodes[i];
-        uint64_t room = alive(node) ? room_for(node, each) : 0;
+        int64_t room = esl_alive(node) ? esl_room(node, each) : 0;
         if (room < n)
             continue;
         if (!strcmp(node->id, esc_client_node_id(c))) {
@@ -230,7 +208,7 @@ static size_t rank_nodes(const esc_cluster_status *s, ranked *out)
 {
     size_t k = 0;
     for (size_t i = 0; i < s->nnodes; i++) {
-        if (!alive(&s->nodes[i]))
+        if (!esl_alive(&s->nodes[i]))
             continue;
         const esc_resource_info *cpu = esc_node_resource(&s->nodes[i], "CPU");
         out[k++] = (ranked){&s->nodes[i], cpu ? cpu->available : 0};
@@ -289,7 +267,7 @@ int esl_balance(esc_client *c, const char *name, unsigned tasks, unsigned nodes,
         if (rc != ESC_OK)
             return rc;
         for (size_t i = 0; i < s->nnodes; i++)
-            nodes += alive(&s->nodes[i]);
+            nodes += esl_alive(&s->nodes[i]);
         esc_cluster_status_free(s);
         if (nodes == 0)
             return esc_status_set(st, ESC_FAILED_PRECONDITION, "no alive node");

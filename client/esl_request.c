@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "escher/esl.h"
+#include "esl_internal.h"
 
 void esl_request_add(esl_request *r, const char *name, int64_t qty)
 {
@@ -96,4 +97,36 @@ int esl_request_and(esc_client *c, const esl_request *a, const esl_request *b,
     }
     esl_request_clear(&known);
     return esc_status_set(st, ESC_OK, NULL);
+}
+
+/* ------------------------------------------------------------------ shared by policies */
+
+int64_t esl_room(const esc_node_status *n, const esl_request *shape)
+{
+    int64_t best = INT64_MAX;
+    for (size_t i = 0; shape && i < shape->n; i++) {
+        const esc_resource_info *r = esc_node_resource(n, shape->v[i].name);
+        if (!r)
+            return 0;
+        if (r->unbounded || shape->v[i].value <= 0)
+            continue;
+        int64_t k = r->available > 0 ? r->available / shape->v[i].value : 0;
+        best = k < best ? k : best;
+    }
+    return best;
+}
+
+bool esl_waiting(const esc_cluster_status *s, const char *full)
+{
+    for (size_t i = 0; i < s->nnodes; i++)
+        for (size_t k = 0; k < s->nodes[i].ndemand; k++)
+            for (size_t j = 0; j < s->nodes[i].demand[k].nshape; j++)
+                if (!strcmp(s->nodes[i].demand[k].shape[j].name, full))
+                    return true;
+    return false;
+}
+
+bool esl_alive(const esc_node_status *n)
+{
+    return !strcmp(n->state, "ALIVE");
 }

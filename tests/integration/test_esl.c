@@ -530,6 +530,44 @@ static void test_binpack(void **state)
     esc_disconnect(cl);
 }
 
+/* Dynamic load balancing: six 2 s one-CPU tasks over three 2-CPU nodes, capacity 1
+ * each at first: the monitor raises every node to 2 while tasks wait, and they spread
+ * two per node. */
+static void test_dynamic_balance(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_dlb", 0, false);
+    esl_request shape = {0};
+    esl_request_add(&shape, "CPU", ESC_QTY(1));
+    esl_dynamic *d = NULL;
+    esc_status st;
+    assert_int_equal(esl_dynamic_new(cl, "dlb", &shape, &d, &st), ESC_OK);
+    esl_request req = {0};
+    assert_int_equal(esl_request_and(cl, esl_dynamic_request(d), &shape, &req, &st), ESC_OK);
+    esc_ref *r[6];
+    for (int i = 0; i < 6; i++)
+        r[i] = submit(cl, "stamp", "2000", &req, NULL);
+    int count[NODES] = {0};
+    for (int i = 0; i < 6; i++)
+        count[node_index(get_stamp(cl, r[i]).node)]++;
+    for (int k = 0; k < NODES; k++)
+        assert_int_equal(count[k], 2);
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, &st), ESC_OK);
+    char full[128];
+    snprintf(full, sizeof full, "%s/dlb", esc_client_namespace(cl));
+    for (size_t k = 0; k < s->nnodes; k++) {
+        const esc_resource_info *ri = esc_node_resource(&s->nodes[k], full);
+        assert_non_null(ri);
+        assert_int_equal(ri->total, ESC_QTY(2)); /* raised once, evenly */
+    }
+    esc_cluster_status_free(s);
+    esl_dynamic_free(d);
+    esl_request_clear(&req);
+    esl_request_clear(&shape);
+    esc_disconnect(cl);
+}
+
 /* Fault tolerance (last: it kills a node): a co-location group whose node dies is made
  * again on a node with room, and its tasks, retried by the raylet that placed them, run
  * there. */
@@ -583,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_priority_queues),
         cmocka_unit_test(test_weighted_queues),
         cmocka_unit_test(test_binpack),
+        cmocka_unit_test(test_dynamic_balance),
         cmocka_unit_test(test_group_survives_node_death),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);

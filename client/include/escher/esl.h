@@ -146,6 +146,25 @@ int esl_queues_submit(esl_queues *qs, size_t q, const esc_task_spec *spec, esc_r
  * start). */
 void esl_queues_free(esl_queues *qs);
 
+/* ------------------------------------------------------------------ dynamic load balancing */
+
+/* Dynamic load balancing: an unknown stream of tasks shaped like `shape` spread evenly.
+ * The resource `name` starts with capacity 1 on every alive node; tasks carry one unit.
+ * A thread looks at the cluster status every 100 ms and changes capacities only with
+ * esc_resource_add (deltas: no read-modify-write race with any other writer):
+ *  - a node that joined gets the resource (+1);
+ *  - while tasks carrying it wait, every node whose units are all held and that has
+ *    room for one more task gets +1 — all such nodes at once, so the spread stays even;
+ *  - a node whose own resources are exhausted (no room for a task) and that has spare
+ *    units gets -1, so it stops looking free to the raylets' spillback.
+ * A node that dies takes its share with it; nothing else needs to change. */
+typedef struct esl_dynamic esl_dynamic;
+int esl_dynamic_new(esc_client *c, const char *name, const esl_request *shape,
+                    esl_dynamic **out, esc_status *st);
+const esl_request *esl_dynamic_request(const esl_dynamic *d);
+/* Stops the thread and deletes the resource everywhere. */
+void esl_dynamic_free(esl_dynamic *d);
+
 /* ------------------------------------------------------------------ bin-packing */
 
 /* Bin-packing: as few nodes as possible for an unknown stream of tasks shaped like
