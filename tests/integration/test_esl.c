@@ -568,6 +568,84 @@ static void test_dynamic_balance(void **state)
     esc_disconnect(cl);
 }
 
+static esc_ref *share_task(esl_share *sh, size_t u, const char *ms)
+{
+    esc_task_arg a = {.data = ms, .len = strlen(ms)};
+    esc_task_spec spec = {.library = LIB, .symbol = "stamp", .args = &a, .nargs = 1};
+    esc_ref *ref = NULL;
+    esc_status st;
+    assert_int_equal(esl_share_submit(sh, u, &spec, &ref, &st), ESC_OK);
+    return ref;
+}
+
+static bool in_list(char **ids, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(ids[i], id))
+            return true;
+    return false;
+}
+
+static void free_list(char **ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+/* Hierarchical fair sharing, weights 2:1 over three nodes, two slots each. A alone
+ * borrows every node; when B wants one it is reclaimed while A still has work (B's
+ * tasks start before A's last ends) and B's tasks share that one node; a child of A runs
+ * only on A's nodes. */
+static void test_fair_share(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "esl_share", 0, false);
+    double w[2] = {2, 1};
+    esl_share *sh = NULL;
+    esc_status st;
+    assert_int_equal(esl_share_new(cl, "fs", NULL, 0, w, 2, 2, &sh, &st), ESC_OK);
+    enum { NA = 12 };
+    esc_ref *a[NA];
+    for (int i = 0; i < 6; i++)
+        a[i] = share_task(sh, 0, "1500");
+    usleep(700000);
+    esc_ref *b[2] = {share_task(sh, 1, "500"), share_task(sh, 1, "500")};
+    for (int i = 6; i < NA; i++)
+        a[i] = share_task(sh, 0, "1500");
+    stamp sa[NA], sb[2];
+    for (int i = 0; i < 2; i++)
+        sb[i] = get_stamp(cl, b[i]);
+    for (int i = 0; i < NA; i++)
+        sa[i] = get_stamp(cl, a[i]);
+    int used[NODES] = {0};
+    for (int i = 0; i < 6; i++)
+        used[node_index(sa[i].node)] = 1;
+    assert_int_equal(used[0] + used[1] + used[2], 3); /* A alone: all three nodes */
+    assert_string_equal(sb[0].node, sb[1].node);     /* B: one node */
+    long long a_last = 0;
+    for (int i = 0; i < NA; i++)
+        a_last = sa[i].end > a_last ? sa[i].end : a_last;
+    assert_true(sb[0].start < a_last && sb[1].start < a_last); /* reclaimed, not waited */
+
+    /* A child of A divides only A's grant. */
+    esl_share *child = NULL;
+    double cw[2] = {1, 1};
+    assert_int_equal(esl_share_child(sh, 0, "fsc", cw, 2, 1, &child, &st), ESC_OK);
+    esc_ref *keep = share_task(sh, 0, "3000"); /* A keeps one node */
+    esc_ref *c1 = share_task(child, 0, "300");
+    stamp sc = get_stamp(cl, c1);
+    char **mine = NULL;
+    size_t n = esl_share_nodes(sh, 0, &mine);
+    assert_true(n >= 1);
+    assert_true(in_list(mine, n, sc.node));
+    free_list(mine, n);
+    free(get(cl, keep));
+    esl_share_free(child);
+    esl_share_free(sh);
+    esc_disconnect(cl);
+}
+
 /* Fault tolerance (last: it kills a node): a co-location group whose node dies is made
  * again on a node with room, and its tasks, retried by the raylet that placed them, run
  * there. */
@@ -622,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_weighted_queues),
         cmocka_unit_test(test_binpack),
         cmocka_unit_test(test_dynamic_balance),
+        cmocka_unit_test(test_fair_share),
         cmocka_unit_test(test_group_survives_node_death),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);

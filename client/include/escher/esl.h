@@ -184,6 +184,37 @@ size_t esl_binpack_active(esl_binpack *b);
 /* Stops the thread and deletes the resource from the active nodes. */
 void esl_binpack_free(esl_binpack *b);
 
+/* ------------------------------------------------------------------ hierarchical fair sharing */
+
+/* Hierarchical fair sharing: users with weights share a set of nodes, whole nodes at a
+ * time. User u's tasks carry one unit of "<name>_<u>" (esl_share_request), which exists
+ * with capacity `slots` on the nodes granted to u. A thread (every 100 ms) counts each
+ * user's outstanding tasks (submitted through esl_share_submit, not ended) and grants
+ * nodes max-min fairly by weight: a user gets at most the nodes its tasks can use
+ * (ceil(outstanding / slots)); what one does not use is lent to those that want more;
+ * when the owner wants it back it is reclaimed — the node's grant moves in one batch, and
+ * the borrower's running tasks finish there (their units are kept until they end; no
+ * preemption). Grants stay where they are when the counts do not change.
+ *
+ * A child share divides only what its parent granted to one user: its nodes are that
+ * user's current nodes, and its tasks also carry the parent user's unit, so they run
+ * only there, also while a grant moves. */
+typedef struct esl_share esl_share;
+/* nodes NULL: every alive node (when the share starts). weights[i] > 0. */
+int esl_share_new(esc_client *c, const char *name, const char *const *nodes, size_t nnodes,
+                  const double *weights, size_t nusers, unsigned slots, esl_share **out,
+                  esc_status *st);
+/* A child share over what `parent` grants its user `user`. */
+int esl_share_child(esl_share *parent, size_t user, const char *name, const double *weights,
+                    size_t nusers, unsigned slots, esl_share **out, esc_status *st);
+/* Submits a task of user u (its resources plus the user's unit, and the parent's). */
+int esl_share_submit(esl_share *s, size_t u, const esc_task_spec *spec, esc_ref **refs,
+                     esc_status *st);
+/* The nodes granted to user u now: *ids (and each string) are the caller's to free. */
+size_t esl_share_nodes(esl_share *s, size_t u, char ***ids);
+/* Stops the thread and deletes the share's resources (free children first). */
+void esl_share_free(esl_share *s);
+
 /* ------------------------------------------------------------------ soft constraints */
 
 /* Soft constraints, and OR: the task runs exactly once, on the first of the preferences
