@@ -77,7 +77,8 @@ static void reap(esl_share *s, size_t *outstanding)
         pthread_mutex_lock(&s->mu);
         size_t n = s->tasks[u].n;
         esc_ref **copy = calloc(n + 1, sizeof *copy);
-        memcpy(copy, s->tasks[u].out, n * sizeof *copy);
+        if (n)
+            memcpy(copy, s->tasks[u].out, n * sizeof *copy);
         pthread_mutex_unlock(&s->mu);
         bool *ready = calloc(n + 1, sizeof *ready);
         size_t nready = 0;
