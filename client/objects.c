@@ -491,7 +491,7 @@ int esc_object_store_stats_get(esc_client *c, const char *node_id,
     if (rc != ESC_OK)
         return rc;
     const Escher__ObjectStoreStatsReply *r = (const Escher__ObjectStoreStatsReply *)m;
-    *out = (esc_object_store_stats){r->capacity, r->used, r->objects};
+    *out = (esc_object_store_stats){r->capacity, r->used, r->objects, r->pulled_bytes};
     protobuf_c_message_free_unpacked(m, NULL);
     return ESC_OK;
 }

@@ -154,6 +154,7 @@ static void deliver(void *arg)
     if (x->code == ESC_OK && x->local) {
         task_manager_object_arrived(r->tasks, x->id);
     } else if (x->code == ESC_OK) {
+        r->pulled_bytes += x->len; /* moved between nodes, for Stats */
         int rc = raylet_store_object(r, x->id, x->job_id, x->data, x->len, x->is_error,
                                      x->obj_error);
         if (rc == ESC_OK || rc == ESC_ALREADY_EXISTS)

@@ -341,6 +341,7 @@ static void on_stats(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
     rep.capacity = s.capacity;
     rep.used = s.used;
     rep.objects = s.objects;
+    rep.pulled_bytes = o->r->pulled_bytes;
     esc_rpc_reply(call, &rep.base);
 }
 

@@ -155,6 +155,7 @@ typedef struct raylet {
     uint64_t published_seq;
     bool force_publish;
     uint64_t rows_published_ms;  /* when rows were last copied for the report */
+    uint64_t pulled_bytes;       /* object bytes fetched from other nodes (Stats) */
     ev_timer rows_timer;         /* a copy held back by ROWS_MIN_INTERVAL_MS is due */
     ev_prepare flush;            /* runs after each batch of posted work */
     Escher__Event **spent;       /* applied events, freed after the report is handed on */

@@ -1,5 +1,6 @@
 /* example_tasks.c: the task functions the examples run (libescher_example_tasks.so). */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,4 +68,54 @@ ESC_TASK(account_apply)
         return 1;
     balance += amount;
     return esc_buf_printf(ret, "%lld", balance);
+}
+
+/* ---------------------------------------------------------------- word count */
+
+/* A chunk of text for MapReduce: its argument is "<seed> <bytes>"; returns that many
+ * bytes of words drawn (deterministically from the seed) from a 64-word vocabulary. */
+ESC_TASK(wc_chunk)
+{
+    (void)ctx;
+    char buf[64] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    unsigned long long seed = 0, bytes = 0;
+    if (sscanf(buf, "%llu %llu", &seed, &bytes) != 2 || bytes > (1ull << 30))
+        return 2;
+    char *text = malloc(bytes + 16);
+    if (!text)
+        return 3;
+    size_t off = 0;
+    uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
+    while (off < bytes) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int w = (int)((x >> 33) % 64);
+        off += (size_t)snprintf(text + off, 16, "w%02d ", w);
+    }
+    int rc = esc_buf_append(ret, text, bytes);
+    free(text);
+    return rc;
+}
+
+/* Counts the words of its argument (a chunk): returns 64 counts "c0 c1 ... c63". */
+ESC_TASK(wc_map)
+{
+    (void)ctx;
+    long long counts[64] = {0};
+    const char *p = arg, *end = p + len;
+    while (p < end) {
+        if (*p == 'w' && p + 2 < end && p[1] >= '0' && p[1] <= '9' && p[2] >= '0' &&
+            p[2] <= '9') {
+            int w = (p[1] - '0') * 10 + (p[2] - '0');
+            if (w < 64)
+                counts[w]++;
+            p += 3;
+        } else {
+            p++;
+        }
+    }
+    for (int i = 0; i < 64; i++)
+        if (esc_buf_printf(ret, "%lld%s", counts[i], i < 63 ? " " : "") != 0)
+            return 3;
+    return 0;
 }

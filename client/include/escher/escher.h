@@ -323,6 +323,8 @@ typedef struct {
     uint64_t capacity;     /* bytes: the node's object_store_memory */
     uint64_t used;         /* bytes held by objects (also ones still being written) */
     uint32_t objects;
+    uint64_t pulled_bytes; /* object bytes the node fetched from other nodes (task
+                              arguments), since it started: data moved between nodes */
 } esc_object_store_stats;
 
 /* The object store usage of a node (node_id NULL: the client's local node). */
