@@ -632,7 +632,16 @@ static void test_fair_share(void **state)
     esl_share *child = NULL;
     double cw[2] = {1, 1};
     assert_int_equal(esl_share_child(sh, 0, "fsc", cw, 2, 1, &child, &st), ESC_OK);
-    esc_ref *keep = share_task(sh, 0, "3000"); /* A keeps one node */
+    esc_ref *keep = share_task(sh, 0, "4000"); /* A keeps one node */
+    /* Wait until A's grant settled on that one node (the other tasks ended). */
+    for (int i = 0; i < 100; i++) {
+        char **ids = NULL;
+        size_t k = esl_share_nodes(sh, 0, &ids);
+        free_list(ids, k);
+        if (k == 1)
+            break;
+        usleep(50000);
+    }
     esc_ref *c1 = share_task(child, 0, "300");
     stamp sc = get_stamp(cl, c1);
     char **mine = NULL;
