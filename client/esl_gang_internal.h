@@ -11,7 +11,11 @@ struct esl_gang {
     unsigned *counts;
     size_t nnodes;
     unsigned attempts;
+    bool ghost;           /* ghost variant: the "<name>.go" KV key goes at release */
 };
+
+/* Ghost variant: removes the KV keys of the gang (release and rollback). */
+void gang_ghost_forget(esc_client *c, const esl_gang *g);
 
 /* Randomness for node order and backoff (per thread, seeded from the clock). */
 unsigned gang_rand(void);

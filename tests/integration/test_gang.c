@@ -340,6 +340,28 @@ static void test_gang_times_out_clean(void **state)
     esc_disconnect(cl);
 }
 
+/* The ghost variant ends in the same state: members start on the gang's nodes, and
+ * release gives everything back. */
+static void test_ghost_gang(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "gh", 0, false);
+    esl_request pm;
+    per_member_cpu(&pm);
+    esl_gang *g = NULL;
+    esc_status st;
+    esl_gang_opts o = {.timeout_ms = 30000};
+    int rc = esl_gang_reserve_ghost(cl, "ghg", 5, &pm, &o, &g, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "reserve_ghost: %s\n", st.message);
+    assert_int_equal(rc, ESC_OK);
+    run_members(cl, g, 5);
+    assert_int_equal(esl_gang_release(cl, g, &st), ESC_OK);
+    wait_settled(cl, 0, "gh/ghg");
+    esl_request_clear(&pm);
+    esc_disconnect(cl);
+}
+
 /* ------------------------------------------------------------------ competition */
 
 #define COMPETITORS 3
@@ -417,6 +439,7 @@ int main(void)
         cmocka_unit_test(test_backed_malformed),
         cmocka_unit_test(test_gang_all_start),
         cmocka_unit_test(test_gang_times_out_clean),
+        cmocka_unit_test(test_ghost_gang),
         cmocka_unit_test(test_competing_gangs),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
