@@ -437,8 +437,6 @@ int esl_gang_release(esc_client *c, esl_gang *g, esc_status *st)
         return ESC_OK;
     uint64_t seq = 0;
     int rc = gang_undo(c, g, &seq, st);
-    if (g->ghost)
-        gang_ghost_forget(c, g);
     /* Waiting for the nodes to apply the delete makes the name free for the next gang
      * at once (the check in gang_place reads the nodes' reports). */
     if (rc == ESC_OK && seq)

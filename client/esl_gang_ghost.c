@@ -10,7 +10,9 @@
  * any queued task: the hand-off has no window in which another task could take a
  * ghost's place. (Where a node has free capacity besides its ghosts, the carve may
  * take that instead and the ghost's resources go back to the pool: the gang still gets
- * exactly its capacity.) On timeout the ghosts give up by themselves at the deadline
+ * exactly its capacity.) The reservation completes once every part is carved AND
+ * every ghost has exited (it removes its report as it goes), so no ghost outlives
+ * the go key. On timeout the ghosts give up by themselves at the deadline
  * (wall clock: one machine, or synchronized clocks), queued ones that start later exit
  * at once, and the batch, if committed, is deleted. */
 #include "esl_gang_internal.h"
@@ -124,6 +126,29 @@ static int wait_placed(esc_client *c, esl_gang *g, unsigned members, double dead
     }
 }
 
+/* Waits until every ghost removed its report, which it does as it exits: a carve can
+ * take free capacity instead of a ghost's, so "carved" alone does not mean the ghosts
+ * are gone, and the go key must outlive them. */
+static int wait_ghosts_gone(esc_client *c, const esl_gang *g, double deadline, esc_status *st)
+{
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "%s.ghost.", g->name);
+    double pause = 0.5;
+    for (;;) {
+        char **keys = NULL;
+        size_t n = 0;
+        int rc = esc_kv_keys(c, NULL, prefix, &keys, &n, st);
+        esc_kv_keys_free(keys, n);
+        if (rc != ESC_OK || n == 0)
+            return rc;
+        if (gang_now_ms() + pause > deadline)
+            return esc_status_set(st, ESC_DEADLINE_EXCEEDED,
+                                  "gang %s: %zu ghosts did not hand over in time", g->name, n);
+        gang_sleep_ms(pause);
+        pause = pause * 2 > 10 ? 10 : pause * 2;
+    }
+}
+
 void gang_ghost_forget(esc_client *c, const esl_gang *g)
 {
     char key[96];
@@ -152,6 +177,8 @@ static int reserve_once(esc_client *c, esl_gang *g, unsigned members, const esl_
     }
     if (rc == ESC_OK)
         rc = gang_wait_carved(c, g, seq, deadline, st);
+    if (rc == ESC_OK)
+        rc = wait_ghosts_gone(c, g, deadline, st);
     return rc;
 }
 
@@ -181,10 +208,12 @@ int esl_gang_reserve_ghost(esc_client *c, const char *name, unsigned members,
         esc_ref_free(refs[i]);
     }
     free(refs);
+    /* The go key has done its work (every ghost is gone), or the ghosts give up by
+     * the deadline anyway. */
+    gang_ghost_forget(c, g);
     if (rc != ESC_OK) {
         if (committed)
             gang_undo(c, g, NULL, NULL);
-        gang_ghost_forget(c, g);
         gang_free(g);
         return rc;
     }

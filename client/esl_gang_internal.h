@@ -11,10 +11,10 @@ struct esl_gang {
     unsigned *counts;
     size_t nnodes;
     unsigned attempts;
-    bool ghost;           /* ghost variant: the "<name>.go" KV key goes at release */
+    bool ghost;           /* made by the ghost variant */
 };
 
-/* Ghost variant: removes the KV keys of the gang (release and rollback). */
+/* Ghost variant: removes the gang's "<name>.go" KV key. */
 void gang_ghost_forget(esc_client *c, const esl_gang *g);
 
 /* Randomness for node order and backoff (per thread, seeded from the clock). */
