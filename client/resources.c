@@ -30,6 +30,8 @@ typedef struct {
     int64_t value;
     bool unbounded;
     target_copy target;
+    esc_amount *backing; /* names owned; SET only */
+    size_t nbacking;
 } batch_op;
 
 struct esc_batch {
@@ -52,11 +54,31 @@ static void target_copy_free(target_copy *t)
     free(t->where);
 }
 
+static void amounts_free(esc_amount *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free((char *)v[i].name);
+    free(v);
+}
+
+static esc_amount *amounts_copy(const esc_amount *v, size_t n)
+{
+    if (!v || n == 0)
+        return NULL;
+    esc_amount *c = calloc(n, sizeof *c);
+    for (size_t i = 0; i < n; i++) {
+        c[i] = v[i];
+        c[i].name = v[i].name ? strdup(v[i].name) : NULL;
+    }
+    return c;
+}
+
 static void batch_op_free(batch_op *op)
 {
     free(op->ns);
     free(op->name);
     target_copy_free(&op->target);
+    amounts_free(op->backing, op->nbacking);
 }
 
 void esc_batch_free(esc_batch *b)
@@ -84,13 +106,7 @@ static target_copy copy_target(const esc_target *t)
     c.node_id = t->node_id ? strdup(t->node_id) : NULL;
     c.num_nodes = t->num_nodes;
     c.nwhere = t->where ? t->nwhere : 0;
-    if (c.nwhere) {
-        c.where = calloc(c.nwhere, sizeof *c.where);
-        for (size_t i = 0; i < c.nwhere; i++) {
-            c.where[i] = t->where[i];
-            c.where[i].name = t->where[i].name ? strdup(t->where[i].name) : NULL;
-        }
-    }
+    c.where = amounts_copy(t->where, c.nwhere);
     return c;
 }
 
@@ -114,6 +130,15 @@ static void batch_push(esc_batch *b, Escher__OpKind kind, const char *ns, const 
 void esc_batch_set(esc_batch *b, const char *name, int64_t qty, const esc_target *target)
 {
     batch_push(b, ESCHER__OP_KIND__OP_SET, NULL, name, qty, false, target);
+}
+
+void esc_batch_set_backed(esc_batch *b, const char *name, int64_t qty,
+                          const esc_amount *backing, size_t nbacking, const esc_target *target)
+{
+    batch_push(b, ESCHER__OP_KIND__OP_SET, NULL, name, qty, false, target);
+    batch_op *op = &b->ops[b->n - 1];
+    op->backing = amounts_copy(backing, nbacking);
+    op->nbacking = op->backing ? nbacking : 0;
 }
 
 void esc_batch_set_unbounded(esc_batch *b, const char *name, const esc_target *target)
@@ -181,6 +206,16 @@ static int check_op(const esc_client *c, const batch_op *op, bool any_local, esc
     if (op->kind == ESCHER__OP_KIND__OP_SET && !op->unbounded && op->value < 0)
         return esc_status_set(st, ESC_INVALID_ARGUMENT,
                               "capacity of %s must not be negative", op->name);
+    for (size_t i = 0; i < op->nbacking; i++) {
+        const esc_amount *b = &op->backing[i];
+        if (!b->name || !b->name[0])
+            return esc_status_set(st, ESC_INVALID_ARGUMENT, "backing of %s has an empty name",
+                                  op->name);
+        if (b->unbounded || b->value <= 0 || b->value > ESC_QTY_MAX)
+            return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                  "backing %s of %s must be a positive quantity", b->name,
+                                  op->name);
+    }
     return check_target(c, &op->target, any_local, st);
 }
 
@@ -197,6 +232,16 @@ typedef struct {
     size_t namounts;
 } update_msg;
 
+static void fill_amount(update_msg *u, const esc_amount *from, size_t k)
+{
+    Escher__Amount *a = &u->amounts[k];
+    escher__amount__init(a);
+    a->name = (char *)from->name;
+    a->value = from->value;
+    a->unbounded = from->unbounded;
+    u->amountp[k] = a;
+}
+
 static void fill_target(update_msg *u, const target_copy *t, Escher__Target *pt,
                         size_t *next_amount)
 {
@@ -207,22 +252,15 @@ static void fill_target(update_msg *u, const target_copy *t, Escher__Target *pt,
         pt->num_nodes = t->num_nodes ? t->num_nodes : 1;
     pt->n_where = t->nwhere;
     pt->where = t->nwhere ? &u->amountp[*next_amount] : NULL;
-    for (size_t i = 0; i < t->nwhere; i++) {
-        size_t k = (*next_amount)++;
-        Escher__Amount *a = &u->amounts[k];
-        escher__amount__init(a);
-        a->name = (char *)t->where[i].name;
-        a->value = t->where[i].value;
-        a->unbounded = t->where[i].unbounded;
-        u->amountp[k] = a;
-    }
+    for (size_t i = 0; i < t->nwhere; i++)
+        fill_amount(u, &t->where[i], (*next_amount)++);
 }
 
 static void build_update(const esc_client *c, const esc_batch *b, update_msg *u)
 {
     memset(u, 0, sizeof *u);
     for (size_t i = 0; i < b->n; i++)
-        u->namounts += b->ops[i].target.nwhere;
+        u->namounts += b->ops[i].target.nwhere + b->ops[i].nbacking;
     u->ops = calloc(b->n, sizeof *u->ops);
     u->opp = calloc(b->n, sizeof *u->opp);
     u->targets = calloc(b->n, sizeof *u->targets);
@@ -240,6 +278,10 @@ static void build_update(const esc_client *c, const esc_batch *b, update_msg *u)
         p->unbounded = op->unbounded;
         fill_target(u, &op->target, &u->targets[i], &next_amount);
         p->target = &u->targets[i];
+        p->n_backing = op->nbacking;
+        p->backing = op->nbacking ? &u->amountp[next_amount] : NULL;
+        for (size_t k = 0; k < op->nbacking; k++)
+            fill_amount(u, &op->backing[k], next_amount++);
         u->opp[i] = p;
     }
     escher__update_resources_request__init(&u->req);
@@ -307,6 +349,17 @@ int esc_resource_set_ns(esc_client *c, const char *ns, const char *name, int64_t
                         const esc_target *target, uint64_t *seq, esc_status *st)
 {
     return commit_one(c, ESCHER__OP_KIND__OP_SET, ns, name, qty, false, target, seq, st);
+}
+
+int esc_resource_set_backed(esc_client *c, const char *name, int64_t qty,
+                            const esc_amount *backing, size_t nbacking,
+                            const esc_target *target, uint64_t *seq, esc_status *st)
+{
+    esc_batch *b = esc_batch_new();
+    esc_batch_set_backed(b, name, qty, backing, nbacking, target);
+    int rc = esc_batch_commit(c, b, seq, st);
+    esc_batch_free(b);
+    return rc;
 }
 
 int esc_resource_set_unbounded(esc_client *c, const char *name, const esc_target *target,

@@ -57,6 +57,9 @@ static void fill_resource(esc_resource_info *ri, const Escher__ResourceState *rs
     ri->unbounded = rs->unbounded;
     ri->deleted = rs->deleted;
     ri->ephemeral = strchr(rs->name, '/') != NULL;
+    ri->backed = rs->backed;
+    ri->pending = rs->pending;
+    ri->carved = rs->carved;
     if (!ri->ephemeral)
         return;
     char key[512];
@@ -66,6 +69,12 @@ static void fill_resource(esc_resource_info *ri, const Escher__ResourceState *rs
      * says the namespace, and the owner is then unknown, shown as "". */
     ri->namespace_ = e && e->namespace_[0] ? strdup(e->namespace_) : namespace_of(rs->name);
     ri->owner = strdup(e ? e->owner_job : "");
+    if (!e || e->n_backing == 0)
+        return;
+    ri->nbacking = e->n_backing;
+    ri->backing = calloc(e->n_backing, sizeof *ri->backing);
+    for (size_t i = 0; i < e->n_backing; i++)
+        ri->backing[i] = (esc_amount){strdup(e->backing[i]->name), e->backing[i]->value, false};
 }
 
 /* Physical resources first, then ephemeral ones, each by name: a stable order for
@@ -126,7 +135,8 @@ static void node_demand(esc_client *c, esc_node_status *ns)
     protobuf_c_message_free_unpacked(&rep->base, NULL);
 }
 
-int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *st)
+static int get_status(esc_client *c, bool with_demand, esc_cluster_status **out,
+                      esc_status *st)
 {
     *out = NULL;
     Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
@@ -143,12 +153,23 @@ int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *
     s->nodes = calloc(r->n_nodes + 1, sizeof *s->nodes);
     for (size_t i = 0; i < r->n_nodes; i++) {
         fill_node(&s->nodes[i], r->nodes[i], reg);
-        node_demand(c, &s->nodes[i]);
+        if (with_demand)
+            node_demand(c, &s->nodes[i]);
     }
     esc_strmap_free(reg);
     protobuf_c_message_free_unpacked(m, NULL);
     *out = s;
     return ESC_OK;
+}
+
+int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *st)
+{
+    return get_status(c, true, out, st);
+}
+
+int esc_get_cluster_resources(esc_client *c, esc_cluster_status **out, esc_status *st)
+{
+    return get_status(c, false, out, st);
 }
 
 void esc_cluster_status_free(esc_cluster_status *s)
@@ -161,6 +182,9 @@ void esc_cluster_status_free(esc_cluster_status *s)
             free(n->resources[j].name);
             free(n->resources[j].namespace_);
             free(n->resources[j].owner);
+            for (size_t k = 0; k < n->resources[j].nbacking; k++)
+                free((char *)n->resources[j].backing[k].name);
+            free(n->resources[j].backing);
         }
         free(n->resources);
         for (size_t j = 0; j < n->ndemand; j++) {

@@ -3,7 +3,14 @@
  * A write is validated and resolved to concrete (node, name) ops first, then planned on
  * an overlay of the registry (so ops of one batch see each other), then committed as one
  * event: storage first, memory after, so a failed write leaves nothing applied. Capacity
- * changes follow capacity.h, the same rule the raylets apply. */
+ * changes follow capacity.h, the same rule the raylets apply.
+ *
+ * Backed resources (ResourceOp.backing): the backing is a property of the row, given by
+ * the SET that creates it (or revives it after a delete) and kept by later SETs and
+ * ADDs that name none; a SET naming a different backing for a live row is refused
+ * (delete it first), so a raylet never has to move held units between backings. An
+ * unbounded capacity has no backing. The raylets do the carving; the registry only
+ * keeps the backing so that snapshots carry it. */
 #include "gcs.h"
 
 #include <inttypes.h>
@@ -30,6 +37,8 @@ typedef struct {
     const Escher__RegistryEntry *before; /* borrowed from the registry; NULL if absent */
     esc_capacity cap;
     char *node_id, *name, *ns, *owner;
+    Escher__Amount **backing;            /* borrowed (registry row or request) */
+    size_t nbacking;
 } plan_row;
 
 typedef struct {
@@ -77,6 +86,8 @@ static plan_row *plan_row_for(gcs *g, plan *p, const char *node_id, const char *
     r->name = strdup(name);
     if (r->before) {
         r->cap = (esc_capacity){true, r->before->unbounded, r->before->total};
+        r->backing = r->before->backing;
+        r->nbacking = r->before->n_backing;
         r->ns = strdup(r->before->namespace_);
         r->owner = strdup(r->before->owner_job);
     } else {
@@ -87,8 +98,19 @@ static plan_row *plan_row_for(gcs *g, plan *p, const char *node_id, const char *
     return r;
 }
 
+static Escher__Amount **copy_amounts(Escher__Amount *const *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    Escher__Amount **out = calloc(n, sizeof *out);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (Escher__Amount *)esc_pb_dup(&v[i]->base);
+    return out;
+}
+
 static void plan_push_op(plan *p, const char *node_id, const char *name, int kind,
-                         int64_t value, bool unbounded)
+                         int64_t value, bool unbounded, Escher__Amount *const *backing,
+                         size_t nbacking)
 {
     Escher__LogOp *op = malloc(sizeof *op);
     escher__log_op__init(op);
@@ -97,6 +119,8 @@ static void plan_push_op(plan *p, const char *node_id, const char *name, int kin
     op->name = strdup(name);
     op->value = value;
     op->unbounded = unbounded;
+    op->backing = copy_amounts(backing, nbacking);
+    op->n_backing = op->backing ? nbacking : 0;
     if (p->nops == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 16;
         p->ops = realloc(p->ops, p->cap * sizeof *p->ops);
@@ -104,21 +128,52 @@ static void plan_push_op(plan *p, const char *node_id, const char *name, int kin
     p->ops[p->nops++] = op;
 }
 
-/* Plans one op on one node. Returns false for a DELETE of a resource that is absent. */
-static bool plan_op(gcs *g, plan *p, const char *node_id, const char *name, const char *ns,
-                    const char *owner, int kind, int64_t value, bool unbounded)
+static bool same_amounts(Escher__Amount *const *x, size_t nx, Escher__Amount *const *y,
+                         size_t ny)
+{
+    if (nx != ny)
+        return false;
+    for (size_t i = 0; i < nx; i++)
+        if (strcmp(x[i]->name, y[i]->name) != 0 || x[i]->value != y[i]->value)
+            return false;
+    return true;
+}
+
+/* One op as planned: what it does and, for a SET, the backing it names. */
+typedef struct {
+    int kind;
+    int64_t value;
+    bool unbounded;
+    Escher__Amount *const *backing;
+    size_t nbacking;
+} op_args;
+
+/* Plans one op on one node. Returns ESC_OK, NOT_FOUND for a DELETE of a resource that
+ * is absent (st untouched: the caller decides whether that is an error), or
+ * INVALID_ARGUMENT for a SET naming another backing than the live row's. */
+static int plan_op(gcs *g, plan *p, const char *node_id, const char *name, const char *ns,
+                   const char *owner, const op_args *o, esc_status *st)
 {
     plan_row *r = plan_row_for(g, p, node_id, name, ns, owner);
-    if (kind == ESC_CAP_DELETE && !r->cap.present)
-        return false;
+    if (o->kind == ESC_CAP_DELETE && !r->cap.present)
+        return ESC_NOT_FOUND;
     bool was = r->cap.present;
-    esc_capacity_apply(&r->cap, kind, value, unbounded);
+    if (was && o->nbacking > 0 &&
+        !same_amounts(r->backing, r->nbacking, o->backing, o->nbacking))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "%.130s exists with another backing on node %.40s: delete it "
+                              "first", name, node_id);
+    esc_capacity_apply(&r->cap, o->kind, o->value, o->unbounded);
     if (!was && r->cap.present && !r->before) {
         free(r->owner);
         r->owner = strdup(owner);
     }
-    plan_push_op(p, node_id, name, kind, value, unbounded);
-    return true;
+    if (!was || !r->cap.present || r->cap.unbounded) {
+        r->backing = r->cap.present && !r->cap.unbounded ? (Escher__Amount **)o->backing : NULL;
+        r->nbacking = r->backing ? o->nbacking : 0;
+    }
+    plan_push_op(p, node_id, name, o->kind, o->value, o->unbounded, o->backing, o->nbacking);
+    return ESC_OK;
 }
 
 static Escher__RegistryEntry *entry_from_row(const plan_row *r)
@@ -131,6 +186,8 @@ static Escher__RegistryEntry *entry_from_row(const plan_row *r)
     e->owner_job = strdup(r->owner);
     e->total = r->cap.total;
     e->unbounded = r->cap.unbounded;
+    e->backing = copy_amounts(r->backing, r->nbacking);
+    e->n_backing = e->backing ? r->nbacking : 0;
     return e;
 }
 
@@ -202,13 +259,15 @@ static void plan_apply(gcs *g, void *ud)
     void *v;
     while (esc_strmap_next(p->rows, &pos, &k, &v)) {
         plan_row *r = v;
+        /* The new entry first: the row may borrow the old entry's backing. */
+        Escher__RegistryEntry *e = r->cap.present ? entry_from_row(r) : NULL;
         Escher__RegistryEntry *old = esc_strmap_del(g->registry, k);
         if (old) {
             ns_rows_add(g, old->namespace_, -1);
             protobuf_c_message_free_unpacked(&old->base, NULL);
         }
-        if (r->cap.present) {
-            esc_strmap_put(g->registry, k, entry_from_row(r));
+        if (e) {
+            esc_strmap_put(g->registry, k, e);
             ns_rows_add(g, r->ns, 1);
         }
     }
@@ -378,6 +437,68 @@ static int check_op(const Escher__ResourceOp *op, const char *job_ns, esc_status
     return ESC_OK;
 }
 
+/* A backing must name physical resources of the node, once each, with 0 < qty, and
+ * capacity x backing must stay in range. */
+static int check_backing(gcs *g, const Escher__ResourceOp *op, const char *node_id,
+                         esc_status *st)
+{
+    if (op->n_backing == 0)
+        return ESC_OK;
+    if (op->kind != ESCHER__OP_KIND__OP_SET || op->unbounded)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "only a bounded set can carry a backing (%.64s)", op->name);
+    const gcs_node *n = gcs_node_find(g, node_id);
+    for (size_t i = 0; i < op->n_backing; i++) {
+        const Escher__Amount *b = op->backing[i];
+        bool known = false;
+        for (size_t k = 0; n && k < n->info->n_physical && !known; k++)
+            known = !strcmp(n->info->physical[k]->name, b->name);
+        if (!known && (strchr(b->name, '/') || !esc_name_is_physical(b->name)))
+            return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                  "backing %.130s of %.64s is not a physical resource",
+                                  b->name, op->name);
+        if (!known)
+            return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                  "backing %.64s of %.64s: node %.40s has no such resource",
+                                  b->name, op->name, node_id);
+        int64_t carve;
+        if (b->unbounded || b->value <= 0)
+            return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                  "backing %.64s of %.64s must be a positive quantity",
+                                  b->name, op->name);
+        if (esc_backing_amount(op->value, b->value, &carve) != 0)
+            return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                  "backing %.64s of %.64s is out of range", b->name, op->name);
+        for (size_t k = 0; k < i; k++)
+            if (!strcmp(op->backing[k]->name, b->name))
+                return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                      "backing of %.64s names %.64s twice", op->name, b->name);
+    }
+    return ESC_OK;
+}
+
+/* Plans one request op on each of its nodes. */
+static int plan_on_nodes(gcs *g, plan *p, const Escher__ResourceOp *op, const char *full,
+                         const char *ns, const char *owner, const node_list *nodes,
+                         esc_status *st)
+{
+    op_args o = {(int)op->kind, op->value, op->unbounded, op->backing, op->n_backing};
+    size_t hits = 0;
+    for (size_t k = 0; k < nodes->n; k++) {
+        int rc = check_backing(g, op, nodes->ids[k], st);
+        if (rc == ESC_OK)
+            rc = plan_op(g, p, nodes->ids[k], full, ns, owner, &o, st);
+        if (rc == ESC_OK)
+            hits++;
+        else if (rc != ESC_NOT_FOUND)
+            return rc;
+    }
+    if (hits == 0)
+        return esc_status_set(st, ESC_NOT_FOUND, "%.130s does not exist on the target node",
+                              full);
+    return ESC_OK;
+}
+
 /* Plans every op of the request; on error nothing is kept. */
 static int plan_request(gcs *g, const Escher__UpdateResourcesRequest *req, const gcs_job *job,
                         plan *p, esc_status *st)
@@ -393,16 +514,11 @@ static int plan_request(gcs *g, const Escher__UpdateResourcesRequest *req, const
         esc_name_join(ns, op->name, full, sizeof full);
         node_list nodes;
         rc = resolve_target(g, req, op->target, ns, &nodes, st);
-        size_t hits = 0;
-        for (size_t k = 0; rc == ESC_OK && k < nodes.n; k++)
-            hits += plan_op(g, p, nodes.ids[k], full, ns, owner, (int)op->kind, op->value,
-                            op->unbounded);
+        if (rc == ESC_OK)
+            rc = plan_on_nodes(g, p, op, full, ns, owner, &nodes, st);
         free(nodes.ids);
         if (rc)
             return rc;
-        if (hits == 0)
-            return esc_status_set(st, ESC_NOT_FOUND, "%.130s does not exist on the target node",
-                                  full);
     }
     const char *over = plan_over_quota(g, p);
     if (over)
@@ -476,8 +592,8 @@ uint64_t gcs_registry_remove_where(gcs *g, const char *node_id, const char *owne
             continue;
         if (owner_job && strcmp(e->owner_job, owner_job) != 0)
             continue;
-        plan_op(g, &p, e->node_id, e->name, e->namespace_, e->owner_job, ESC_CAP_DELETE, 0,
-                false);
+        op_args o = {.kind = ESC_CAP_DELETE};
+        plan_op(g, &p, e->node_id, e->name, e->namespace_, e->owner_job, &o, NULL);
     }
     uint64_t seq = plan_commit(g, &p, ev, b, err, errlen);
     plan_free(&p);

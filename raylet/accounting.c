@@ -22,7 +22,14 @@
  *    physical (names.h); ops on anything else return -1 and change nothing;
  *  - requests must have 0 < qty <= ESC_QTY_MAX, else they never fit; repeated names in
  *    one request are summed, so a request can not slip past capacity by splitting;
- *  - op->node_id is not checked here: the raylet routes only its own node's ops.
+ *  - op->node_id is not checked here: the raylet routes only its own node's ops;
+ *  - carving (backed rows) is lazy: an op or snapshot only marks what a row needs, then
+ *    carve_pending walks order[] (creation order), so pending rows are served oldest
+ *    first whatever path changed them. A row that does not fit does not block a later
+ *    one that does (no head-of-line blocking; a big gang can wait behind small ones).
+ *    When physical capacity suffices for every row, a replayed log and a snapshot give
+ *    the same table; under contention which pending row is carved first may differ
+ *    (a snapshot has no history), and both keep every invariant.
  * Running out of memory aborts: a dropped log op would silently corrupt the table that
  * admission relies on, which is worse than a crash the raylet restarts from. */
 #include "accounting.h"
@@ -36,9 +43,19 @@
 #include "names.h"
 #include "qty.h"
 
+/* One physical resource backing a row: its slot id and the quantity per unit. */
+typedef struct {
+    int32_t id;
+    int64_t per_unit;
+} backing_ent;
+
 typedef struct {
     int64_t total;
     int64_t held;
+    backing_ent *backing; /* backed ephemeral row: malloc'd; else NULL */
+    size_t nbacking;
+    int64_t carved;     /* backed: capacity units carved; physical: part of held carved */
+    bool pending;       /* backed and carved < carve_want() */
     uint64_t mark;      /* reset epoch that last listed this name in a snapshot */
     size_t pos;         /* index in order[] while present */
     bool present;
@@ -59,6 +76,7 @@ struct esc_acct {
     uint64_t epoch;     /* bumped by each esc_acct_reset_ephemeral */
     uint64_t checks;    /* numbers each check(), to mark its scratch sums */
     uint64_t version;
+    size_t npending;    /* rows with pending set: carve_pending is free when 0 */
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -88,6 +106,8 @@ void esc_acct_free(esc_acct *a)
 {
     if (a == NULL)
         return;
+    for (size_t i = 0; i < a->nslots; i++)
+        free(a->slots[i].backing);
     esc_intern_free(a->names);
     free(a->slots);
     free(a->order);
@@ -157,6 +177,7 @@ static void row_add(esc_acct *a, int32_t id)
 /* Removes the row, keeping the others in their relative order. */
 static void row_remove(esc_acct *a, int32_t id)
 {
+    free(a->slots[id].backing);
     size_t pos = a->slots[id].pos;
     memmove(a->order + pos, a->order + pos + 1, (a->norder - pos - 1) * sizeof *a->order);
     a->norder--;
@@ -181,7 +202,8 @@ static bool same(const slot *x, const slot *y)
 {
     return x->present == y->present && x->total == y->total && x->held == y->held &&
            x->unbounded == y->unbounded && x->deleted == y->deleted &&
-           x->physical == y->physical;
+           x->physical == y->physical && x->carved == y->carved &&
+           x->pending == y->pending && x->nbacking == y->nbacking;
 }
 
 static int64_t clamp_capacity(int64_t v)
@@ -189,6 +211,168 @@ static int64_t clamp_capacity(int64_t v)
     if (v < 0)
         return 0;
     return v > ESC_QTY_MAX ? ESC_QTY_MAX : v;
+}
+
+
+/* ---- backed rows: carving physical capacity ---- */
+
+/* The capacity a backed row must have carved: its capacity, and never less than its
+ * holders hold (their units stay backed until they release). */
+static int64_t carve_want(const slot *s)
+{
+    int64_t live = s->deleted || s->unbounded || s->total < 0 ? 0 : s->total;
+    return live > s->held ? live : s->held;
+}
+
+/* What a backed row admits against: only its carved units. */
+static int64_t usable_total(const slot *s)
+{
+    if (s->nbacking == 0 || s->physical)
+        return s->total;
+    return s->total < s->carved ? s->total : s->carved;
+}
+
+/* Physical quantity of backing entry k for `units` of capacity. */
+static int64_t phys_of(const slot *s, size_t k, int64_t units)
+{
+    int64_t v;
+    esc_backing_amount(units, s->backing[k].per_unit, &v);
+    return v;
+}
+
+static void set_pending(esc_acct *a, slot *s, bool pending)
+{
+    if (s->pending == pending)
+        return;
+    s->pending = pending;
+    if (pending)
+        a->npending++;
+    else
+        a->npending--;
+}
+
+/* Gives back the physical quantity of carved units above `to`. */
+static void uncarve_to(esc_acct *a, slot *s, int64_t to)
+{
+    for (size_t k = 0; k < s->nbacking; k++) {
+        int64_t d = phys_of(s, k, s->carved) - phys_of(s, k, to);
+        slot *p = &a->slots[s->backing[k].id];
+        p->held = p->held > d ? p->held - d : 0;
+        p->carved = p->carved > d ? p->carved - d : 0;
+    }
+    s->carved = to;
+}
+
+/* Carves up to `to` units if every physical row has room for its part: all or
+ * nothing, so a half-carved backing never holds physical capacity hostage. */
+static bool carve_to(esc_acct *a, slot *s, int64_t to)
+{
+    for (size_t k = 0; k < s->nbacking; k++) {
+        const slot *p = &a->slots[s->backing[k].id];
+        int64_t d = phys_of(s, k, to) - phys_of(s, k, s->carved);
+        if (!p->present || !p->physical || p->deleted)
+            return false;
+        if (!p->unbounded && p->total - p->held < d)
+            return false;
+    }
+    for (size_t k = 0; k < s->nbacking; k++) {
+        slot *p = &a->slots[s->backing[k].id];
+        int64_t d = phys_of(s, k, to) - phys_of(s, k, s->carved);
+        p->held = esc_qty_add(p->held, d);
+        p->carved = esc_qty_add(p->carved, d);
+    }
+    s->carved = to;
+    return true;
+}
+
+/* Gives back at once what a row no longer needs; marks it pending when it needs more
+ * (carve_pending takes it, in row order). */
+static void mark_carve(esc_acct *a, int32_t id)
+{
+    slot *s = &a->slots[id];
+    if (s->nbacking == 0)
+        return;
+    int64_t want = carve_want(s);
+    if (want < s->carved)
+        uncarve_to(a, s, want);
+    set_pending(a, s, s->carved < want);
+}
+
+/* Carves every pending row that fits now, oldest first. Returns true when one did. */
+static bool carve_pending(esc_acct *a)
+{
+    bool changed = false;
+    for (size_t i = 0; a->npending > 0 && i < a->norder; i++) {
+        slot *s = &a->slots[a->order[i]];
+        if (!s->pending)
+            continue;
+        if (carve_to(a, s, carve_want(s))) {
+            set_pending(a, s, false);
+            changed = true;
+        }
+    }
+    if (changed)
+        a->version++;
+    return changed;
+}
+
+/* Gives the whole carve back and forgets the backing (before a row goes, or changes
+ * its backing). */
+static void drop_backing(esc_acct *a, int32_t id)
+{
+    slot *s = &a->slots[id];
+    uncarve_to(a, s, 0);
+    set_pending(a, s, false);
+    free(s->backing);
+    s->backing = NULL;
+    s->nbacking = 0;
+}
+
+/* Reads a backing vector: every name a physical row, each once, 0 < qty <= max.
+ * Returns 0 with *out (malloc'd, NULL when n == 0), or -1. */
+static int parse_backing(esc_acct *a, Escher__Amount *const *v, size_t n, backing_ent **out)
+{
+    *out = NULL;
+    if (n == 0)
+        return 0;
+    backing_ent *b = xrealloc(NULL, n * sizeof *b);
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = v[i] && v[i]->name ? row_id(a, v[i]->name) : -1;
+        bool ok = id >= 0 && a->slots[id].physical && !v[i]->unbounded && v[i]->value > 0 &&
+                  v[i]->value <= ESC_QTY_MAX;
+        for (size_t k = 0; ok && k < i; k++)
+            ok = b[k].id != id;
+        if (!ok) {
+            free(b);
+            return -1;
+        }
+        b[i] = (backing_ent){id, v[i]->value};
+    }
+    *out = b;
+    return 0;
+}
+
+static bool same_backing(const slot *s, const backing_ent *b, size_t n)
+{
+    if (s->nbacking != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s->backing[i].id != b[i].id || s->backing[i].per_unit != b[i].per_unit)
+            return false;
+    return true;
+}
+
+/* Gives row id the backing b (taking it) unless it has it already; a new backing
+ * starts with nothing carved. */
+static void adopt_backing(esc_acct *a, int32_t id, backing_ent *b, size_t n)
+{
+    if (same_backing(&a->slots[id], b, n)) {
+        free(b);
+        return;
+    }
+    drop_backing(a, id);
+    a->slots[id].backing = b;
+    a->slots[id].nbacking = n;
 }
 
 /* ---- ephemeral changes ---- */
@@ -236,17 +420,38 @@ static void do_delete(esc_acct *a, int32_t id)
     if (!s->present)
         return;
     if (s->held == 0) {
+        drop_backing(a, id);
         row_remove(a, id);
         return;
     }
     s->deleted = true;
     s->unbounded = false;
     s->total = 0;
+    mark_carve(a, id);
+}
+
+/* The backing a SET or ADD leaves on row id (called after the capacity change; fresh:
+ * the row was absent or deleted before it): a fresh row takes the op's, possibly none;
+ * a live one keeps its own unless a SET names another. An unbounded capacity can not
+ * be carved, so it has none. */
+static void apply_backing(esc_acct *a, int32_t id, const Escher__LogOp *op, bool fresh,
+                          backing_ent *b)
+{
+    if (fresh || (op->kind == ESCHER__OP_KIND__OP_SET && op->n_backing > 0))
+        adopt_backing(a, id, b, op->n_backing);
+    else
+        free(b);
+    if (a->slots[id].unbounded)
+        drop_backing(a, id);
 }
 
 int esc_acct_apply(esc_acct *a, const Escher__LogOp *op)
 {
     if (a == NULL || op == NULL || !ephemeral_writable(a, op->name))
+        return -1;
+    backing_ent *b = NULL;
+    if (op->n_backing > 0 && (op->kind != ESCHER__OP_KIND__OP_SET || op->unbounded ||
+                              parse_backing(a, op->backing, op->n_backing, &b) != 0))
         return -1;
     int32_t id;
     if (op->kind == ESCHER__OP_KIND__OP_DELETE) {
@@ -258,19 +463,26 @@ int esc_acct_apply(esc_acct *a, const Escher__LogOp *op)
         return -1;
     }
     slot before = observe(a, id);
-    if (op->kind == ESCHER__OP_KIND__OP_DELETE)
+    if (op->kind == ESCHER__OP_KIND__OP_DELETE) {
         do_delete(a, id);
-    else
+    } else {
+        bool fresh = !a->slots[id].present || a->slots[id].deleted;
         apply_capacity_op(a, id, (int)op->kind, op->value, op->unbounded);
+        apply_backing(a, id, op, fresh, b);
+        mark_carve(a, id);
+    }
     slot after = observe(a, id);
-    if (!same(&before, &after))
+    /* Physical rows change with a carve too: compare the carve as well. */
+    if (!same(&before, &after) || before.carved != after.carved)
         a->version++;
+    carve_pending(a);
     return 0;
 }
 
 /* Loads the snapshot's rows (reviving deleted ones) and marks them with this epoch. */
 static bool reset_set_listed(esc_acct *a, const char *const *names, const int64_t *totals,
-                             const bool *unbounded, size_t n)
+                             const bool *unbounded, const esc_acct_backing *backing,
+                             size_t n)
 {
     bool changed = false;
     for (size_t i = 0; i < n; i++) {
@@ -278,11 +490,19 @@ static bool reset_set_listed(esc_acct *a, const char *const *names, const int64_
             continue;
         int32_t id = slot_id(a, names[i]);
         slot before = observe(a, id);
+        backing_ent *b = NULL;
+        size_t nb = backing ? backing[i].n : 0;
+        if (nb > 0 && parse_backing(a, backing[i].v, nb, &b) != 0)
+            nb = 0;
         /* A registry total is a state, not a SET: it may be negative after ADDs,
          * and is loaded as is (only clamped into +-ESC_QTY_MAX by esc_qty_add) so
          * the table matches one built from the log. */
         int64_t total = esc_qty_add(totals ? totals[i] : 0, 0);
         put_capacity(a, id, total, unbounded ? unbounded[i] : false);
+        adopt_backing(a, id, b, nb);
+        if (a->slots[id].unbounded)
+            drop_backing(a, id);
+        mark_carve(a, id);
         a->slots[id].mark = a->epoch;
         slot after = observe(a, id);
         changed |= !same(&before, &after);
@@ -305,16 +525,25 @@ static bool reset_delete_unlisted(esc_acct *a)
     return changed;
 }
 
-void esc_acct_reset_ephemeral(esc_acct *a, const char *const *names, const int64_t *totals,
-                              const bool *unbounded, size_t n)
+void esc_acct_reset_ephemeral_backed(esc_acct *a, const char *const *names,
+                                     const int64_t *totals, const bool *unbounded,
+                                     const esc_acct_backing *backing, size_t n)
 {
     if (a == NULL || (names == NULL && n > 0))
         return;
     a->epoch++;
-    bool changed = reset_set_listed(a, names, totals, unbounded, n);
+    bool changed = reset_set_listed(a, names, totals, unbounded, backing, n);
     changed |= reset_delete_unlisted(a);
+    /* Carves last, so what the deletes gave back is there to take. */
+    changed |= carve_pending(a);
     if (changed)
         a->version++;
+}
+
+void esc_acct_reset_ephemeral(esc_acct *a, const char *const *names, const int64_t *totals,
+                              const bool *unbounded, size_t n)
+{
+    esc_acct_reset_ephemeral_backed(a, names, totals, unbounded, NULL, n);
 }
 
 void esc_acct_set_physical(esc_acct *a, const char *name, int64_t total, bool unbounded)
@@ -333,6 +562,7 @@ void esc_acct_set_physical(esc_acct *a, const char *name, int64_t total, bool un
     slot after = observe(a, id);
     if (!same(&before, &after))
         a->version++;
+    carve_pending(a);
 }
 
 /* ---- admission ---- */
@@ -367,7 +597,7 @@ static bool check(const esc_acct *ca, const esc_acct_req *req, size_t n, bool ag
     }
     for (size_t i = 0; i < n; i++) {
         const slot *s = &a->slots[req_row(a, &req[i])];
-        int64_t limit = against_total ? s->total : s->total - s->held;
+        int64_t limit = against_total ? s->total : usable_total(s) - s->held;
         if (!s->unbounded && s->need > limit)
             return false;
     }
@@ -409,12 +639,18 @@ void esc_acct_release(esc_acct *a, const esc_acct_req *req, size_t n)
         slot *s = &a->slots[id];
         /* Clamp at 0 so a caller's double release can not fake free capacity. */
         s->held = s->held > req[i].qty ? s->held - req[i].qty : 0;
-        if (s->deleted && s->held == 0)
+        if (s->deleted && s->held == 0) {
+            drop_backing(a, id);
             row_remove(a, id);
+        } else {
+            mark_carve(a, id);
+        }
         changed = true;
     }
     if (changed)
         a->version++;
+    /* Before the caller admits anything: what was freed goes to pending carves first. */
+    carve_pending(a);
 }
 
 /* ---- listing ---- */
@@ -423,11 +659,14 @@ static void fill_row(const esc_acct *a, int32_t id, esc_acct_row *row)
 {
     const slot *s = &a->slots[id];
     row->name = esc_intern_name(a->names, id);
-    row->total = s->total;
+    row->total = usable_total(s);
     row->held = s->held;
     row->unbounded = s->unbounded;
     row->deleted = s->deleted;
     row->physical = s->physical;
+    row->backed = s->nbacking > 0;
+    row->pending = s->pending;
+    row->carved = s->carved;
 }
 
 size_t esc_acct_count(const esc_acct *a)

@@ -13,6 +13,17 @@
  *  - no node is ever allocated past its capacity: acquire only succeeds when every
  *    requested quantity is <= available (or the resource is unbounded).
  * Physical resources are set with esc_acct_set_physical and can not be changed by log ops.
+ *
+ * Backed ephemeral resources (a SET carrying LogOp.backing: physical quantities per unit
+ * of capacity) carve their capacity out of the node's physical rows: the carved
+ * physical quantity counts in those rows' held (and in their `carved`), so it is
+ * counted once, and the backed row admits only what is carved. A carve is
+ * all-or-nothing over the backing vector; one that does not fit leaves the row
+ * `pending` (a new row then has usable capacity 0) and is retried, in row order, by
+ * every change that could free physical capacity (a release, a shrink, a delete), in
+ * the same call, before the caller admits anything else. Shrinks and deletes give
+ * the backing back at once, except for units still held, which stay carved until
+ * their holders release.
  * Not thread-safe: owned by the raylet's event-loop thread.
  */
 #ifndef ESC_ACCOUNTING_H
@@ -43,7 +54,18 @@ typedef struct {
     bool unbounded;
     bool deleted;         /* deleted while held */
     bool physical;
+    bool backed;          /* ephemeral with a backing */
+    bool pending;         /* backed and not all of its capacity carved yet */
+    /* Backed: capacity units carved (total above is min(capacity, carved)).
+     * Physical: the part of held that backs ephemeral resources. */
+    int64_t carved;
 } esc_acct_row;
+
+/* The backing of one snapshot row (registry entry): physical per unit of capacity. */
+typedef struct {
+    Escher__Amount *const *v;
+    size_t n;
+} esc_acct_backing;
 
 esc_acct *esc_acct_new(void);
 void esc_acct_free(esc_acct *a);
@@ -52,8 +74,12 @@ void esc_acct_free(esc_acct *a);
 void esc_acct_set_physical(esc_acct *a, const char *name, int64_t total, bool unbounded);
 
 /* Applies one log op (SET / ADD / DELETE) to an ephemeral resource. ADD on an absent
- * resource creates it with the delta as capacity (clamped at 0 from below). Returns 0,
- * or -1 when the op targets a physical name (ignored). */
+ * resource creates it with the delta as capacity (clamped at 0 from below). A SET with a
+ * backing makes the row backed by it (a SET or ADD without one keeps the row's backing;
+ * creating or reviving a deleted row takes the op's backing, possibly none). Returns 0,
+ * or -1 when the op targets a physical name or its backing is malformed (a name that
+ * is not a physical row of this table, a repeated name, a quantity <= 0 or unbounded);
+ * then nothing changes. */
 int esc_acct_apply(esc_acct *a, const Escher__LogOp *op);
 
 /* Replaces every ephemeral resource by the given registry rows of this node (a snapshot):
@@ -61,6 +87,13 @@ int esc_acct_apply(esc_acct *a, const Escher__LogOp *op);
  * delete-while-held rule). */
 void esc_acct_reset_ephemeral(esc_acct *a, const char *const *names, const int64_t *totals,
                               const bool *unbounded, size_t n);
+
+/* esc_acct_reset_ephemeral with each row's backing (backing may be NULL: none). A row
+ * whose backing differs from the table's gives its old carve back and carves anew.
+ * Rows with a malformed backing are loaded unbacked. */
+void esc_acct_reset_ephemeral_backed(esc_acct *a, const char *const *names,
+                                     const int64_t *totals, const bool *unbounded,
+                                     const esc_acct_backing *backing, size_t n);
 
 /* Fills the slot of each entry whose name the table knows (ids are never reused, so it
  * stays right for this table; names unknown yet are looked up each time). */
@@ -71,14 +104,16 @@ void esc_acct_resolve(const esc_acct *a, esc_acct_req *req, size_t n);
 bool esc_acct_fits(const esc_acct *a, const esc_acct_req *req, size_t n);
 
 /* True when the request could ever fit on this node as it is configured now
- * (every name present, not deleted, and qty <= total or unbounded). */
+ * (every name present, not deleted, and qty <= total or unbounded; a backed row counts
+ * its whole capacity, carved or not). */
 bool esc_acct_feasible(const esc_acct *a, const esc_acct_req *req, size_t n);
 
 /* Holds the request if it fits: returns true and adds to held. */
 bool esc_acct_acquire(esc_acct *a, const esc_acct_req *req, size_t n);
 
 /* Releases what an earlier successful acquire of the same request held. A deleted
- * resource whose held drops to 0 is removed. */
+ * resource whose held drops to 0 is removed (giving its backing back). Pending backed
+ * rows are then carved when the freed physical capacity lets them. */
 void esc_acct_release(esc_acct *a, const esc_acct_req *req, size_t n);
 
 /* Number of rows, and row i (0 <= i < count), in a stable order between mutations. */

@@ -36,7 +36,8 @@ static void apply_snapshot(raylet *r, const Escher__Event *ev)
     const char **names = malloc((n ? n : 1) * sizeof *names);
     int64_t *totals = malloc((n ? n : 1) * sizeof *totals);
     bool *unb = malloc((n ? n : 1) * sizeof *unb);
-    if (!names || !totals || !unb)
+    esc_acct_backing *backing = malloc((n ? n : 1) * sizeof *backing);
+    if (!names || !totals || !unb || !backing)
         abort();
     size_t k = 0;
     for (size_t i = 0; i < ev->n_registry; i++) {
@@ -46,9 +47,11 @@ static void apply_snapshot(raylet *r, const Escher__Event *ev)
         names[k] = e->name;
         totals[k] = e->total;
         unb[k] = e->unbounded;
+        backing[k] = (esc_acct_backing){e->backing, e->n_backing};
         k++;
     }
-    esc_acct_reset_ephemeral(r->acct, names, totals, unb, k);
+    esc_acct_reset_ephemeral_backed(r->acct, names, totals, unb, backing, k);
+    free(backing);
     free(names);
     free(totals);
     free(unb);

@@ -49,6 +49,9 @@ raylet_rows *raylet_rows_build(const esc_acct *a, raylet_rows *reuse)
         st[k].held = row.held;
         st[k].unbounded = row.unbounded;
         st[k].deleted = row.deleted;
+        st[k].backed = row.backed;
+        st[k].pending = row.pending;
+        st[k].carved = row.carved;
         r->rows[k] = &st[k];
         p += len;
         k++;

@@ -38,3 +38,19 @@ int esc_capacity_apply(esc_capacity *c, int op, int64_t value, bool unbounded)
         return -1;
     }
 }
+
+int esc_backing_amount(int64_t units, int64_t per_unit, int64_t *out)
+{
+    if (units <= 0 || per_unit <= 0) {
+        *out = 0;
+        return 0;
+    }
+    __int128 p = (__int128)units * per_unit;
+    p = (p + ESC_QTY_SCALE - 1) / ESC_QTY_SCALE;
+    if (p > ESC_QTY_MAX) {
+        *out = ESC_QTY_MAX;
+        return -1;
+    }
+    *out = (int64_t)p;
+    return 0;
+}

@@ -29,4 +29,11 @@ typedef enum { ESC_CAP_SET = 0, ESC_CAP_ADD = 1, ESC_CAP_DELETE = 2 } esc_cap_op
  * unknown op (then *c is unchanged). */
 int esc_capacity_apply(esc_capacity *c, int op, int64_t value, bool unbounded);
 
+/* Backed resources: the physical quantity that `units` of capacity (fixed point, < 0
+ * counts as 0) carve at `per_unit` (fixed point, > 0) physical per unit, rounded up so
+ * that a carve never takes less than it backs. Returns -1 when the product is above
+ * ESC_QTY_MAX (then *out is ESC_QTY_MAX), else 0. The GCS refuses such a backing and
+ * the raylet uses the same arithmetic, so both agree on every carve. */
+int esc_backing_amount(int64_t units, int64_t per_unit, int64_t *out);
+
 #endif

@@ -132,7 +132,23 @@ int esc_resource_set(esc_client *c, const char *name, int64_t qty, const esc_tar
 int esc_resource_set_ns(esc_client *c, const char *ns, const char *name, int64_t qty,
                         const esc_target *target, uint64_t *seq, esc_status *st);
 
-/* Sets an unbounded capacity. */
+/* A backed resource: like esc_resource_set, and each unit of capacity is carved out of
+ * the node's physical resources at `backing` (nbacking physical names, e.g. CPU=1,
+ * each > 0, copied): the node moves qty x backing out of its available physical
+ * resources (it shows as held there, and in `carved`), and the resource admits only
+ * what is carved. Carving is all-or-nothing per node; until the physical quantity is
+ * free the resource is `pending` (capacity 0 if new), and the node carves it as soon
+ * as enough is released, before admitting other work. Deleting it (or shrinking it)
+ * gives the physical resources back (held units when their holders release). The
+ * backing belongs to the resource: later sets and adds keep it; a set naming a
+ * different one for a live resource is INVALID_ARGUMENT (delete it first), as are a
+ * backing name that is not a physical resource of the node, a quantity <= 0, or a
+ * capacity whose carve is out of range. */
+int esc_resource_set_backed(esc_client *c, const char *name, int64_t qty,
+                            const esc_amount *backing, size_t nbacking,
+                            const esc_target *target, uint64_t *seq, esc_status *st);
+
+/* Sets an unbounded capacity (an unbounded resource has no backing). */
 int esc_resource_set_unbounded(esc_client *c, const char *name, const esc_target *target,
                                uint64_t *seq, esc_status *st);
 
@@ -155,6 +171,9 @@ void esc_batch_free(esc_batch *b);
 /* Queue one operation (same meaning as the single calls; strings are copied). */
 void esc_batch_set(esc_batch *b, const char *name, int64_t qty, const esc_target *target);
 void esc_batch_set_unbounded(esc_batch *b, const char *name, const esc_target *target);
+/* A backed set (see esc_resource_set_backed); backing is copied. */
+void esc_batch_set_backed(esc_batch *b, const char *name, int64_t qty,
+                          const esc_amount *backing, size_t nbacking, const esc_target *target);
 void esc_batch_add(esc_batch *b, const char *name, int64_t delta, const esc_target *target);
 void esc_batch_delete(esc_batch *b, const char *name, const esc_target *target);
 /* Number of queued operations. */
@@ -180,6 +199,14 @@ typedef struct {
     bool ephemeral;
     char *namespace_;     /* ephemeral only, else NULL */
     char *owner;          /* owning job id; "" when detached; NULL for physical */
+    bool backed;          /* ephemeral with a backing (esc_resource_set_backed) */
+    bool pending;         /* backed and not all carved yet: total is the carved part */
+    /* Backed: capacity units carved. Physical: the part of `held` that backs ephemeral
+     * resources (already inside held, not counted twice). */
+    int64_t carved;
+    esc_amount *backing;  /* backed: physical per unit of capacity (owned by the
+                             status), from the registry; else NULL */
+    size_t nbacking;
 } esc_resource_info;
 
 typedef struct {
@@ -216,6 +243,10 @@ typedef struct {
  * caller (esc_cluster_status_free). */
 int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *st);
 void esc_cluster_status_free(esc_cluster_status *s);
+
+/* Like esc_get_cluster_status without the queued demand (ndemand is 0): one call to
+ * the GCS and none to the raylets, cheap enough to poll. Freed the same way. */
+int esc_get_cluster_resources(esc_client *c, esc_cluster_status **out, esc_status *st);
 
 /* Finds one resource of a node in a status (NULL when absent). */
 const esc_resource_info *esc_node_resource(const esc_node_status *n, const char *name);

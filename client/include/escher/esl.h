@@ -234,6 +234,81 @@ size_t esl_soft_chosen(esl_soft *s);
 /* Waits for the background thread and frees s (not the task). */
 void esl_soft_free(esl_soft *s);
 
+/* ------------------------------------------------------------------ gang */
+
+/* Gang scheduling: every member of a gang starts, or none holds anything.
+ *
+ * esl_gang_reserve carves room for `members` tasks, each needing `per_member` (physical
+ * names only, e.g. CPU=1), out of chosen nodes in ONE atomic batch of backed ephemeral
+ * resources (esc_batch_set_backed): on each chosen node the resource "<ns>/<name>" gets
+ * capacity k (members placed there) backed by per_member, so the node moves k x
+ * per_member out of its available physical resources. Once every chosen node reports
+ * its part carved, the gang is reserved: each member then requests "<ns>/<name>"=1
+ * (esl_gang_request) and nothing else, and the plain scheduler places it on a node
+ * with a carved slot. An attempt whose carves do not all complete within its time is
+ * rolled back by one batch delete (nothing stays carved) and retried after a random
+ * backoff until the deadline: competing gangs never deadlock (every attempt ends) and
+ * never leak (every failed attempt is deleted; a job's resources also go with the
+ * job). See docs/esl.md for placement, livelock and the ghost-task variant. */
+typedef struct esl_gang esl_gang;
+
+typedef struct {
+    int timeout_ms;     /* the whole reservation, retries included (0: 10000) */
+    /* How long one attempt waits for its carves before it rolls back and retries after
+     * a random backoff (0: a quarter of timeout_ms, at least 100 ms). */
+    int attempt_ms;
+    bool pack;          /* fill nodes one after another instead of round-robin */
+    /* Ghost variant only: the ghost program (NULL: escher-gang-ghost in
+     * $ESCHER_BIN_DIR, else on $PATH). */
+    const char *ghost_program;
+} esl_gang_opts;
+
+/* Reserves a gang (see above) named `name` (a short name, unique among the client's
+ * live gangs and resources) of `members` members. On ESC_OK *out is the reservation
+ * (the caller releases it with esl_gang_release). Returns INVALID_ARGUMENT for a bad
+ * name, no members or a per_member entry that is not physical; FAILED_PRECONDITION
+ * when the name is in use or the alive nodes could never hold the gang (their total
+ * physical capacity is too small); DEADLINE_EXCEEDED (nothing left reserved) when no
+ * attempt completed in time; or a call's code. opts may be NULL (defaults). */
+int esl_gang_reserve_opts(esc_client *c, const char *name, unsigned members,
+                          const esl_request *per_member, const esl_gang_opts *opts,
+                          esl_gang **out, esc_status *st);
+
+/* esl_gang_reserve_opts with timeout_ms and the other options at their defaults. */
+int esl_gang_reserve(esc_client *c, const char *name, unsigned members,
+                     const esl_request *per_member, int timeout_ms, esl_gang **out,
+                     esc_status *st);
+
+/* The ghost-task variant (the paper's application-level gang, for comparison): one
+ * ghost task per member, placed by the plain scheduler with per_member; each ghost
+ * reports its node in the KV store and waits. When all are placed, one batch of backed
+ * resources is set on their nodes (pending: the ghosts hold the physical resources)
+ * and the ghosts are told to exit: a ghost's release carves its place into the gang
+ * resource before the raylet admits anything else, so no other task can take it.
+ * Same result and same release as esl_gang_reserve; on timeout the ghosts are told to
+ * exit and the batch (if any) is deleted. The ghosts are command tasks of the
+ * client's job (opts->ghost_program). */
+int esl_gang_reserve_ghost(esc_client *c, const char *name, unsigned members,
+                           const esl_request *per_member, const esl_gang_opts *opts,
+                           esl_gang **out, esc_status *st);
+
+/* What each member task requests: "<ns>/<name>"=1 (owned by the gang). */
+const esl_request *esl_gang_request(const esl_gang *g);
+
+/* Number of chosen nodes, and node i's id with how many members it holds (*members
+ * may be NULL); strings owned by the gang. */
+size_t esl_gang_nnodes(const esl_gang *g);
+const char *esl_gang_node(const esl_gang *g, size_t i, unsigned *members);
+
+/* Attempts the reservation took (1 when the first one completed). */
+unsigned esl_gang_attempts(const esl_gang *g);
+
+/* Deletes the gang's resources (one batch: members still running keep their slot
+ * until they end, then the physical resources go back), waits until the nodes applied
+ * the delete (so the name is free again) and frees g (always, also on error; NULL is
+ * fine). Returns ESC_OK or the delete's (or the wait's) code. */
+int esl_gang_release(esc_client *c, esl_gang *g, esc_status *st);
+
 #ifdef __cplusplus
 }
 #endif
