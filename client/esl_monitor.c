@@ -1,6 +1,8 @@
 /* esl_monitor.c: see esl_monitor.h. */
 #include "esl_monitor.h"
 
+#include "ids.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -16,18 +18,6 @@ struct esl_monitor {
     pthread_t thread;
 };
 
-static struct timespec after_ms(int ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
 
 static void *monitor_main(void *arg)
 {
@@ -37,7 +27,7 @@ static void *monitor_main(void *arg)
         pthread_mutex_unlock(&m->mu);
         m->step(m->ud);
         pthread_mutex_lock(&m->mu);
-        struct timespec until = after_ms(m->period_ms);
+        struct timespec until = esc_time_after_ms(CLOCK_REALTIME, (uint64_t)m->period_ms);
         while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &until) == 0)
             ;
     }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "escher/esl.h"
+#include "ids.h"
 
 #define POLL_MS 50              /* longest wait for ends before looking again */
 #define APPLY_WAIT_MS 5000
@@ -138,13 +139,7 @@ static void *queues_main(void *arg)
             reap(qs);
         pthread_mutex_lock(&qs->mu);
         if (!busy && !change && !qs->stop) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += (long)POLL_MS * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            struct timespec ts = esc_time_after_ms(CLOCK_REALTIME, POLL_MS);
             pthread_cond_timedwait(&qs->cv, &qs->mu, &ts);
         }
     }

@@ -392,23 +392,12 @@ void esc_owner_flush(esc_owner *o)
     pthread_mutex_unlock(&o->mu);
 }
 
-static struct timespec abs_after(int ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
 
 int esc_owner_take(esc_owner *o, const char *id, int wait_ms, esc_owned_value **out)
 {
     *out = NULL;
-    struct timespec until = abs_after(wait_ms > 0 ? wait_ms : 0);
+    uint64_t ms = wait_ms > 0 ? (uint64_t)wait_ms : 0;
+    struct timespec until = esc_time_after_ms(CLOCK_REALTIME, ms);
     pthread_mutex_lock(&o->mu);
     int rc;
     for (;;) {
@@ -444,7 +433,7 @@ int esc_owner_state(esc_owner *o, const char *id)
 
 void esc_owner_wait_change(esc_owner *o, int ms)
 {
-    struct timespec until = abs_after(ms);
+    struct timespec until = esc_time_after_ms(CLOCK_REALTIME, ms > 0 ? (uint64_t)ms : 0u);
     pthread_mutex_lock(&o->mu);
     pthread_cond_timedwait(&o->changed, &o->mu, &until);
     pthread_mutex_unlock(&o->mu);

@@ -66,18 +66,6 @@ struct raylet_link {
 
 /* ------------------------------------------------------------ helpers */
 
-static struct timespec abs_after_ms(uint64_t ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += (time_t)(ms / 1000);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    return ts;
-}
 
 static bool is_stopping(raylet_link *l)
 {
@@ -90,7 +78,7 @@ static bool is_stopping(raylet_link *l)
 /* Sleeps ms on cv unless stopping; returns whether stopping. */
 static bool nap(raylet_link *l, pthread_cond_t *cv, uint64_t ms)
 {
-    struct timespec until = abs_after_ms(ms);
+    struct timespec until = esc_time_after_ms(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&l->mu);
     while (!l->stopping) {
         if (pthread_cond_timedwait(cv, &l->mu, &until) == ETIMEDOUT)
@@ -337,7 +325,7 @@ static void report_loop(raylet_link *l)
             uint64_t due = l->wake ? earliest : next_due;
             if (now >= due)
                 break;
-            struct timespec until = abs_after_ms(due - now);
+            struct timespec until = esc_time_after_ms(CLOCK_MONOTONIC, due - now);
             pthread_cond_timedwait(&l->report_cv, &l->mu, &until);
         }
         if (l->stopping)

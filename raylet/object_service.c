@@ -5,9 +5,9 @@
  *    total size, which is checked against the capacity at once (RESOURCE_EXHAUSTED).
  *    When the last byte arrives the object is sealed and its location announced to the
  *    GCS; the reply to that last chunk waits for the GCS's acknowledgement (the loop does
- *    not: announcer.c batches it onto the outbound queue), so once esc_put returns, every reader and
- *    esc_ref_release anywhere finds the object. A repeated chunk (a retried call) is
- *    accepted, so the client may retry PutChunk.
+ *    not: announcer.c batches it onto the outbound queue), so once esc_put returns,
+ *    every reader and esc_ref_release anywhere finds the object. A repeated chunk (a
+ *    retried call) is accepted, so the client may retry PutChunk.
  *  - Pull streams a sealed object in chunks of chunk_size (default 4 MiB). The object is
  *    pinned meanwhile, and one chunk is sent each time the previous ones went out
  *    (esc_rpc_ctx_on_drained): a reader of a 1 GB object costs a few chunks of memory,

@@ -62,8 +62,8 @@ static bool rows_due(raylet *r)
     if (r->force_publish || now >= r->rows_published_ms + ROWS_MIN_INTERVAL_MS)
         return true;
     if (!ev_is_active(&r->rows_timer)) {
-        ev_timer_set(&r->rows_timer, (double)(r->rows_published_ms + ROWS_MIN_INTERVAL_MS - now) / 1e3,
-                     0.);
+        uint64_t due = r->rows_published_ms + ROWS_MIN_INTERVAL_MS - now;
+        ev_timer_set(&r->rows_timer, (double)due / 1e3, 0.);
         ev_timer_start(esc_loop_ev(r->loop), &r->rows_timer);
     }
     return false;

@@ -21,8 +21,9 @@
  * its original stderr (the pool's worker-<id>.log).
  *
  * Function tasks run in this process: the library is dlopen'ed once and cached. Command
- * tasks are forked and exec'ed with their own argv, env and cwd, and inherit fds 1 and 2. This executable exports esc_buf_* and esc_task_* (linked with
- * -rdynamic) so that task libraries resolve them here without linking libescher.
+ * tasks are forked and exec'ed with their own argv, env and cwd, and inherit fds 1 and 2.
+ * This executable exports esc_buf_* and esc_task_* (linked with -rdynamic) so that task
+ * libraries resolve them here without linking libescher.
  *
  * A command task whose env has ESCHER_JOB_WORKDIR_KEY=<job id> (a job's entrypoint,
  * from `escher job submit --working-dir`) starts in a fresh copy of the job's working

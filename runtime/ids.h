@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define ESC_ID_HEX 16     /* node and job ids: 8 random bytes as hex */
 #define ESC_TOKEN_HEX 64  /* cluster token: 32 random bytes as hex */
@@ -19,6 +20,10 @@ void esc_return_id(const char *task_id, unsigned i, char *out, size_t len);
 
 /* Monotonic and wall clocks in milliseconds. */
 uint64_t esc_now_ms(void);
+
+/* The time ms milliseconds from now on `clock` (CLOCK_REALTIME for a default condition
+ * variable, CLOCK_MONOTONIC for one set up with it): an absolute timed-wait deadline. */
+struct timespec esc_time_after_ms(clockid_t clock, uint64_t ms);
 uint64_t esc_wall_ms(void);
 double esc_now_s(void);
 
