@@ -832,6 +832,8 @@ worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg
 int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *const *env,
                     size_t nenv, worker_done_fn done, void *ud)
 {
+    if (!p)
+        return -1; /* after worker_pool_free (shutdown) */
     if (p->closing)
         return -1;
     if (protobuf_c_message_get_packed_size(&spec->base) > SPEC_MAX) {
@@ -862,6 +864,8 @@ int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *co
 
 bool worker_pool_cancel(worker_pool *p, const char *task_id)
 {
+    if (!p)
+        return false; /* after worker_pool_free (shutdown) */
     task_list failed = {0};
     take_queued(p, NULL, task_id, &failed, "cancelled");
     for (worker *w = p->workers; w && !failed.head; w = w->next) {
@@ -880,6 +884,8 @@ bool worker_pool_cancel(worker_pool *p, const char *task_id)
 
 void worker_pool_actor_ended(worker_pool *p, const char *actor_id)
 {
+    if (!p)
+        return; /* after worker_pool_free (shutdown) */
     task_list failed = {0};
     for (worker *w = p->workers; w; w = w->next) {
         if (!w->actor_id || strcmp(w->actor_id, actor_id) || w->state == W_STOPPING)
@@ -900,6 +906,8 @@ void worker_pool_actor_ended(worker_pool *p, const char *actor_id)
 
 void worker_pool_job_ended(worker_pool *p, const char *job_id)
 {
+    if (!p)
+        return; /* after worker_pool_free (shutdown) */
     task_list failed = {0};
     take_queued(p, job_id, NULL, &failed, "job ended");
     for (worker *w = p->workers; w; w = w->next) {

@@ -93,7 +93,9 @@ size_t worker_pool_size(const worker_pool *p);
 size_t worker_pool_busy(const worker_pool *p);
 
 /* Kills every worker and reaps it (waits for it), fails running and queued tasks with
- * "raylet shutting down", removes the socket file, frees the pool. NULL is a no-op. */
+ * "raylet shutting down", removes the socket file, frees the pool. NULL is a no-op.
+ * worker_pool_run, _cancel, _actor_ended and _job_ended also take NULL (a pool already
+ * freed: events that arrive while the raylet shuts down): -1, false, nothing. */
 void worker_pool_free(worker_pool *p);
 
 #endif
