@@ -297,11 +297,20 @@ static void start_cluster(void)
     }
 }
 
+static int usage(void)
+{
+    fprintf(stderr, "usage: gang [--runs N] [--competing N] [--clients N] "
+                    "[--variants backed,ghost] [--sizes 4,16,64]\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     int runs = 20, competing = 1000, clients = 3;
     const char *variants = "backed,ghost", *sizes = "4,16,64";
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc)
+            return usage();
         if (!strcmp(argv[i], "--runs"))
             runs = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--competing"))
@@ -312,7 +321,11 @@ int main(int argc, char **argv)
             variants = argv[i + 1];
         else if (!strcmp(argv[i], "--sizes"))
             sizes = argv[i + 1];
+        else
+            return usage();
     }
+    if (runs < 1 || competing < 0 || clients < 1)
+        return usage();
     const char *bin = getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build";
     snprintf(LIB, sizeof LIB, "%s/bench/task_lib/libescher_bench_tasks.so", bin);
     if (access(LIB, R_OK) != 0) {
