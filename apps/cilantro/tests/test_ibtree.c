@@ -148,11 +148,9 @@ static void test_expansion(void **state)
     p.c_beta = 1.0;
     t = cil_ibtree_create(&p);
     assert_non_null(t);
-    double tau0 = (cil_ibtree_beta(t) / 0.5) * (cil_ibtree_beta(t) / 0.5);
-    (void)tau0;
     for (int i = 0; i < 10; i++)
         assert_int_equal(cil_ibtree_add(t, 0.4 * i, 0.1 * i, 1.0), 0); /* w = 1 each */
-    assert_int_equal(cil_ibtree_num_leaves(t), 1); /* S = 10 < tau ~ 4 * beta^2 */
+    assert_int_equal(cil_ibtree_num_leaves(t), 1); /* S = 10 < tau_0 = (beta/L)^2 ~ 220 */
     for (int i = 0; i < 400; i++)
         assert_int_equal(cil_ibtree_add(t, 0.01 * i, 0.0025 * i, 1.0), 0);
     assert_true(cil_ibtree_num_leaves(t) > 1);
