@@ -1,0 +1,54 @@
+/* cilantro/common.h: types and helpers shared by the Cilantro learners.
+ *
+ * The estimators (ibtree.h, binning.h) learn performance p in [p_lo, p_hi] as a
+ * function of x = allocation / load over a domain [lo, hi]. Their estimates are
+ * piecewise constant over a partition of the domain ("pieces"), with confidence
+ * bounds that are non-decreasing in x. Formulas: docs/cilantro.md.
+ */
+#ifndef CILANTRO_COMMON_H
+#define CILANTRO_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* An estimate of performance at one x. lower <= mid <= upper, and each of the three
+ * is non-decreasing in x. wmean is the weighted mean of the data in the finest
+ * piece (IBTree: deepest node) around x that holds data, NAN when there is none;
+ * it is informative only and need not be monotone nor lie in [lower, upper]. */
+typedef struct {
+    double lower;
+    double mid;   /* (lower + upper) / 2 */
+    double upper;
+    double wmean;
+} cil_estimate;
+
+/* Which curve a demand recommendation reads: the smallest x at which the chosen
+ * curve reaches the goal. LOWER is the most conservative (largest x), UPPER the
+ * most optimistic (smallest x). */
+typedef enum {
+    CIL_REC_MID = 0,
+    CIL_REC_UPPER = 1,
+    CIL_REC_LOWER = 2,
+} cil_rec_mode;
+
+/* beta_t(t) = c_beta * sqrt((4 + 2 ln 2) * ln(pi^2 * 2^ceil(log2(t+1)) / (6 delta))).
+ * Returns the value, or NAN when c_beta < 0, delta is not in (0, 1) or an argument
+ * is not finite. */
+double cil_beta(double c_beta, double delta, uint64_t t);
+
+/* Makes n pieces' bounds monotone, in place: lower[i] becomes the max of lower[0..i]
+ * (a non-decreasing truth is at least every bound to its left), upper[i] the min of
+ * upper[i..n-1]; then, where the two cross, lower takes the smaller and upper the
+ * larger of them, which keeps both non-decreasing. Arrays are the caller's. */
+void cil_monotone_envelope(size_t n, double *lower, double *upper);
+
+/* Smallest x at which the curve picked by mode reaches goal, over n pieces where
+ * piece i spans [edges[i], edges[i+1]) and has bounds lower[i] <= upper[i]
+ * (monotone, as cil_monotone_envelope leaves them). The answer is a piece's left
+ * edge. Writes *x and returns 0; returns 1 with *x = edges[n] when no piece reaches
+ * the goal; -1 (and *x untouched) on n == 0, a NULL pointer, a non-finite goal or an
+ * unknown mode. Nothing is allocated. */
+int cil_pieces_recommend(size_t n, const double *edges, const double *lower,
+                         const double *upper, double goal, cil_rec_mode mode, double *x);
+
+#endif
