@@ -265,6 +265,8 @@ static void test_load_file_relative(void **state)
 static void test_data_prefix(void **state)
 {
     (void)state;
+    const char *old = getenv("CILANTRO_DATA_DIR");
+    char *saved = old ? strdup(old) : NULL;
     setenv("CILANTRO_DATA_DIR", tmpdir, 1);
     assert_string_equal(cil_env_data_dir(), tmpdir);
     char err[512] = "";
@@ -276,7 +278,11 @@ static void test_data_prefix(void **state)
         fail_msg("%s", err);
     assert_float_equal(cil_job_perf(&e->jobs[0], 4, 2), 0.6, 1e-12);
     cil_env_free(e);
-    unsetenv("CILANTRO_DATA_DIR");
+    if (saved)
+        setenv("CILANTRO_DATA_DIR", saved, 1);
+    else
+        unsetenv("CILANTRO_DATA_DIR");
+    free(saved);
 }
 
 static void test_noise_latency(void **state)
