@@ -1,0 +1,508 @@
+/* alloc.c: Cilantro's allocators (water-filling, NJC, EW, SW). See cilantro/alloc.h. */
+#include "cilantro/alloc.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_JOBS ((size_t)1 << 20)
+#define WORST (-1e300)
+
+/* ---- utilities ---- */
+
+double cil_utility(cil_util_kind kind, double p, double slo)
+{
+    if (!isfinite(p) || !isfinite(slo) || slo <= 0)
+        return NAN;
+    double v = p <= 0 ? 0 : p / slo;
+    if (v > 1)
+        v = 1;
+    switch (kind) {
+    case CIL_UTIL_LINEAR:
+        return v;
+    case CIL_UTIL_QUADRATIC:
+        return v * v;
+    case CIL_UTIL_SQRT:
+        return sqrt(v);
+    }
+    return NAN;
+}
+
+int cil_util_kind_parse(const char *name, cil_util_kind *kind)
+{
+    if (!name || !kind)
+        return -1;
+    if (strcmp(name, "linear") == 0)
+        *kind = CIL_UTIL_LINEAR;
+    else if (strcmp(name, "quadratic") == 0)
+        *kind = CIL_UTIL_QUADRATIC;
+    else if (strcmp(name, "sqrt") == 0)
+        *kind = CIL_UTIL_SQRT;
+    else
+        return -1;
+    return 0;
+}
+
+/* ---- water-filling ---- */
+
+typedef struct {
+    double key;
+    size_t idx;
+} keyed;
+
+static int cmp_key_asc(const void *pa, const void *pb)
+{
+    const keyed *a = pa, *b = pb;
+    if (a->key < b->key)
+        return -1;
+    if (a->key > b->key)
+        return 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int cmp_key_desc(const void *pa, const void *pb)
+{
+    const keyed *a = pa, *b = pb;
+    if (a->key > b->key)
+        return -1;
+    if (a->key < b->key)
+        return 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int ok_weight(size_t n, const double *w)
+{
+    if (!w)
+        return 1;
+    for (size_t j = 0; j < n; j++)
+        if (!isfinite(w[j]) || w[j] <= 0)
+            return 0;
+    return 1;
+}
+
+int cil_waterfill(size_t n, long R, const double *demand, const double *weight, long *alloc)
+{
+    if (n == 0 || n > MAX_JOBS || R < 0 || !demand || !alloc || !ok_weight(n, weight))
+        return -1;
+    double dsum = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (!isfinite(demand[j]) || demand[j] < 0)
+            return -1;
+        dsum += demand[j];
+    }
+    double *x = malloc(n * sizeof *x);
+    keyed *k = malloc(n * sizeof *k);
+    if (!x || !k) {
+        free(x);
+        free(k);
+        return -1;
+    }
+    if (dsum <= (double)R) {
+        memcpy(x, demand, n * sizeof *x);
+    } else {
+        double wrem = 0;
+        for (size_t j = 0; j < n; j++) {
+            double w = weight ? weight[j] : 1.0;
+            k[j].key = demand[j] / w;
+            k[j].idx = j;
+            wrem += w;
+        }
+        qsort(k, n, sizeof *k, cmp_key_asc);
+        double rrem = (double)R;
+        size_t i = 0;
+        for (; i < n; i++) {
+            size_t j = k[i].idx;
+            double w = weight ? weight[j] : 1.0;
+            if (k[i].key * wrem <= rrem) { /* d_j / w_j <= level rrem / wrem */
+                x[j] = demand[j];
+                rrem -= demand[j];
+                wrem -= w;
+                if (rrem < 0)
+                    rrem = 0;
+            } else {
+                break;
+            }
+        }
+        double level = wrem > 0 ? rrem / wrem : 0;
+        for (; i < n; i++) {
+            size_t j = k[i].idx;
+            x[j] = (weight ? weight[j] : 1.0) * level;
+        }
+    }
+    /* integer rounding: floors, then one unit each by largest fractional part */
+    double xsum = 0;
+    long fsum = 0;
+    for (size_t j = 0; j < n; j++) {
+        double f = floor(x[j]);
+        if (f > (double)R)
+            f = (double)R;
+        xsum += x[j];
+        fsum += (long)f;
+        k[j].key = x[j] - f;
+        k[j].idx = j;
+        x[j] = f;
+    }
+    double tgt = floor(xsum + 1e-9);
+    long target = tgt > (double)R ? R : (long)tgt;
+    long left = target - fsum;
+    qsort(k, n, sizeof *k, cmp_key_desc);
+    for (size_t i = 0; i < n; i++)
+        alloc[i] = (long)x[i];
+    for (size_t i = 0; i < n && left > 0; i++) {
+        if (k[i].key <= 1e-12)
+            break;
+        alloc[k[i].idx]++;
+        left--;
+    }
+    free(x);
+    free(k);
+    return 0;
+}
+
+int cil_resource_fair(size_t n, long R, const double *weight, long *alloc)
+{
+    if (n == 0 || n > MAX_JOBS)
+        return -1;
+    double *d = malloc(n * sizeof *d);
+    if (!d)
+        return -1;
+    for (size_t j = 0; j < n; j++)
+        d[j] = (double)R + 1.0;
+    int rc = cil_waterfill(n, R, d, weight, alloc);
+    free(d);
+    return rc;
+}
+
+/* ---- NJC ---- */
+
+void cil_njc_params_default(cil_njc_params *p)
+{
+    if (p) {
+        p->beta = 0.7;
+        p->change_bound = -1;
+    }
+}
+
+void cil_njc_params_variant(cil_njc_params *p)
+{
+    if (p) {
+        p->beta = 0.75;
+        p->change_bound = 10;
+    }
+}
+
+double cil_njc_demand(double rec_mid, double rec_upper, double load_upper, double beta)
+{
+    if (!isfinite(rec_mid) || !isfinite(rec_upper) || !isfinite(load_upper) ||
+        !isfinite(beta) || rec_mid < 0 || rec_upper < 0 || load_upper < 0 || beta < 0 ||
+        beta > 1)
+        return NAN;
+    return ((1.0 - beta) * rec_mid + beta * rec_upper) * load_upper;
+}
+
+int cil_alloc_njc(size_t n, long R, const double *rec_mid, const double *rec_upper,
+                  const double *load_upper, const double *weight, const cil_njc_params *p,
+                  const long *prev, long *alloc, double *demand_out)
+{
+    if (n == 0 || n > MAX_JOBS || R < 0 || !rec_mid || !rec_upper || !load_upper || !p ||
+        !alloc || !ok_weight(n, weight))
+        return -1;
+    long B = p->change_bound;
+    int bounded = B >= 0 && prev;
+    if (bounded) {
+        long ps = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (prev[j] < 0 || prev[j] > R)
+                return -1;
+            ps += prev[j];
+        }
+        if (ps > R)
+            return -1;
+    }
+    double *d = malloc(n * sizeof *d);
+    long *a = malloc(n * sizeof *a);
+    if (!d || !a) {
+        free(d);
+        free(a);
+        return -1;
+    }
+    int rc = -1;
+    for (size_t j = 0; j < n; j++) {
+        d[j] = cil_njc_demand(rec_mid[j], rec_upper[j], load_upper[j], p->beta);
+        if (isnan(d[j]))
+            goto out;
+    }
+    if (cil_waterfill(n, R, d, weight, a) != 0)
+        goto out;
+    if (bounded) {
+        long sum = 0;
+        for (size_t j = 0; j < n; j++) {
+            long lo = prev[j] > B ? prev[j] - B : 0, hi = prev[j] + B;
+            if (a[j] < lo)
+                a[j] = lo;
+            if (a[j] > hi)
+                a[j] = hi;
+            sum += a[j];
+        }
+        while (sum > R) { /* take from the best-off job above its lower bound */
+            size_t best = n;
+            double bk = 0;
+            for (size_t j = 0; j < n; j++) {
+                long lo = prev[j] > B ? prev[j] - B : 0;
+                double key = (double)a[j] / (weight ? weight[j] : 1.0);
+                if (a[j] > lo && (best == n || key > bk)) {
+                    best = j;
+                    bk = key;
+                }
+            }
+            if (best == n)
+                goto out; /* cannot happen: sum of lower bounds <= sum prev <= R */
+            a[best]--;
+            sum--;
+        }
+        while (sum < R) { /* give to the worst-off job with room and unmet demand */
+            size_t best = n;
+            double bk = 0;
+            for (size_t j = 0; j < n; j++) {
+                double cap = ceil(d[j]);
+                double hi = (double)(prev[j] + B);
+                if (hi < cap)
+                    cap = hi;
+                double key = (double)a[j] / (weight ? weight[j] : 1.0);
+                if ((double)a[j] < cap && (best == n || key < bk)) {
+                    best = j;
+                    bk = key;
+                }
+            }
+            if (best == n)
+                break;
+            a[best]++;
+            sum++;
+        }
+    }
+    memcpy(alloc, a, n * sizeof *a);
+    if (demand_out)
+        memcpy(demand_out, d, n * sizeof *d);
+    rc = 0;
+out:
+    free(d);
+    free(a);
+    return rc;
+}
+
+/* ---- welfare optimizers ---- */
+
+static double call_util(cil_util_fn util, void *ctx, size_t j, long a)
+{
+    double u = util(ctx, j, a);
+    return isfinite(u) ? u : WORST;
+}
+
+/* (min, sum) lexicographic: is (m1, s1) strictly better than (m0, s0)? */
+static int lex_better(double m1, double s1, double m0, double s0)
+{
+    return m1 > m0 || (m1 == m0 && s1 > s0);
+}
+
+int cil_alloc_ew(size_t n, long R, cil_util_fn util, void *ctx, size_t max_moves, long *alloc)
+{
+    if (n == 0 || n > MAX_JOBS || R < 0 || !util || !alloc)
+        return -1;
+    if (max_moves == 0)
+        max_moves = 100000;
+    long *a = malloc(n * sizeof *a);
+    double *u = malloc(n * sizeof *u), *up = malloc(n * sizeof *up),
+           *down = malloc(n * sizeof *down);
+    if (!a || !u || !up || !down || cil_resource_fair(n, R, NULL, a) != 0) {
+        free(a);
+        free(u);
+        free(up);
+        free(down);
+        return -1;
+    }
+    for (size_t j = 0; j < n; j++)
+        u[j] = call_util(util, ctx, j, a[j]);
+    long s = R / (4 * (long)n);
+    if (s < 1)
+        s = 1;
+    size_t moves = 0;
+    while (n > 1 && R > 0 && moves < max_moves) {
+        double cmin = u[0], csum = 0;
+        size_t m[3] = {n, n, n}; /* indices of the three smallest utilities */
+        for (size_t j = 0; j < n; j++) {
+            csum += u[j];
+            if (u[j] < cmin)
+                cmin = u[j];
+            for (int q = 0; q < 3; q++) {
+                if (m[q] == n || u[j] < u[m[q]]) {
+                    for (int r = 2; r > q; r--)
+                        m[r] = m[r - 1];
+                    m[q] = j;
+                    break;
+                }
+            }
+        }
+        for (size_t j = 0; j < n; j++) {
+            up[j] = a[j] + s <= R ? call_util(util, ctx, j, a[j] + s) : WORST;
+            down[j] = a[j] >= s ? call_util(util, ctx, j, a[j] - s) : WORST;
+        }
+        double bmin = cmin, bsum = csum;
+        size_t bk = n, bj = n;
+        for (size_t k = 0; k < n; k++) {
+            if (a[k] < s)
+                continue;
+            for (size_t j = 0; j < n; j++) {
+                if (j == k)
+                    continue;
+                double nm = down[k] < up[j] ? down[k] : up[j];
+                for (int q = 0; q < 3; q++) {
+                    if (m[q] != n && m[q] != j && m[q] != k) {
+                        if (u[m[q]] < nm)
+                            nm = u[m[q]];
+                        break;
+                    }
+                }
+                double ns = csum - u[k] - u[j] + down[k] + up[j];
+                if (lex_better(nm, ns, bmin, bsum)) {
+                    bmin = nm;
+                    bsum = ns;
+                    bk = k;
+                    bj = j;
+                }
+            }
+        }
+        if (bk == n) {
+            if (s == 1)
+                break;
+            s /= 2;
+            continue;
+        }
+        a[bk] -= s;
+        a[bj] += s;
+        u[bk] = down[bk];
+        u[bj] = up[bj];
+        moves++;
+    }
+    memcpy(alloc, a, n * sizeof *a);
+    free(a);
+    free(u);
+    free(up);
+    free(down);
+    return 0;
+}
+
+void cil_sw_params_default(cil_sw_params *p)
+{
+    if (p) {
+        p->iterations = 4000;
+        p->population = 16;
+        p->seed = 1;
+    }
+}
+
+static uint64_t sm_next(uint64_t *st)
+{
+    uint64_t z = (*st += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+/* uniform integer in [0, m), m >= 1 */
+static uint64_t sm_below(uint64_t *st, uint64_t m) { return sm_next(st) % m; }
+
+static double welfare(size_t n, const long *a, cil_util_fn util, void *ctx)
+{
+    double s = 0;
+    for (size_t j = 0; j < n; j++)
+        s += call_util(util, ctx, j, a[j]);
+    return s;
+}
+
+/* A random split of all R CPUs: random weights, floors, the remainder at random. */
+static void random_split(size_t n, long R, uint64_t *st, double *w, long *a)
+{
+    double ws = 0;
+    for (size_t j = 0; j < n; j++) {
+        w[j] = (double)(sm_next(st) >> 11) * 0x1.0p-53 + 1e-9;
+        ws += w[j];
+    }
+    long sum = 0;
+    for (size_t j = 0; j < n; j++) {
+        a[j] = (long)floor((double)R * w[j] / ws);
+        if (a[j] > R - sum)
+            a[j] = R - sum;
+        sum += a[j];
+    }
+    while (sum < R) {
+        a[sm_below(st, n)]++;
+        sum++;
+    }
+}
+
+int cil_alloc_sw(size_t n, long R, cil_util_fn util, void *ctx, const cil_sw_params *p,
+                 long *alloc)
+{
+    if (n == 0 || n > MAX_JOBS || R < 0 || !util || !p || !alloc || p->population < 3 ||
+        p->population > 4096)
+        return -1;
+    size_t P = p->population;
+    long *pop = malloc(P * n * sizeof *pop);
+    long *child = malloc(n * sizeof *child);
+    double *fit = malloc(P * sizeof *fit);
+    double *w = malloc(n * sizeof *w);
+    int rc = -1;
+    if (!pop || !child || !fit || !w)
+        goto out;
+    uint64_t st = p->seed;
+    if (cil_alloc_ew(n, R, util, ctx, 0, pop) != 0 || cil_resource_fair(n, R, NULL, pop + n) != 0)
+        goto out;
+    for (size_t i = 2; i < P; i++)
+        random_split(n, R, &st, w, pop + i * n);
+    for (size_t i = 0; i < P; i++)
+        fit[i] = welfare(n, pop + i * n, util, ctx);
+    long maxstep = R / (long)n;
+    if (maxstep < 1)
+        maxstep = 1;
+    for (size_t it = 0; n > 1 && R > 0 && it < p->iterations; it++) {
+        size_t i1 = sm_below(&st, P), i2 = sm_below(&st, P);
+        size_t par = fit[i1] >= fit[i2] ? i1 : i2;
+        memcpy(child, pop + par * n, n * sizeof *child);
+        int nm = 1 + (int)sm_below(&st, 3);
+        for (int q = 0; q < nm; q++) {
+            size_t k = sm_below(&st, n);
+            for (size_t t = 0; t < n && child[k] == 0; t++)
+                k = (k + 1) % n;
+            if (child[k] == 0)
+                break;
+            size_t j = sm_below(&st, n - 1);
+            if (j >= k)
+                j++;
+            long lim = child[k] < maxstep ? child[k] : maxstep;
+            long amt = 1 + (long)sm_below(&st, (uint64_t)lim);
+            child[k] -= amt;
+            child[j] += amt;
+        }
+        double f = welfare(n, child, util, ctx);
+        size_t worst = 0;
+        for (size_t i = 1; i < P; i++)
+            if (fit[i] < fit[worst])
+                worst = i;
+        if (f > fit[worst]) {
+            memcpy(pop + worst * n, child, n * sizeof *child);
+            fit[worst] = f;
+        }
+    }
+    size_t best = 0;
+    for (size_t i = 1; i < P; i++)
+        if (fit[i] > fit[best])
+            best = i;
+    memcpy(alloc, pop + best * n, n * sizeof *alloc);
+    rc = 0;
+out:
+    free(pop);
+    free(child);
+    free(fit);
+    free(w);
+    return rc;
+}
