@@ -39,8 +39,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# What the machine must offer, probed first: a failure past this point is the test's.
 ip netns add "${TAG}probe" 2>/dev/null || skip "cannot create network namespaces"
 ip netns del "${TAG}probe"
+ip link add "${TAG}q" type bridge 2>/dev/null || skip "cannot create a bridge"
+tc qdisc add dev "${TAG}q" root tbf rate 1gbit burst 256kb latency 100ms 2>/dev/null || {
+  ip link del "${TAG}q"
+  skip "tc cannot shape with tbf"
+}
+ip link del "${TAG}q"
 
 # tbf at 1 Gbit/s on the device's egress (burst: 256 KiB, queue: 100 ms).
 shape() { "$@" tc qdisc add dev "$DEV" root tbf rate 1gbit burst 256kb latency 100ms; }
