@@ -12,13 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cilantro/env.h"
+
 /* ---- utilities: u = g(min(1, p / SLO)) ---- */
 
-typedef enum {
-    CIL_UTIL_LINEAR = 0,    /* g(v) = v */
-    CIL_UTIL_QUADRATIC = 1, /* g(v) = v^2 */
-    CIL_UTIL_SQRT = 2,      /* g(v) = sqrt(v) */
-} cil_util_kind;
+/* The utility kinds are env.h's cil_utility_kind (CIL_UTIL_LINEAR g(v) = v,
+ * CIL_UTIL_QUADRATIC g(v) = v^2, CIL_UTIL_SQRT g(v) = sqrt(v)); one enum, so that
+ * env.h and alloc.h can be included together. */
+typedef cil_utility_kind cil_util_kind;
 
 /* g(min(1, max(0, p) / slo)), in [0, 1]; NAN when p is not finite, slo is not finite
  * and > 0, or kind is unknown. */

@@ -1,0 +1,76 @@
+/* cilantro/sim.h: the discrete-event simulator loop (item 5 of the Cilantro issue).
+ *
+ * Runs one allocation policy on an environment (env.h) in virtual time: every
+ * report_s each job reports noisy feedback from its true curve at its current
+ * allocation and load, which feeds its IBTree learner; every round_s the policy
+ * allocates integer CPUs; each round's metrics (metrics.h) are computed from the true
+ * curves and averaged. Seeded and deterministic. Event order and choices:
+ * docs/cilantro.md, section "Simulator loop".
+ */
+#ifndef CILANTRO_SIM_H
+#define CILANTRO_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cilantro/alloc.h"
+#include "cilantro/env.h"
+#include "cilantro/metrics.h"
+
+typedef enum {
+    CIL_POL_RESOURCE_FAIR = 0,
+    CIL_POL_CILANTRO_NJC,
+    CIL_POL_CILANTRO_SW,
+    CIL_POL_CILANTRO_EW,
+    CIL_POL_ORACLE_NJC,
+    CIL_POL_ORACLE_SW,
+    CIL_POL_ORACLE_EW,
+    CIL_POL_COUNT
+} cil_policy;
+
+/* "resource-fair", "cilantro-njc", ..., "oracle-ew"; NULL for an unknown value. */
+const char *cil_policy_name(cil_policy p);
+/* The inverse; 0, or -1 on NULL or an unknown name. */
+int cil_policy_parse(const char *name, cil_policy *p);
+
+typedef struct {
+    double duration_s;     /* simulated time; rounds = max(1, floor(duration_s / round_s)) */
+    uint64_t seed;         /* feedback noise and the SW optimizer's seeds */
+    size_t skip_points;    /* reports each learner ignores first; default 5 */
+    cil_njc_params njc;    /* default cil_njc_params_default */
+    cil_sw_params sw;      /* default cil_sw_params_default; seed is mixed per round */
+    size_t ew_max_moves;   /* cil_alloc_ew's max_moves; default 0 (its default) */
+    double c_beta, c_tau, delta; /* IBTree constants; defaults 1e-3, 1e-5, 0.001 */
+    int max_depth;         /* IBTree depth; default 12 */
+} cil_sim_params;
+
+/* duration 6 h, seed 1, the defaults above. */
+void cil_sim_params_default(cil_sim_params *p);
+
+typedef struct {
+    cil_metrics mean;      /* the five metrics averaged over rounds */
+    size_t rounds;
+    size_t njobs;
+    double *job_util;      /* njobs: each job's true utility averaged over rounds */
+    double *job_alloc;     /* njobs: each job's CPUs averaged over rounds */
+    uint64_t reports;      /* reports produced */
+    uint64_t reports_dropped; /* of those, dropped: straddled a reallocation */
+    uint64_t points_fed;   /* given to learners (after the skipped first points) */
+    long max_total_alloc;  /* largest sum_j a_j of any round (<= cpus) */
+} cil_sim_result;
+
+/* Simulates policy on env. params NULL: defaults. Fills *out (free its arrays with
+ * cil_sim_result_free) and returns 0; returns -1 with a one-line message in err
+ * (when err is non-NULL) on invalid arguments, an allocator failure or no memory. */
+int cil_sim_run(const cil_env *env, cil_policy policy, const cil_sim_params *params,
+                cil_sim_result *out, char *err, size_t errlen);
+
+void cil_sim_result_free(cil_sim_result *r);
+
+/* The learner's domain [lo, hi] of x = CPUs per unit load, its Lipschitz constant
+ * and its performance range [p_lo, p_hi] for job j of env (rules in
+ * docs/cilantro.md). 0, or -1 on NULL. */
+int cil_sim_learner_domain(const cil_env *env, size_t j, double *lo, double *hi,
+                           double *lip, double *p_hi);
+
+#endif
