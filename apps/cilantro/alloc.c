@@ -304,6 +304,84 @@ static int lex_better(double m1, double s1, double m0, double s0)
     return m1 > m0 || (m1 == m0 && s1 > s0);
 }
 
+/* The fewest CPUs that give job j at least utility tau (R + 1 when none up to R does).
+ * Utilities are meant to grow with CPUs: a binary search, checked, with a scan when
+ * the curve is not monotone there. */
+static long cpus_for(cil_util_fn util, void *ctx, size_t j, long R, double tau)
+{
+    long lo = 0, hi = R;
+    if (call_util(util, ctx, j, R) < tau)
+        return R + 1;
+    while (lo < hi) {
+        long mid = lo + (hi - lo) / 2;
+        if (call_util(util, ctx, j, mid) >= tau)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (lo == 0 || call_util(util, ctx, j, lo - 1) < tau)
+        return lo;
+    for (long a = 0; a < lo; a++)
+        if (call_util(util, ctx, j, a) >= tau)
+            return a;
+    return lo;
+}
+
+/* The water level: the highest utility tau every job can reach at once within R CPUs,
+ * found by bisection on tau, and the allocation that reaches it (the rest of R, if any,
+ * to the worst-off jobs one CPU at a time). A hill climb that starts at the equal split
+ * stalls on flat stretches of measured curves; this start does not. 0, or -1. */
+static int water_level(size_t n, long R, cil_util_fn util, void *ctx, long *a)
+{
+    double lo = WORST, hi = 0;
+    long *need = malloc(n * sizeof *need);
+    if (!need)
+        return -1;
+    for (size_t j = 0; j < n; j++) {
+        double top = call_util(util, ctx, j, R);
+        hi = j == 0 || top > hi ? top : hi;
+        double bottom = call_util(util, ctx, j, 0);
+        lo = j == 0 || bottom < lo ? bottom : lo;
+    }
+    for (size_t j = 0; j < n; j++)
+        a[j] = 0;
+    for (int it = 0; it < 50 && hi > lo; it++) {
+        double tau = lo + (hi - lo) / 2;
+        long sum = 0;
+        for (size_t j = 0; j < n && sum <= R; j++)
+            sum += need[j] = cpus_for(util, ctx, j, R, tau);
+        if (sum <= R) {
+            lo = tau;
+            memcpy(a, need, n * sizeof *a);
+        } else {
+            hi = tau;
+        }
+    }
+    long used = 0;
+    for (size_t j = 0; j < n; j++)
+        used += a[j];
+    for (; used < R; used++) {
+        size_t worst = 0;
+        for (size_t j = 1; j < n; j++)
+            if (call_util(util, ctx, j, a[j]) < call_util(util, ctx, worst, a[worst]))
+                worst = j;
+        a[worst]++;
+    }
+    free(need);
+    return 0;
+}
+
+/* Minimum utility of an allocation. */
+static double min_util(size_t n, const long *a, cil_util_fn util, void *ctx)
+{
+    double m = 0;
+    for (size_t j = 0; j < n; j++) {
+        double u = call_util(util, ctx, j, a[j]);
+        m = j == 0 || u < m ? u : m;
+    }
+    return m;
+}
+
 int cil_alloc_ew(size_t n, long R, cil_util_fn util, void *ctx, size_t max_moves, long *alloc)
 {
     if (n == 0 || n > MAX_JOBS || R < 0 || !util || !alloc)
@@ -320,6 +398,13 @@ int cil_alloc_ew(size_t n, long R, cil_util_fn util, void *ctx, size_t max_moves
         free(down);
         return -1;
     }
+    /* Start from the water level when it beats the equal split (it always ties or
+     * beats it for monotone utilities; the check keeps the equal split otherwise). */
+    long *level = malloc(n * sizeof *level);
+    if (level && water_level(n, R, util, ctx, level) == 0 &&
+        min_util(n, level, util, ctx) > min_util(n, a, util, ctx))
+        memcpy(a, level, n * sizeof *a);
+    free(level);
     for (size_t j = 0; j < n; j++)
         u[j] = call_util(util, ctx, j, a[j]);
     long s = R / (4 * (long)n);

@@ -80,8 +80,10 @@ int cil_alloc_njc(size_t n, long R, const double *rec_mid, const double *rec_upp
 
 /* ---- welfare optimizers ---- */
 
-/* Cilantro-EW (and oracle-EW with true curves): maximin hill climb. Starts from
- * cil_resource_fair (unweighted) and repeatedly applies the best move of s CPUs from
+/* Cilantro-EW (and oracle-EW with true curves): maximin hill climb. Starts from the
+ * water level (the highest utility every job reaches at once within R CPUs, by
+ * bisection, for utilities that grow with CPUs) or from cil_resource_fair (unweighted)
+ * when that has the higher minimum, and repeatedly applies the best move of s CPUs from
  * one job to another, under the lexicographic order (minimum utility, then sum of
  * utilities), accepting only strict improvements; s starts at max(1, R / (4n)) and
  * halves when no move improves, ending after s = 1 finds nothing (or after
