@@ -485,16 +485,8 @@ void cil_sw_params_default(cil_sw_params *p)
     }
 }
 
-static uint64_t sm_next(uint64_t *st)
-{
-    uint64_t z = (*st += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-/* uniform integer in [0, m), m >= 1 */
-static uint64_t sm_below(uint64_t *st, uint64_t m) { return sm_next(st) % m; }
+/* uniform integer in [0, m), m >= 1: the library's one PRNG (env.h) */
+static uint64_t sm_below(cil_rng *st, uint64_t m) { return cil_rng_next(st) % m; }
 
 static double welfare(size_t n, const long *a, cil_util_fn util, void *ctx)
 {
@@ -505,11 +497,11 @@ static double welfare(size_t n, const long *a, cil_util_fn util, void *ctx)
 }
 
 /* A random split of all R CPUs: random weights, floors, the remainder at random. */
-static void random_split(size_t n, long R, uint64_t *st, double *w, long *a)
+static void random_split(size_t n, long R, cil_rng *st, double *w, long *a)
 {
     double ws = 0;
     for (size_t j = 0; j < n; j++) {
-        w[j] = (double)(sm_next(st) >> 11) * 0x1.0p-53 + 1e-9;
+        w[j] = cil_rng_uniform(st) + 1e-9;
         ws += w[j];
     }
     long sum = 0;
@@ -539,7 +531,8 @@ int cil_alloc_sw(size_t n, long R, cil_util_fn util, void *ctx, const cil_sw_par
     int rc = -1;
     if (!pop || !child || !fit || !w)
         goto out;
-    uint64_t st = p->seed;
+    cil_rng st;
+    cil_rng_seed(&st, p->seed);
     if (cil_alloc_ew(n, R, util, ctx, 0, pop) != 0 || cil_resource_fair(n, R, NULL, pop + n) != 0)
         goto out;
     for (size_t i = 2; i < P; i++)

@@ -9,19 +9,14 @@
 
 #include <cmocka.h>
 
+#include "cilantro/env.h"
 #include "cilantro/alloc.h"
 
-static uint64_t rng_state;
+/* The library's PRNG (cilantro/env.h), seeded per test. */
+static cil_rng rng;
 
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static double uniform(void) { return (double)(rng_next() >> 11) * 0x1.0p-53; }
+static uint64_t rng_next(void) { return cil_rng_next(&rng); }
+static double uniform(void) { return cil_rng_uniform(&rng); }
 
 static long lsum(size_t n, const long *a)
 {
@@ -93,7 +88,7 @@ static void test_waterfill_known(void **state)
 static void test_waterfill_random(void **state)
 {
     (void)state;
-    rng_state = 42;
+    cil_rng_seed(&rng, 42);
     double d[12], w[12];
     long a[12];
     for (int c = 0; c < 500; c++) {
@@ -159,7 +154,7 @@ static void test_njc_change_bound(void **state)
     assert_int_equal(cil_alloc_njc(3, 100, mid, up, load, NULL, &p, prev, a, NULL), 0);
     expect(3, a, (const long[]){40, 40, 10});
 
-    rng_state = 7;
+    cil_rng_seed(&rng, 7);
     double m[8], u[8], l[8];
     long pv[8];
     for (int c = 0; c < 300; c++) {

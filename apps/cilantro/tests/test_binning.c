@@ -7,27 +7,14 @@
 
 #include <cmocka.h>
 
+#include "cilantro/env.h"
 #include "cilantro/binning.h"
 
-static uint64_t rng_state;
+/* The library's PRNG (cilantro/env.h), seeded per test. */
+static cil_rng rng;
 
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static double uniform(void) { return (double)(rng_next() >> 11) * 0x1.0p-53; }
-
-static double gauss(void)
-{
-    double u = uniform(), v = uniform();
-    if (u < 1e-300)
-        u = 1e-300;
-    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
-}
+static double uniform(void) { return cil_rng_uniform(&rng); }
+static double gauss(void) { return cil_rng_gauss(&rng); }
 
 static double truth(double x) { return x / 2 < 1 ? x / 2 : 1; }
 
@@ -63,7 +50,7 @@ static double mean_width(cil_binning *b)
 static void test_converges(void **state)
 {
     (void)state;
-    rng_state = 4242;
+    cil_rng_seed(&rng, 4242);
     cil_binning *b = make();
     assert_non_null(b);
     double w0 = mean_width(b);

@@ -7,27 +7,13 @@
 
 #include <cmocka.h>
 
+#include "cilantro/env.h"
 #include "cilantro/forecast.h"
 
-static uint64_t rng_state;
+/* The library's PRNG (cilantro/env.h), seeded per test. */
+static cil_rng rng;
 
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static double uniform(void) { return (double)(rng_next() >> 11) * 0x1.0p-53; }
-
-static double gauss(void)
-{
-    double u = uniform(), v = uniform();
-    if (u < 1e-300)
-        u = 1e-300;
-    return sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v);
-}
+static double gauss(void) { return cil_rng_gauss(&rng); }
 
 /* Runs both forecasters over series y[0..n-1], scoring one-step predictions from
  * index `from` on: mean squared error of each, and the ARIMA upper-bound coverage. */
@@ -72,7 +58,7 @@ static void test_linear_trend(void **state)
 {
     (void)state;
     static double y[N];
-    rng_state = 99;
+    cil_rng_seed(&rng, 99);
     for (int t = 0; t < N; t++)
         y[t] = 100 + 2.0 * t + gauss();
     double ma, mm, cov;
@@ -86,7 +72,7 @@ static void test_ar1(void **state)
 {
     (void)state;
     static double y[N];
-    rng_state = 2024;
+    cil_rng_seed(&rng, 2024);
     y[0] = 50;
     for (int t = 1; t < N; t++)
         y[t] = 50 + 0.8 * (y[t - 1] - 50) + gauss();
@@ -178,7 +164,7 @@ static void test_arma_levels(void **state)
     cil_forecast_params_default(&p);
     p.difference = 0;
     cil_forecaster *f = cil_forecaster_create(&p);
-    rng_state = 7;
+    cil_rng_seed(&rng, 7);
     double y = 50, se = 0;
     int k = 0;
     for (int t = 0; t < 400; t++) {
