@@ -11,24 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
 #include "harness.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of a sorted sample. */
-static double percentile(const double *sorted, int n, double p)
-{
-    int k = (int)(p / 100.0 * n + 0.999999) - 1;
-    if (k < 0)
-        k = 0;
-    if (k >= n)
-        k = n - 1;
-    return sorted[k];
-}
 
 static void die(const char *what, const esc_status *st)
 {

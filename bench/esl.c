@@ -17,17 +17,12 @@
 #include <unistd.h>
 
 #include "escher/esl.h"
+#include "bench_stats.h"
 #include "harness.h"
 
 #define NODES 4
 
 static char LIB[1024];
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void die(const char *what, const esc_status *st)
 {

@@ -46,6 +46,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_stats.h"
 #include "harness.h"
 
 #ifndef ESC_BENCH_SRC_DIR
@@ -74,20 +75,6 @@ typedef struct {
 
 /* What the ratio lines compare: escher's figures, kept as they are measured. */
 static double g_escher_sync = -1, g_escher_async = -1, g_escher_makespan[2] = {-1, -1};
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile (sorts v). */
-static double pct(double *v, int n, double p)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int k = (int)(p / 100.0 * n + 0.999999) - 1;
-    return v[k < 0 ? 0 : k >= n ? n - 1 : k];
-}
 
 static void die(const char *what, const esc_status *st)
 {
