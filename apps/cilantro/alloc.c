@@ -327,6 +327,26 @@ static long cpus_for(cil_util_fn util, void *ctx, size_t j, long R, double tau)
     return lo;
 }
 
+/* Adds extra CPUs to a in proportion to a (equally when a is all zero), by largest
+ * remainder, ties to the lower index. When every job is level, spare CPUs spread like
+ * this keep each job's headroom alike, where handing them to one job would idle them;
+ * under optimistic (upper-bound) utilities that headroom is also where the learners
+ * explore. */
+static void spread_proportionally(size_t n, long extra, long *a)
+{
+    long total = 0, given = 0;
+    for (size_t j = 0; j < n; j++)
+        total += a[j];
+    for (size_t j = 0; j < n && extra > 0; j++) {
+        long add = total > 0 ? (long)((double)extra * (double)a[j] / (double)total)
+                             : extra / (long)n;
+        a[j] += add;
+        given += add;
+    }
+    for (size_t j = 0; given < extra; j = (j + 1) % n, given++)
+        a[j]++;
+}
+
 /* The water level: the highest utility tau every job can reach at once within R CPUs,
  * found by bisection on tau, and the allocation that reaches it (the rest of R, if any,
  * to the worst-off jobs one CPU at a time). A hill climb that starts at the equal split
@@ -361,12 +381,18 @@ static int water_level(size_t n, long R, cil_util_fn util, void *ctx, long *a)
     for (size_t j = 0; j < n; j++)
         used += a[j];
     for (; used < R; used++) {
-        size_t worst = 0;
-        for (size_t j = 1; j < n; j++)
+        size_t worst = 0, best = 0;
+        for (size_t j = 1; j < n; j++) {
             if (call_util(util, ctx, j, a[j]) < call_util(util, ctx, worst, a[worst]))
                 worst = j;
+            if (call_util(util, ctx, j, a[j]) > call_util(util, ctx, best, a[best]))
+                best = j;
+        }
+        if (call_util(util, ctx, worst, a[worst]) >= call_util(util, ctx, best, a[best]))
+            break; /* everyone level (typically all saturated) */
         a[worst]++;
     }
+    spread_proportionally(n, R - used, a);
     free(need);
     return 0;
 }
@@ -517,6 +543,42 @@ static void random_split(size_t n, long R, cil_rng *st, double *w, long *a)
     }
 }
 
+int cil_alloc_random(size_t n, long R, cil_rng *st, long *alloc)
+{
+    if (n == 0 || R < 0 || !st || !alloc)
+        return -1;
+    double *w = malloc(n * sizeof *w);
+    if (!w)
+        return -1;
+    random_split(n, R, st, w, alloc);
+    free(w);
+    return 0;
+}
+
+void cil_alloc_mutate(size_t n, long R, cil_rng *st, long *a)
+{
+    if (n < 2 || R <= 0 || !st || !a)
+        return;
+    long maxstep = R / (long)n;
+    if (maxstep < 1)
+        maxstep = 1;
+    int nm = 1 + (int)sm_below(st, 3);
+    for (int q = 0; q < nm; q++) {
+        size_t k = sm_below(st, n);
+        for (size_t t = 0; t < n && a[k] == 0; t++)
+            k = (k + 1) % n;
+        if (a[k] == 0)
+            return;
+        size_t j = sm_below(st, n - 1);
+        if (j >= k)
+            j++;
+        long lim = a[k] < maxstep ? a[k] : maxstep;
+        long amt = 1 + (long)sm_below(st, (uint64_t)lim);
+        a[k] -= amt;
+        a[j] += amt;
+    }
+}
+
 int cil_alloc_sw(size_t n, long R, cil_util_fn util, void *ctx, const cil_sw_params *p,
                  long *alloc)
 {
@@ -539,28 +601,11 @@ int cil_alloc_sw(size_t n, long R, cil_util_fn util, void *ctx, const cil_sw_par
         random_split(n, R, &st, w, pop + i * n);
     for (size_t i = 0; i < P; i++)
         fit[i] = welfare(n, pop + i * n, util, ctx);
-    long maxstep = R / (long)n;
-    if (maxstep < 1)
-        maxstep = 1;
     for (size_t it = 0; n > 1 && R > 0 && it < p->iterations; it++) {
         size_t i1 = sm_below(&st, P), i2 = sm_below(&st, P);
         size_t par = fit[i1] >= fit[i2] ? i1 : i2;
         memcpy(child, pop + par * n, n * sizeof *child);
-        int nm = 1 + (int)sm_below(&st, 3);
-        for (int q = 0; q < nm; q++) {
-            size_t k = sm_below(&st, n);
-            for (size_t t = 0; t < n && child[k] == 0; t++)
-                k = (k + 1) % n;
-            if (child[k] == 0)
-                break;
-            size_t j = sm_below(&st, n - 1);
-            if (j >= k)
-                j++;
-            long lim = child[k] < maxstep ? child[k] : maxstep;
-            long amt = 1 + (long)sm_below(&st, (uint64_t)lim);
-            child[k] -= amt;
-            child[j] += amt;
-        }
+        cil_alloc_mutate(n, R, &st, child);
         double f = welfare(n, child, util, ctx);
         size_t worst = 0;
         for (size_t i = 1; i < P; i++)

@@ -12,7 +12,9 @@
 
 static const char *const policy_names[CIL_POL_COUNT] = {
     "resource-fair", "cilantro-njc", "cilantro-sw", "cilantro-ew",
-    "oracle-njc",    "oracle-sw",    "oracle-ew",
+    "oracle-njc",    "oracle-sw",    "oracle-ew",    "evoalg-sw",
+    "evoalg-ew",     "greedy-ew",    "ernest",       "quasar",
+    "minerva",       "parties",      "miad",
 };
 
 const char *cil_policy_name(cil_policy p)
@@ -57,7 +59,9 @@ void cil_sim_result_free(cil_sim_result *r)
         return;
     free(r->job_util);
     free(r->job_alloc);
+    free(r->series);
     r->job_util = r->job_alloc = NULL;
+    r->series = NULL;
 }
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -165,6 +169,10 @@ typedef struct {
     size_t *seen;        /* reports given to each learner, skipped ones included */
     double *demand, *util, *share, *weight, *rec_mid, *rec_up, *load_up;
     double *util_sum, *alloc_sum, *allocd;
+    double *obs_sum, *obs_load; /* baselines: this round's kept rewards and their loads */
+    size_t *obs_count;
+    int *obs_has;
+    cil_baseline *bl;           /* the baseline policy, when one runs */
     util_table tab;
 } sim_state;
 
@@ -194,8 +202,15 @@ static void state_free(sim_state *s, size_t n)
     free(s->util_sum);
     free(s->alloc_sum);
     free(s->allocd);
+    free(s->obs_sum);
+    free(s->obs_load);
+    free(s->obs_count);
+    free(s->obs_has);
+    cil_baseline_free(s->bl);
     free(s->tab.table);
 }
+
+static int is_baseline(cil_policy p) { return p >= CIL_POL_EVOALG_SW && p < CIL_POL_COUNT; }
 
 static int is_learned(cil_policy p)
 {
@@ -241,6 +256,14 @@ static int allocate(sim_state *s, const cil_env *env, cil_policy pol, const cil_
     long R = env->cpus;
     if (pol == CIL_POL_RESOURCE_FAIR)
         return cil_resource_fair(n, R, s->weight, s->alloc);
+    if (is_baseline(pol)) {
+        /* baselines plan for the forecast value; unknown (NAN) before any load is seen */
+        for (size_t j = 0; j < n; j++) {
+            cil_forecast f;
+            s->load_up[j] = cil_forecaster_predict(s->fc[j], &f) == 0 ? f.value : NAN;
+        }
+        return cil_baseline_allocate(s->bl, s->load_up, s->alloc);
+    }
 
     double *load = s->load_up; /* the load each policy plans for */
     if (is_learned(pol)) {
@@ -248,7 +271,7 @@ static int allocate(sim_state *s, const cil_env *env, cil_policy pol, const cil_
             cil_forecast f;
             if (cil_forecaster_predict(s->fc[j], &f) != 0)
                 return cil_resource_fair(n, R, s->weight, s->alloc); /* no load seen yet */
-            load[j] = pol == CIL_POL_CILANTRO_NJC ? f.upper : f.value;
+            load[j] = f.upper;
         }
     } else {
         memcpy(load, s->round_load, n * sizeof *load);
@@ -263,7 +286,7 @@ static int allocate(sim_state *s, const cil_env *env, cil_policy pol, const cil_
         for (size_t j = 0; j < n; j++) {
             double goal = env->jobs[j].slo;
             if (cil_ibtree_recommend(s->tree[j], goal, CIL_REC_MID, &s->rec_mid[j]) < 0 ||
-                cil_ibtree_recommend(s->tree[j], goal, CIL_REC_UPPER, &s->rec_up[j]) < 0)
+                cil_ibtree_recommend(s->tree[j], goal, CIL_REC_LOWER, &s->rec_up[j]) < 0)
                 return -1;
             if (!(load[j] >= 0))
                 load[j] = 0;
@@ -329,6 +352,11 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
              (s.util_sum = calloc(n, sizeof(double))) &&
              (s.alloc_sum = calloc(n, sizeof(double))) &&
              (s.allocd = calloc(n, sizeof(double))) &&
+             (s.obs_sum = calloc(n, sizeof(double))) && (s.obs_load = calloc(n, sizeof(double))) &&
+             (s.obs_count = calloc(n, sizeof(size_t))) && (s.obs_has = calloc(n, sizeof(int))) &&
+             (!is_baseline(pol) ||
+              (s.bl = cil_baseline_create((cil_baseline_kind)(pol - CIL_POL_EVOALG_SW), env,
+                                          prm.seed ^ 0xB5AD4ECEDA1CE2A9ULL))) &&
              (s.tab.table = calloc(n * (size_t)(R + 1), sizeof(double)));
     if (!ok) {
         state_free(&s, n);
@@ -370,6 +398,11 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
     cil_metrics_avg avg;
     cil_metrics_avg_init(&avg);
     memset(out, 0, sizeof *out);
+    if (!(out->series = calloc(rounds, sizeof *out->series))) {
+        state_free(&s, n);
+        set_err(err, errlen, "sim: out of memory");
+        return -1;
+    }
 
     uint64_t k_report = 1; /* next report ends at k_report * ps */
     size_t m_round = 0;    /* next reallocation at m_round * rs */
@@ -398,6 +431,9 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
                     out->reports_dropped++;
                     continue;
                 }
+                s.obs_sum[j] += reward;
+                s.obs_load[j] += load;
+                s.obs_count[j]++;
                 if (!(load > 0) || s.seen[j]++ < prm.skip_points)
                     continue;
                 if (cil_ibtree_add(s.tree[j], a / load, reward, sigma) != 0) {
@@ -414,8 +450,25 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
         }
         if (m_round >= rounds)
             break;
-        /* Round event: the forecasters observe the last round's mean reported load,
-         * then the policy allocates for [tq, tq + rs) and the round's metrics follow. */
+        /* Round event: a baseline sees the last round's kept reports, the forecasters
+         * its mean reported load; then the policy allocates for [tq, tq + rs) and the
+         * round's metrics follow. */
+        if (s.bl && m_round > 0) {
+            for (size_t j = 0; j < n; j++) {
+                size_t c = s.obs_count[j];
+                s.obs_has[j] = c > 0;
+                s.obs_sum[j] = c ? s.obs_sum[j] / (double)c : 0;
+                s.obs_load[j] = c ? s.obs_load[j] / (double)c : 0;
+            }
+            if (cil_baseline_observe(s.bl, s.alloc, s.obs_load, s.obs_sum, s.obs_has) != 0) {
+                set_err(err, errlen, "sim: %s: out of memory", cil_policy_name(pol));
+                rc = -1;
+                break;
+            }
+        }
+        memset(s.obs_sum, 0, n * sizeof *s.obs_sum);
+        memset(s.obs_load, 0, n * sizeof *s.obs_load);
+        memset(s.obs_count, 0, n * sizeof *s.obs_count);
         for (size_t j = 0; j < n; j++) {
             if (s.rep_count[j] > 0)
                 cil_forecaster_observe(s.fc[j], s.rep_load_sum[j] / (double)s.rep_count[j]);
@@ -453,8 +506,11 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
             rc = -1;
             break;
         }
+        out->series[m_round] = m;
         m_round++;
     }
+    if (rc != 0)
+        cil_sim_result_free(out);
     if (rc == 0) {
         out->rounds = rounds;
         out->njobs = n;

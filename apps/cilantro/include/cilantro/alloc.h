@@ -112,4 +112,14 @@ void cil_sw_params_default(cil_sw_params *p);
 int cil_alloc_sw(size_t n, long R, cil_util_fn util, void *ctx, const cil_sw_params *p,
                  long *alloc);
 
+/* A random split of all R CPUs: uniform random weights, floored, the remainder one CPU
+ * at a time to random jobs. Writes alloc (n) and returns 0; -1 on n == 0, R < 0, NULL
+ * or no memory. */
+int cil_alloc_random(size_t n, long R, cil_rng *st, long *alloc);
+
+/* The evolutionary optimizers' mutation, in place: moves a random number of CPUs
+ * (1 .. max(1, R/n), at most what the donor has) between 1-3 random pairs of jobs, so
+ * the sum is unchanged and no entry goes negative. No-op for n < 2, R <= 0 or NULL. */
+void cil_alloc_mutate(size_t n, long R, cil_rng *st, long *a);
+
 #endif

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "cilantro/alloc.h"
+#include "cilantro/baselines.h"
 #include "cilantro/env.h"
 #include "cilantro/metrics.h"
 
@@ -25,10 +26,20 @@ typedef enum {
     CIL_POL_ORACLE_NJC,
     CIL_POL_ORACLE_SW,
     CIL_POL_ORACLE_EW,
+    /* the baselines (baselines.h), in cil_baseline_kind order */
+    CIL_POL_EVOALG_SW,
+    CIL_POL_EVOALG_EW,
+    CIL_POL_GREEDY_EW,
+    CIL_POL_ERNEST,
+    CIL_POL_QUASAR,
+    CIL_POL_MINERVA,
+    CIL_POL_PARTIES,
+    CIL_POL_MIAD,
     CIL_POL_COUNT
 } cil_policy;
 
-/* "resource-fair", "cilantro-njc", ..., "oracle-ew"; NULL for an unknown value. */
+/* "resource-fair", "cilantro-njc", ..., "oracle-ew", "evoalg-sw", ..., "miad"; NULL
+ * for an unknown value. */
 const char *cil_policy_name(cil_policy p);
 /* The inverse; 0, or -1 on NULL or an unknown name. */
 int cil_policy_parse(const char *name, cil_policy *p);
@@ -53,6 +64,7 @@ typedef struct {
     size_t njobs;
     double *job_util;      /* njobs: each job's true utility averaged over rounds */
     double *job_alloc;     /* njobs: each job's CPUs averaged over rounds */
+    cil_metrics *series;   /* rounds: each round's metrics, in time order */
     uint64_t reports;      /* reports produced */
     uint64_t reports_dropped; /* of those, dropped: straddled a reallocation */
     uint64_t points_fed;   /* given to learners (after the skipped first points) */
