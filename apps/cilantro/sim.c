@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cilantro/forecast.h"
 #include "cilantro/ibtree.h"
@@ -60,8 +61,10 @@ void cil_sim_result_free(cil_sim_result *r)
     free(r->job_util);
     free(r->job_alloc);
     free(r->series);
+    free(r->alloc_s);
     r->job_util = r->job_alloc = NULL;
     r->series = NULL;
+    r->alloc_s = NULL;
 }
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -311,6 +314,13 @@ static int allocate(sim_state *s, const cil_env *env, cil_policy pol, const cil_
     }
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Tolerance for comparing event times. */
 static double teps(double t) { return 1e-9 * (fabs(t) > 1 ? fabs(t) : 1); }
 
@@ -398,7 +408,9 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
     cil_metrics_avg avg;
     cil_metrics_avg_init(&avg);
     memset(out, 0, sizeof *out);
-    if (!(out->series = calloc(rounds, sizeof *out->series))) {
+    if (!(out->series = calloc(rounds, sizeof *out->series)) ||
+        !(out->alloc_s = calloc(rounds, sizeof *out->alloc_s))) {
+        cil_sim_result_free(out);
         state_free(&s, n);
         set_err(err, errlen, "sim: out of memory");
         return -1;
@@ -477,7 +489,10 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
             s.round_load[j] = mean_load(&env->jobs[j], tq, tq + rs);
         }
         memcpy(s.prev, s.alloc, n * sizeof *s.alloc);
-        if (allocate(&s, env, pol, &prm, m_round) != 0) {
+        double t_start = now_s();
+        int arc = allocate(&s, env, pol, &prm, m_round);
+        out->alloc_s[m_round] = now_s() - t_start;
+        if (arc != 0) {
             set_err(err, errlen, "sim: %s: allocation failed in round %zu", cil_policy_name(pol),
                     m_round);
             rc = -1;
@@ -526,6 +541,55 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
                 out->job_alloc[j] = s.alloc_sum[j] / (double)rounds;
             }
         }
+    }
+    state_free(&s, n);
+    return rc;
+}
+
+int cil_sim_alloc_once(const cil_env *env, cil_policy pol, double t_s,
+                       const cil_sim_params *params, long *alloc, char *err, size_t errlen)
+{
+    if (!env || !alloc || env->njobs == 0 || env->cpus <= 0 || !isfinite(t_s)) {
+        set_err(err, errlen, "alloc: invalid arguments");
+        return -1;
+    }
+    if (pol != CIL_POL_RESOURCE_FAIR && pol != CIL_POL_ORACLE_NJC && pol != CIL_POL_ORACLE_SW &&
+        pol != CIL_POL_ORACLE_EW) {
+        set_err(err, errlen,
+                "alloc: policy '%s' needs feedback; one allocation from the true curves is "
+                "defined for resource-fair, oracle-njc, oracle-sw and oracle-ew",
+                cil_policy_name(pol) ? cil_policy_name(pol) : "?");
+        return -1;
+    }
+    cil_sim_params prm;
+    if (params)
+        prm = *params;
+    else
+        cil_sim_params_default(&prm);
+    size_t n = env->njobs;
+    long R = env->cpus;
+    sim_state s;
+    memset(&s, 0, sizeof s);
+    int ok = (s.alloc = calloc(n, sizeof *s.alloc)) && (s.prev = calloc(n, sizeof *s.prev)) &&
+             (s.round_load = calloc(n, sizeof(double))) && (s.demand = calloc(n, sizeof(double))) &&
+             (s.weight = calloc(n, sizeof(double))) && (s.load_up = calloc(n, sizeof(double))) &&
+             (s.tab.table = calloc(n * (size_t)(R + 1), sizeof(double)));
+    int rc = -1;
+    if (!ok) {
+        set_err(err, errlen, "alloc: out of memory");
+    } else {
+        s.tab.env = env;
+        s.tab.n = n;
+        s.tab.R = R;
+        for (size_t j = 0; j < n; j++) {
+            s.weight[j] = env->jobs[j].weight;
+            s.round_load[j] = cil_job_load(&env->jobs[j], t_s);
+        }
+        rc = allocate(&s, env, pol, &prm, 0);
+        if (rc == 0)
+            memcpy(alloc, s.alloc, n * sizeof *alloc);
+        else
+            set_err(err, errlen, "alloc: %s: allocation failed", cil_policy_name(pol));
     }
     state_free(&s, n);
     return rc;

@@ -65,6 +65,8 @@ typedef struct {
     double *job_util;      /* njobs: each job's true utility averaged over rounds */
     double *job_alloc;     /* njobs: each job's CPUs averaged over rounds */
     cil_metrics *series;   /* rounds: each round's metrics, in time order */
+    double *alloc_s;       /* rounds: wall seconds each round's allocation took (the
+                            * policy's decision alone, CLOCK_MONOTONIC) */
     uint64_t reports;      /* reports produced */
     uint64_t reports_dropped; /* of those, dropped: straddled a reallocation */
     uint64_t points_fed;   /* given to learners (after the skipped first points) */
@@ -78,6 +80,14 @@ int cil_sim_run(const cil_env *env, cil_policy policy, const cil_sim_params *par
                 cil_sim_result *out, char *err, size_t errlen);
 
 void cil_sim_result_free(cil_sim_result *r);
+
+/* One allocation from the true curves at the loads of time t_s (seconds into the
+ * traces), for the policies that need no feedback: resource-fair, oracle-njc,
+ * oracle-sw and oracle-ew (others: -1 with a message saying so). params NULL:
+ * defaults (the SW optimizer's seed and iterations). Writes env->njobs CPUs into alloc
+ * and returns 0; -1 with a one-line message in err on invalid arguments or failure. */
+int cil_sim_alloc_once(const cil_env *env, cil_policy pol, double t_s,
+                       const cil_sim_params *params, long *alloc, char *err, size_t errlen);
 
 /* The learner's domain [lo, hi] of x = CPUs per unit load, its Lipschitz constant
  * and its performance range [p_lo, p_hi] for job j of env (rules in
