@@ -108,13 +108,19 @@ static void fallback(const cil_forecaster *f, cil_forecast *out)
 
 /* Conditional sum of squares of s[0..m-1] under s_t = c + phi s_{t-1} + e_t +
  * theta e_{t-1}, with e_0 = 0, summed over t = 1..m-1; the last residual goes to
- * *elast. */
-static double css(const double *s, size_t m, double c, double phi, double theta, double *elast)
+ * *elast. The sum only grows, so once it exceeds bound (the best fit so far) the rest
+ * cannot matter: it returns INFINITY early. The grid's answer is unchanged; most of
+ * the grid is rejected after a few terms, which keeps a round's 20 forecasts well
+ * under a millisecond. */
+static double css(const double *s, size_t m, double c, double phi, double theta, double bound,
+                  double *elast)
 {
     double e = 0, sse = 0;
     for (size_t t = 1; t < m; t++) {
         e = s[t] - c - phi * s[t - 1] - theta * e;
         sse += e * e;
+        if (sse > bound)
+            return INFINITY;
     }
     *elast = e;
     return sse;
@@ -139,8 +145,8 @@ static int fit_arma(const cil_forecaster *f, cil_forecast *out)
         double phi = GRID_STEP * i;
         double c = mean * (1 - phi); /* the process mean is the sample mean */
         for (int j = -GRID_HALF; j <= GRID_HALF; j++) {
-            double theta = GRID_STEP * j, e;
-            double sse = css(s, m, c, phi, theta, &e);
+            double theta = GRID_STEP * j, e = 0;
+            double sse = css(s, m, c, phi, theta, best, &e);
             if (sse < best) {
                 best = sse;
                 bphi = phi;

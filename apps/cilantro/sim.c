@@ -62,6 +62,8 @@ void cil_sim_result_free(cil_sim_result *r)
     free(r->job_alloc);
     free(r->series);
     free(r->alloc_s);
+    free(r->forecast_s);
+    r->forecast_s = NULL;
     r->job_util = r->job_alloc = NULL;
     r->series = NULL;
     r->alloc_s = NULL;
@@ -176,6 +178,8 @@ typedef struct {
     size_t *obs_count;
     int *obs_has;
     cil_baseline *bl;           /* the baseline policy, when one runs */
+    cil_forecast *fcst;         /* this round's load forecasts, made when loads arrive */
+    int *fc_ok;                 /* fcst[j] is usable */
     util_table tab;
 } sim_state;
 
@@ -210,6 +214,8 @@ static void state_free(sim_state *s, size_t n)
     free(s->obs_count);
     free(s->obs_has);
     cil_baseline_free(s->bl);
+    free(s->fcst);
+    free(s->fc_ok);
     free(s->tab.table);
 }
 
@@ -262,8 +268,7 @@ static int allocate(sim_state *s, const cil_env *env, cil_policy pol, const cil_
     if (is_baseline(pol)) {
         /* baselines plan for the forecast value; unknown (NAN) before any load is seen */
         for (size_t j = 0; j < n; j++) {
-            cil_forecast f;
-            s->load_up[j] = cil_forecaster_predict(s->fc[j], &f) == 0 ? f.value : NAN;
+            s->load_up[j] = s->fc_ok[j] ? s->fcst[j].value : NAN;
         }
         return cil_baseline_allocate(s->bl, s->load_up, s->alloc);
     }
@@ -271,10 +276,9 @@ static int allocate(sim_state *s, const cil_env *env, cil_policy pol, const cil_
     double *load = s->load_up; /* the load each policy plans for */
     if (is_learned(pol)) {
         for (size_t j = 0; j < n; j++) {
-            cil_forecast f;
-            if (cil_forecaster_predict(s->fc[j], &f) != 0)
+            if (!s->fc_ok[j])
                 return cil_resource_fair(n, R, s->weight, s->alloc); /* no load seen yet */
-            load[j] = f.upper;
+            load[j] = s->fcst[j].upper;
         }
     } else {
         memcpy(load, s->round_load, n * sizeof *load);
@@ -364,6 +368,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
              (s.allocd = calloc(n, sizeof(double))) &&
              (s.obs_sum = calloc(n, sizeof(double))) && (s.obs_load = calloc(n, sizeof(double))) &&
              (s.obs_count = calloc(n, sizeof(size_t))) && (s.obs_has = calloc(n, sizeof(int))) &&
+             (s.fcst = calloc(n, sizeof *s.fcst)) && (s.fc_ok = calloc(n, sizeof(int))) &&
              (!is_baseline(pol) ||
               (s.bl = cil_baseline_create((cil_baseline_kind)(pol - CIL_POL_EVOALG_SW), env,
                                           prm.seed ^ 0xB5AD4ECEDA1CE2A9ULL))) &&
@@ -409,7 +414,8 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
     cil_metrics_avg_init(&avg);
     memset(out, 0, sizeof *out);
     if (!(out->series = calloc(rounds, sizeof *out->series)) ||
-        !(out->alloc_s = calloc(rounds, sizeof *out->alloc_s))) {
+        !(out->alloc_s = calloc(rounds, sizeof *out->alloc_s)) ||
+        !(out->forecast_s = calloc(rounds, sizeof *out->forecast_s))) {
         cil_sim_result_free(out);
         state_free(&s, n);
         set_err(err, errlen, "sim: out of memory");
@@ -481,13 +487,16 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
         memset(s.obs_sum, 0, n * sizeof *s.obs_sum);
         memset(s.obs_load, 0, n * sizeof *s.obs_load);
         memset(s.obs_count, 0, n * sizeof *s.obs_count);
+        double t_fc = now_s();
         for (size_t j = 0; j < n; j++) {
             if (s.rep_count[j] > 0)
                 cil_forecaster_observe(s.fc[j], s.rep_load_sum[j] / (double)s.rep_count[j]);
+            s.fc_ok[j] = cil_forecaster_predict(s.fc[j], &s.fcst[j]) == 0;
             s.rep_load_sum[j] = 0;
             s.rep_count[j] = 0;
             s.round_load[j] = mean_load(&env->jobs[j], tq, tq + rs);
         }
+        out->forecast_s[m_round] = now_s() - t_fc;
         memcpy(s.prev, s.alloc, n * sizeof *s.alloc);
         double t_start = now_s();
         int arc = allocate(&s, env, pol, &prm, m_round);

@@ -66,7 +66,10 @@ typedef struct {
     double *job_alloc;     /* njobs: each job's CPUs averaged over rounds */
     cil_metrics *series;   /* rounds: each round's metrics, in time order */
     double *alloc_s;       /* rounds: wall seconds each round's allocation took (the
-                            * policy's decision alone, CLOCK_MONOTONIC) */
+                            * policy's decision alone, given the round's load
+                            * forecasts, CLOCK_MONOTONIC) */
+    double *forecast_s;    /* rounds: wall seconds the round's load forecasts took (one
+                            * ARIMA fit per job, when the round's loads arrive) */
     uint64_t reports;      /* reports produced */
     uint64_t reports_dropped; /* of those, dropped: straddled a reallocation */
     uint64_t points_fed;   /* given to learners (after the skipped first points) */
