@@ -1,6 +1,6 @@
 /* plot.c: `cilantro plot`: each policy's social welfare, egalitarian welfare and NJC
  * fairness over time, written as a table (DIR/series.tsv) and drawn with gnuplot
- * (DIR/welfare.svg, DIR/egalitarian.svg, DIR/fairness.svg). Curves are a moving
+ * (DIR/welfare.png, DIR/egalitarian.png, DIR/fairness.png). Curves are a moving
  * average over 5 rounds (10 minutes at the default round), which keeps the policies
  * apart on one plot without hiding trends. */
 #include <errno.h>
@@ -54,10 +54,10 @@ static int draw(const char *dir, int np, const cil_policy *pols)
     static const char *const names[3] = {"welfare", "egalitarian", "fairness"};
     static const char *const titles[3] = {"social welfare", "egalitarian welfare",
                                           "NJC fairness"};
-    fprintf(g, "set terminal svg size 900,500 dynamic\nset datafile separator '\\t'\n"
+    fprintf(g, "set terminal pngcairo size 900,480\nset datafile separator '\\t'\n"
                "set key outside right\nset xlabel 'hours'\nset grid\n");
     for (int m = 0; m < 3; m++) {
-        fprintf(g, "set output '%s/%s.svg'\nset ylabel '%s'\nplot ", dir, names[m], titles[m]);
+        fprintf(g, "set output '%s/%s.png'\nset ylabel '%s'\nplot ", dir, names[m], titles[m]);
         for (int k = 0; k < np; k++)
             fprintf(g, "%s'%s/series.tsv' using 1:%d with lines title '%s'", k ? ", " : "", dir,
                     2 + 3 * k + m, cil_policy_name(pols[k]));
@@ -103,7 +103,7 @@ int cmd_plot(int argc, char **argv)
         rc = 1;
     }
     if (rc == 0)
-        printf("wrote %s/series.tsv, %s/welfare.svg, %s/egalitarian.svg, %s/fairness.svg\n",
+        printf("wrote %s/series.tsv, %s/welfare.png, %s/egalitarian.png, %s/fairness.png\n",
                o.out, o.out, o.out, o.out);
     for (int k = 0; k < done; k++)
         cil_sim_result_free(&res[k]);

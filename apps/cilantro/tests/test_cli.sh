@@ -57,11 +57,11 @@ for p in resource-fair oracle-njc oracle-sw oracle-ew; do
         fail "alloc $p"
 done
 
-# plot: the table and three SVGs
+# plot: the table and three PNGs
 if command -v gnuplot >/dev/null; then
     "$bin" plot --env "$tmp/env.json" --policies resource-fair,cilantro-ew --hours 0.5 \
         --out "$tmp/plots" >/dev/null || fail "plot exited $?"
-    for f in series.tsv welfare.svg egalitarian.svg fairness.svg; do
+    for f in series.tsv welfare.png egalitarian.png fairness.png; do
         [ -s "$tmp/plots/$f" ] || fail "plot: $f missing"
     done
 fi
