@@ -68,6 +68,10 @@ static void visits(int type, double v[CIL_MICRO_NSVC])
     }
 }
 
+/* How long an overloaded queue builds its backlog before it is measured (about one
+ * measurement window; see waiting()). */
+#define BACKLOG_WINDOW_S 120.0
+
 /* Found with the calibration in docs/cilantro_micro.md: 8 CPUs each give ~3 s here. */
 #define NOMINAL_LOAD 1611.0
 
@@ -102,7 +106,7 @@ static double erlang_c(long c, double a)
  * waiting per unit of overload) where the first would jump to infinity. */
 static void waiting(long c, double s, double lam, double *wmean, double *w99)
 {
-    const double T = CIL_MICRO_ROUND_S, Z99 = 2.32634787404084110089;
+    const double T = BACKLOG_WINDOW_S, Z99 = 2.32634787404084110089;
     double cmu = (double)c / s, a = lam * s;
     double t99 = (fmax(0.0, lam - cmu) * T + Z99 * sqrt(2.0 * lam * T)) / cmu;
     double tmean = 0.5 * t99;
@@ -181,7 +185,7 @@ double cil_micro_p99(const long *alloc, double load)
             m += v[j] * mean[j];
             e2 += v[j] * excess[j] * excess[j];
         }
-        p[k] = fmin(CIL_MICRO_CAP_S, m + sqrt(e2));
+        p[k] = m + sqrt(e2);
     }
     return mix_p99(p);
 }

@@ -16,7 +16,7 @@
 #define UCB_BETA 2.5        /* UCB = mean + UCB_BETA * sd */
 #define GP_CAP 240          /* GP data cap: the newest points */
 #define GP_REFIT_EVERY 10   /* ML-II hyperparameter search every so many rounds */
-#define OPT_POP 16          /* evolutionary optimizer: population */
+#define OPT_DEPTH 1         /* optimizer: mutations away from observed allocations */
 #define OPT_ITERS 400       /* evolutionary optimizer: children per round */
 #define ELITES 16           /* best distinct observed allocations kept */
 #define EPSILON 0.2         /* epsilon-greedy: exploration probability */
@@ -221,40 +221,49 @@ static double ucb(cil_micro_agent *ag, const long *a, double load)
     return m + UCB_BETA * sd;
 }
 
-/* Cilantro: maximizes the UCB over integer allocations with a steady-state elitist
- * evolutionary optimizer. The first population holds the elites (the best observed
- * allocations), the equal split and random splits; each child mutates the winner of a
- * 2-way tournament and replaces the worst member when its UCB is higher. */
+/* Cilantro: maximizes the UCB over integer allocations with an evolutionary
+ * optimizer kept near the data: the parents are the elites (the best observed
+ * allocations) and the equal split, each generation's children are mutations of a
+ * parent picked by a 2-way tournament on UCB, and a child joins the parents (replacing
+ * the worst) when its UCB is higher. A child is at most OPT_DEPTH mutations away from
+ * an observed allocation: far from the data every allocation has the prior's large sd,
+ * so an unbounded search would mostly pick blind jumps (see the doc). */
 static void choose_ucb(cil_micro_agent *ag, double load, long *a)
 {
-    long pop[OPT_POP][N];
-    double fit[OPT_POP];
-    for (size_t i = 0; i < OPT_POP; i++) {
-        if (i < ag->nelites)
-            memcpy(pop[i], ag->elites[i].a, sizeof pop[i]);
-        else if (i == ag->nelites)
-            fair(pop[i]);
-        else
-            random_alloc(&ag->rng, pop[i]);
+    long pop[ELITES + 1][N];
+    double fit[ELITES + 1];
+    unsigned depth[ELITES + 1];
+    size_t np = 0;
+    for (; np < ag->nelites; np++)
+        memcpy(pop[np], ag->elites[np].a, sizeof pop[np]);
+    fair(pop[np++]);
+    for (size_t i = 0; i < np; i++) {
         fit[i] = ucb(ag, pop[i], load);
+        depth[i] = 0;
     }
     for (size_t it = 0; it < OPT_ITERS; it++) {
-        size_t p = randint(&ag->rng, OPT_POP), q = randint(&ag->rng, OPT_POP);
+        size_t p = randint(&ag->rng, np), q = randint(&ag->rng, np);
+        size_t w = fit[p] >= fit[q] ? p : q;
+        if (depth[w] >= OPT_DEPTH)
+            w = randint(&ag->rng, np);
+        if (depth[w] >= OPT_DEPTH)
+            continue;
         long child[N];
-        memcpy(child, pop[fit[p] >= fit[q] ? p : q], sizeof child);
+        memcpy(child, pop[w], sizeof child);
         mutate(&ag->rng, child);
         double f = ucb(ag, child, load);
         size_t worst = 0;
-        for (size_t i = 1; i < OPT_POP; i++)
+        for (size_t i = 1; i < np; i++)
             if (fit[i] < fit[worst])
                 worst = i;
         if (f > fit[worst]) {
             memcpy(pop[worst], child, sizeof child);
             fit[worst] = f;
+            depth[worst] = depth[w] + 1;
         }
     }
     size_t best = 0;
-    for (size_t i = 1; i < OPT_POP; i++)
+    for (size_t i = 1; i < np; i++)
         if (fit[i] > fit[best])
             best = i;
     memcpy(a, pop[best], N * sizeof *a);

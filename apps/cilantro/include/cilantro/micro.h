@@ -19,7 +19,7 @@
 #define CIL_MICRO_R 152     /* CPUs in the cluster */
 #define CIL_MICRO_MIN 4     /* CPUs every service gets at least */
 #define CIL_MICRO_CAP_S 10.0 /* latency reported for a saturated queue, seconds */
-#define CIL_MICRO_ROUND_S 120.0 /* one allocation round of virtual time, seconds */
+#define CIL_MICRO_ROUND_S 60.0  /* one allocation round of virtual time, seconds */
 
 /* ---- the model (micro.c) ---- */
 
