@@ -174,16 +174,18 @@ double cil_micro_p99(const long *alloc, double load)
         service_latency(alloc[j], SVC_S(j), rate[j], &mean[j], &q);
         excess[j] = fmax(0.0, q - mean[j]);
     }
-    /* Along a path the means add and the excesses over the mean (the tails) add in
-     * quadrature, as independent variations do; a single congested service then
-     * dominates with its whole P99 (see the doc). */
+    /* Along a path the means add (weighted by visits) and the excesses over the mean
+     * (the tails) add in quadrature, as independent variations do, so a single
+     * congested service dominates with its whole P99. A service visited with
+     * probability v < 1 (a cache miss) adds v * excess, not sqrt(v) * excess: that
+     * keeps the P99 non-increasing in every service's CPUs (see the doc). */
     double p[NTYPES];
     for (int k = 0; k < NTYPES; k++) {
         visits(k, v);
         double m = 0, e2 = 0;
         for (size_t j = 0; j < CIL_MICRO_NSVC; j++) {
             m += v[j] * mean[j];
-            e2 += v[j] * excess[j] * excess[j];
+            e2 += (v[j] * excess[j]) * (v[j] * excess[j]);
         }
         p[k] = m + sqrt(e2);
     }
