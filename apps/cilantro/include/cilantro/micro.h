@@ -32,8 +32,8 @@ double cil_micro_nominal_load(void);
 
 /* True end-to-end P99 latency in seconds of the application with alloc[j] CPUs for
  * service j (CIL_MICRO_NSVC entries, each >= 1) at load requests/s (> 0): per-service
- * M/M/c latencies, composed along each request type's path, mixed over types, capped
- * at CIL_MICRO_CAP_S. Non-increasing in every alloc[j]. NAN on a NULL alloc, an entry
+ * M/M/c latencies (each capped at CIL_MICRO_CAP_S), composed along each request
+ * type's path, mixed over types (no end-to-end cap). Non-increasing in every alloc[j]. NAN on a NULL alloc, an entry
  * < 1 or a load that is not finite and > 0. */
 double cil_micro_p99(const long *alloc, double load);
 
