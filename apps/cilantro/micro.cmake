@@ -8,10 +8,6 @@ target_sources(cilantro PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/micro_policy.c
   ${CMAKE_CURRENT_LIST_DIR}/micro_run.c)
 
-# cilantro-micro: `cilantro micro` on its own, until the cilantro command dispatches it.
-add_executable(cilantro-micro ${CMAKE_CURRENT_LIST_DIR}/micro_main.c)
-target_link_libraries(cilantro-micro PRIVATE cilantro)
-
 foreach(t gp micro)
   add_executable(test_cilantro_${t} ${CMAKE_CURRENT_LIST_DIR}/tests/test_${t}.c)
   target_link_libraries(test_cilantro_${t} PRIVATE cilantro PkgConfig::CMOCKA)

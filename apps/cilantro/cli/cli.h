@@ -44,6 +44,8 @@ double cli_median(double *v, size_t n);
 int cli_run(const char *cmd, const cil_env *env, cil_policy pol, const cli_opts *o,
             cil_sim_result *r);
 
+/* The subcommands: argv[0] is the subcommand's name, options follow. Each returns the
+ * process's exit status (0, 1 on a failed input or run, 2 on bad usage). */
 int cmd_simulate(int argc, char **argv);
 int cmd_alloc(int argc, char **argv);
 int cmd_compare(int argc, char **argv);

@@ -21,7 +21,7 @@ static double median_alloc_ms(const cil_sim_result *r)
 int cmd_compare(int argc, char **argv)
 {
     cli_opts o;
-    if (cli_parse("compare", argc, argv, OPT_ENV | OPT_POLICIES | OPT_HOURS | OPT_SEED | OPT_JSON,
+    if (cli_parse("compare", argc - 1, argv + 1, OPT_ENV | OPT_POLICIES | OPT_HOURS | OPT_SEED | OPT_JSON,
                   &o) != 0)
         return 2;
     cil_policy pols[CIL_POL_COUNT];

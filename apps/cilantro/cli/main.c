@@ -52,7 +52,7 @@ int main(int argc, char **argv)
     };
     for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++)
         if (!strcmp(cmd, cmds[k].name))
-            return cmds[k].fn(argc - 2, argv + 2);
+            return cmds[k].fn(argc - 1, argv + 1); /* argv[0]: the command */
     fprintf(stderr, "cilantro: unknown command '%s' (see cilantro --help)\n", cmd);
     return 2;
 }

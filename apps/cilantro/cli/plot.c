@@ -71,7 +71,7 @@ static int draw(const char *dir, int np, const cil_policy *pols)
 int cmd_plot(int argc, char **argv)
 {
     cli_opts o;
-    if (cli_parse("plot", argc, argv, OPT_ENV | OPT_POLICIES | OPT_OUT | OPT_HOURS | OPT_SEED,
+    if (cli_parse("plot", argc - 1, argv + 1, OPT_ENV | OPT_POLICIES | OPT_OUT | OPT_HOURS | OPT_SEED,
                   &o) != 0)
         return 2;
     cil_policy pols[CIL_POL_COUNT];

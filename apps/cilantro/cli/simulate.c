@@ -49,7 +49,7 @@ static void print_text(const cil_env *env, cil_policy pol, const cli_opts *o,
 int cmd_simulate(int argc, char **argv)
 {
     cli_opts o;
-    if (cli_parse("simulate", argc, argv, OPT_ENV | OPT_POLICY | OPT_HOURS | OPT_SEED | OPT_JSON,
+    if (cli_parse("simulate", argc - 1, argv + 1, OPT_ENV | OPT_POLICY | OPT_HOURS | OPT_SEED | OPT_JSON,
                   &o) != 0)
         return 2;
     cil_policy pol;

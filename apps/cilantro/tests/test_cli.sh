@@ -86,6 +86,13 @@ echo '{"cpus": -5, "jobs": []}' >"$tmp/bad2.json"
 expect_error "cpus" "$bin" simulate --env "$tmp/bad2.json" --policy miad
 expect_error "missing.json" "$bin" simulate --env "$tmp/missing.json" --policy miad
 
+# the microservices comparison, when built
+if "$bin" --help | grep -q 'cilantro micro'; then
+    "$bin" micro --policy all --hours 0.5 --json | python3 -c 'import json,sys; json.load(sys.stdin)' ||
+        fail "micro --json"
+    expect_error "unknown policy" "$bin" micro --policy bogus
+fi
+
 # the paper's environment, when the shared data is there
 if "$bin" alloc --env "$envdir/paper20.json" --policy oracle-ew >/dev/null 2>&1; then
     "$bin" alloc --env "$envdir/paper20.json" --policy oracle-njc --json |
