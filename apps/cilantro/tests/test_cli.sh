@@ -88,7 +88,8 @@ expect_error "missing.json" "$bin" simulate --env "$tmp/missing.json" --policy m
 
 # the microservices comparison, when built
 if "$bin" --help | grep -q 'cilantro micro'; then
-    "$bin" micro --policy all --hours 0.5 --json | python3 -c 'import json,sys; json.load(sys.stdin)' ||
+    "$bin" micro --policy all --hours 0.5 --json |
+        python3 -c 'import json,sys; rows=[json.loads(l) for l in sys.stdin]; assert [r["policy"] for r in rows]==["ucb","evoalg","egreedy","resource-fair"]; assert all(r["mean_p99_s"]>0 for r in rows)' ||
         fail "micro --json"
     expect_error "unknown policy" "$bin" micro --policy bogus
 fi
