@@ -3,6 +3,8 @@
 #include "cilantro/common.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 double cil_beta(double c_beta, double delta, uint64_t t)
 {
@@ -58,4 +60,17 @@ int cil_pieces_recommend(size_t n, const double *edges, const double *lower,
     }
     *x = edges[n];
     return 1;
+}
+
+void cil_errorf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    for (char *c = err; *c; c++) /* keep it one line */
+        if (*c == '\n' || *c == '\r')
+            *c = ' ';
 }

@@ -4,10 +4,11 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cilantro/common.h"
 
 #ifndef CILANTRO_DEFAULT_DATA_DIR
 #define CILANTRO_DEFAULT_DATA_DIR "../shared/data/cilantro"
@@ -78,18 +79,6 @@ uint64_t cil_rng_binomial(cil_rng *r, uint64_t n, double p)
 
 /* ---------------------------------------------------------------- helpers */
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    for (char *c = err; *c; c++) /* keep it one line */
-        if (*c == '\n' || *c == '\r')
-            *c = ' ';
-}
 
 static char *xstrdup(const char *s)
 {
@@ -252,13 +241,13 @@ cil_profile *cil_profile_load(const char *path, char *err, size_t errlen)
 {
     char *buf = slurp(path);
     if (!buf) {
-        seterr(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        cil_errorf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
     }
     cil_profile *p = calloc(1, sizeof *p);
     if (!p) {
         free(buf);
-        seterr(err, errlen, "%s: out of memory", path);
+        cil_errorf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     p->lip_const = p->int_ub = p->p50_load = p->p99_load = NAN;
@@ -280,7 +269,7 @@ cil_profile *cil_profile_load(const char *path, char *err, size_t errlen)
             gi = n > 0 ? column_index(f, n, "grid") : -1;
             ei = n > 0 ? column_index(f, n, "ests") : -1;
             if (gi < 0 || ei < 0) {
-                seterr(err, errlen, "%s:%d: header must name columns grid and ests", path, lineno);
+                cil_errorf(err, errlen, "%s:%d: header must name columns grid and ests", path, lineno);
                 goto fail;
             }
             ncols = n;
@@ -288,12 +277,12 @@ cil_profile *cil_profile_load(const char *path, char *err, size_t errlen)
         }
         double x, y;
         if (n != ncols || parse_double(f[gi], &x) || parse_double(f[ei], &y)) {
-            seterr(err, errlen, "%s:%d: expected %d columns with numeric grid and ests", path,
+            cil_errorf(err, errlen, "%s:%d: expected %d columns with numeric grid and ests", path,
                    lineno, ncols);
             goto fail;
         }
         if (p->n > 0 && x < p->grid[p->n - 1]) {
-            seterr(err, errlen, "%s:%d: grid must be non-decreasing", path, lineno);
+            cil_errorf(err, errlen, "%s:%d: grid must be non-decreasing", path, lineno);
             goto fail;
         }
         if (p->n == cap) {
@@ -305,7 +294,7 @@ cil_profile *cil_profile_load(const char *path, char *err, size_t errlen)
             if (e)
                 p->ests = e;
             if (!g || !e) {
-                seterr(err, errlen, "%s: out of memory", path);
+                cil_errorf(err, errlen, "%s: out of memory", path);
                 goto fail;
             }
         }
@@ -314,7 +303,7 @@ cil_profile *cil_profile_load(const char *path, char *err, size_t errlen)
         p->n++;
     }
     if (p->n == 0) {
-        seterr(err, errlen, "%s: no data rows", path);
+        cil_errorf(err, errlen, "%s: no data rows", path);
         goto fail;
     }
     free(buf);
@@ -362,13 +351,13 @@ cil_trace *cil_trace_load(const char *path, char *err, size_t errlen)
 {
     char *buf = slurp(path);
     if (!buf) {
-        seterr(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        cil_errorf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
     }
     cil_trace *t = calloc(1, sizeof *t);
     if (!t) {
         free(buf);
-        seterr(err, errlen, "%s: out of memory", path);
+        cil_errorf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     size_t pos = 0, cap = 0;
@@ -383,7 +372,7 @@ cil_trace *cil_trace_load(const char *path, char *err, size_t errlen)
         if (di < 0) {
             di = n > 0 ? column_index(f, n, "data") : -1;
             if (di < 0) {
-                seterr(err, errlen, "%s:%d: header must name a column data", path, lineno);
+                cil_errorf(err, errlen, "%s:%d: header must name a column data", path, lineno);
                 goto fail;
             }
             ncols = n;
@@ -391,7 +380,7 @@ cil_trace *cil_trace_load(const char *path, char *err, size_t errlen)
         }
         double v;
         if (n != ncols || parse_double(f[di], &v) || v < 0) {
-            seterr(err, errlen, "%s:%d: expected %d columns with a non-negative number in data",
+            cil_errorf(err, errlen, "%s:%d: expected %d columns with a non-negative number in data",
                    path, lineno, ncols);
             goto fail;
         }
@@ -399,7 +388,7 @@ cil_trace *cil_trace_load(const char *path, char *err, size_t errlen)
             cap = cap ? cap * 2 : 4096;
             double *d = realloc(t->data, cap * sizeof *d);
             if (!d) {
-                seterr(err, errlen, "%s: out of memory", path);
+                cil_errorf(err, errlen, "%s: out of memory", path);
                 goto fail;
             }
             t->data = d;
@@ -407,7 +396,7 @@ cil_trace *cil_trace_load(const char *path, char *err, size_t errlen)
         t->data[t->n++] = v;
     }
     if (t->n == 0) {
-        seterr(err, errlen, "%s: no data rows", path);
+        cil_errorf(err, errlen, "%s: no data rows", path);
         goto fail;
     }
     free(buf);
@@ -573,7 +562,7 @@ static const cil_profile *get_profile(cil_env *env, const ctx *c, const char *jo
     char e[512];
     cil_profile *p = cil_profile_load(path, e, sizeof e);
     if (!p) {
-        seterr(c->err, c->errlen, "%s: job '%s': curve.file: %s", c->name, job, e);
+        cil_errorf(c->err, c->errlen, "%s: job '%s': curve.file: %s", c->name, job, e);
         return NULL;
     }
     cil_profile **np = realloc(env->profiles, (env->nprofiles + 1) * sizeof *np);
@@ -586,7 +575,7 @@ static const cil_profile *get_profile(cil_env *env, const ctx *c, const char *jo
     if (!np || !pp || !dup) {
         free(dup);
         cil_profile_free(p);
-        seterr(c->err, c->errlen, "%s: out of memory", c->name);
+        cil_errorf(c->err, c->errlen, "%s: out of memory", c->name);
         return NULL;
     }
     env->profiles[env->nprofiles] = p;
@@ -602,7 +591,7 @@ static const cil_trace *get_trace(cil_env *env, const ctx *c, const char *job, c
     char e[512];
     cil_trace *t = cil_trace_load(path, e, sizeof e);
     if (!t) {
-        seterr(c->err, c->errlen, "%s: job '%s': load.trace: %s", c->name, job, e);
+        cil_errorf(c->err, c->errlen, "%s: job '%s': load.trace: %s", c->name, job, e);
         return NULL;
     }
     cil_trace **nt = realloc(env->traces, (env->ntraces + 1) * sizeof *nt);
@@ -615,7 +604,7 @@ static const cil_trace *get_trace(cil_env *env, const ctx *c, const char *job, c
     if (!nt || !pp || !dup) {
         free(dup);
         cil_trace_free(t);
-        seterr(c->err, c->errlen, "%s: out of memory", c->name);
+        cil_errorf(c->err, c->errlen, "%s: out of memory", c->name);
         return NULL;
     }
     env->traces[env->ntraces] = t;
@@ -634,7 +623,7 @@ static int check_keys(const ctx *c, const char *where, json_t *obj, const char *
             if (strcmp(*a, key) == 0)
                 ok = 1;
         if (!ok) {
-            seterr(c->err, c->errlen, "%s: %sunknown field '%s'", c->name, where, key);
+            cil_errorf(c->err, c->errlen, "%s: %sunknown field '%s'", c->name, where, key);
             return -1;
         }
     }
@@ -648,14 +637,14 @@ static int get_num(const ctx *c, const char *where, json_t *obj, const char *key
     json_t *v = json_object_get(obj, key);
     if (!v) {
         if (required) {
-            seterr(c->err, c->errlen, "%s: %s%s: missing", c->name, where, key);
+            cil_errorf(c->err, c->errlen, "%s: %s%s: missing", c->name, where, key);
             return -1;
         }
         return 1;
     }
     if (!json_is_number(v) || !isfinite(json_number_value(v)) ||
         (positive && !(json_number_value(v) > 0))) {
-        seterr(c->err, c->errlen, "%s: %s%s: expected a %snumber", c->name, where, key,
+        cil_errorf(c->err, c->errlen, "%s: %s%s: expected a %snumber", c->name, where, key,
                positive ? "positive " : "");
         return -1;
     }
@@ -668,18 +657,18 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
     cil_job *j = &env->jobs[idx];
     char where[160];
     if (!json_is_object(jj)) {
-        seterr(c->err, c->errlen, "%s: jobs[%zu]: expected an object", c->name, idx);
+        cil_errorf(c->err, c->errlen, "%s: jobs[%zu]: expected an object", c->name, idx);
         return -1;
     }
     json_t *nm = json_object_get(jj, "name");
     if (!json_is_string(nm) || json_string_length(nm) == 0) {
-        seterr(c->err, c->errlen, "%s: jobs[%zu]: name: expected a non-empty string", c->name,
+        cil_errorf(c->err, c->errlen, "%s: jobs[%zu]: name: expected a non-empty string", c->name,
                idx);
         return -1;
     }
     const char *name = json_string_value(nm);
     if (cil_env_find(env, name) >= 0) {
-        seterr(c->err, c->errlen, "%s: job '%s': name: duplicate", c->name, name);
+        cil_errorf(c->err, c->errlen, "%s: job '%s': name: duplicate", c->name, name);
         return -1;
     }
     snprintf(where, sizeof where, "job '%s': ", name);
@@ -691,7 +680,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
     /* curve */
     json_t *cv = json_object_get(jj, "curve");
     if (!json_is_object(cv)) {
-        seterr(c->err, c->errlen, "%s: %scurve: %s", c->name, where,
+        cil_errorf(c->err, c->errlen, "%s: %scurve: %s", c->name, where,
                cv ? "expected an object" : "missing");
         return -1;
     }
@@ -699,7 +688,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
     char cw[200];
     snprintf(cw, sizeof cw, "%scurve.", where);
     if (!ct) {
-        seterr(c->err, c->errlen, "%s: %scurve.type: expected \"profile\", \"linear\" or \"sigmoid\"",
+        cil_errorf(c->err, c->errlen, "%s: %scurve.type: expected \"profile\", \"linear\" or \"sigmoid\"",
                c->name, where);
         return -1;
     }
@@ -709,12 +698,12 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
             return -1;
         const char *file = json_string_value(json_object_get(cv, "file"));
         if (!file || !*file) {
-            seterr(c->err, c->errlen, "%s: %scurve.file: expected a path string", c->name, where);
+            cil_errorf(c->err, c->errlen, "%s: %scurve.file: expected a path string", c->name, where);
             return -1;
         }
         char *path = resolve(c, file);
         if (!path) {
-            seterr(c->err, c->errlen, "%s: out of memory", c->name);
+            cil_errorf(c->err, c->errlen, "%s: out of memory", c->name);
             return -1;
         }
         j->profile = get_profile(env, c, name, path);
@@ -734,7 +723,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
             return -1;
         j->curve = CIL_CURVE_SIGMOID;
     } else {
-        seterr(c->err, c->errlen,
+        cil_errorf(c->err, c->errlen,
                "%s: %scurve.type: expected \"profile\", \"linear\" or \"sigmoid\", got \"%s\"",
                c->name, where, ct);
         return -1;
@@ -743,7 +732,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
     /* load */
     json_t *ld = json_object_get(jj, "load");
     if (!ld) {
-        seterr(c->err, c->errlen, "%s: %sload: missing", c->name, where);
+        cil_errorf(c->err, c->errlen, "%s: %sload: missing", c->name, where);
         return -1;
     }
     if (json_is_number(ld)) {
@@ -758,7 +747,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
             return -1;
         const char *file = json_string_value(json_object_get(ld, "trace"));
         if (!file || !*file) {
-            seterr(c->err, c->errlen, "%s: %sload.trace: expected a path string", c->name, where);
+            cil_errorf(c->err, c->errlen, "%s: %sload.trace: expected a path string", c->name, where);
             return -1;
         }
         j->load = 1.0;
@@ -766,7 +755,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
             return -1;
         char *path = resolve(c, file);
         if (!path) {
-            seterr(c->err, c->errlen, "%s: out of memory", c->name);
+            cil_errorf(c->err, c->errlen, "%s: out of memory", c->name);
             return -1;
         }
         j->trace = get_trace(env, c, name, path);
@@ -774,7 +763,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
         if (!j->trace)
             return -1;
     } else {
-        seterr(c->err, c->errlen,
+        cil_errorf(c->err, c->errlen,
                "%s: %sload: expected a positive number or {\"trace\": FILE, \"scale\": S}",
                c->name, where);
         return -1;
@@ -786,7 +775,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
     json_t *ut = json_object_get(jj, "utility");
     const char *us = json_string_value(ut);
     if (!us || (strcmp(us, "linear") && strcmp(us, "quadratic") && strcmp(us, "sqrt"))) {
-        seterr(c->err, c->errlen, "%s: %sutility: %s", c->name, where,
+        cil_errorf(c->err, c->errlen, "%s: %sutility: %s", c->name, where,
                ut ? "expected \"linear\", \"quadratic\" or \"sqrt\"" : "missing");
         return -1;
     }
@@ -804,7 +793,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
         char nw[200];
         snprintf(nw, sizeof nw, "%snoise.", where);
         if (!json_is_object(nz)) {
-            seterr(c->err, c->errlen, "%s: %snoise: expected an object", c->name, where);
+            cil_errorf(c->err, c->errlen, "%s: %snoise: expected an object", c->name, where);
             return -1;
         }
         static const char *const k[] = {"type", "sd", NULL};
@@ -812,7 +801,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
             return -1;
         const char *nt = json_string_value(json_object_get(nz, "type"));
         if (!nt || strcmp(nt, "gaussian")) {
-            seterr(c->err, c->errlen, "%s: %snoise.type: expected \"gaussian\"", c->name, where);
+            cil_errorf(c->err, c->errlen, "%s: %snoise.type: expected \"gaussian\"", c->name, where);
             return -1;
         }
         if (get_num(c, nw, nz, "sd", 1, 1, &j->noise_sd))
@@ -822,7 +811,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
 
     j->name = xstrdup(name);
     if (!j->name) {
-        seterr(c->err, c->errlen, "%s: out of memory", c->name);
+        cil_errorf(c->err, c->errlen, "%s: out of memory", c->name);
         return -1;
     }
     return 0;
@@ -833,26 +822,26 @@ cil_env *cil_env_parse(const char *json_text, const char *base_dir, const char *
 {
     ctx c = {name ? name : "env", base_dir ? base_dir : ".", err, errlen};
     if (!json_text) {
-        seterr(err, errlen, "%s: no text", c.name);
+        cil_errorf(err, errlen, "%s: no text", c.name);
         return NULL;
     }
     json_error_t je;
     json_t *root = json_loads(json_text, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        seterr(err, errlen, "%s:%d:%d: invalid JSON: %s", c.name, je.line, je.column, je.text);
+        cil_errorf(err, errlen, "%s:%d:%d: invalid JSON: %s", c.name, je.line, je.column, je.text);
         return NULL;
     }
     cil_env *env = calloc(1, sizeof *env);
     if (!env) {
         json_decref(root);
-        seterr(err, errlen, "%s: out of memory", c.name);
+        cil_errorf(err, errlen, "%s: out of memory", c.name);
         return NULL;
     }
     static const char *const top_keys[] = {"cpus", "round_s", "report_s", "jobs", NULL};
     double cpus;
     json_t *jobs;
     if (!json_is_object(root)) {
-        seterr(err, errlen, "%s: expected a JSON object at the top level", c.name);
+        cil_errorf(err, errlen, "%s: expected a JSON object at the top level", c.name);
         goto fail;
     }
     if (check_keys(&c, "", root, top_keys))
@@ -860,7 +849,7 @@ cil_env *cil_env_parse(const char *json_text, const char *base_dir, const char *
     if (get_num(&c, "", root, "cpus", 1, 1, &cpus))
         goto fail;
     if (cpus != floor(cpus) || cpus > 1e9) {
-        seterr(err, errlen, "%s: cpus: expected a positive integer", c.name);
+        cil_errorf(err, errlen, "%s: cpus: expected a positive integer", c.name);
         goto fail;
     }
     env->cpus = (int)cpus;
@@ -868,18 +857,18 @@ cil_env *cil_env_parse(const char *json_text, const char *base_dir, const char *
         get_num(&c, "", root, "report_s", 1, 1, &env->report_s))
         goto fail;
     if (env->report_s > env->round_s) {
-        seterr(err, errlen, "%s: report_s: must not exceed round_s", c.name);
+        cil_errorf(err, errlen, "%s: report_s: must not exceed round_s", c.name);
         goto fail;
     }
     jobs = json_object_get(root, "jobs");
     if (!json_is_array(jobs) || json_array_size(jobs) == 0) {
-        seterr(err, errlen, "%s: jobs: %s", c.name,
+        cil_errorf(err, errlen, "%s: jobs: %s", c.name,
                jobs ? "expected a non-empty array" : "missing");
         goto fail;
     }
     env->jobs = calloc(json_array_size(jobs), sizeof *env->jobs);
     if (!env->jobs) {
-        seterr(err, errlen, "%s: out of memory", c.name);
+        cil_errorf(err, errlen, "%s: out of memory", c.name);
         goto fail;
     }
     for (size_t i = 0; i < json_array_size(jobs); i++) {
@@ -898,18 +887,18 @@ fail:
 cil_env *cil_env_load(const char *path, char *err, size_t errlen)
 {
     if (!path) {
-        seterr(err, errlen, "env: no path");
+        cil_errorf(err, errlen, "env: no path");
         return NULL;
     }
     char *text = slurp(path);
     if (!text) {
-        seterr(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        cil_errorf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
     }
     char *base = xstrdup(path);
     if (!base) {
         free(text);
-        seterr(err, errlen, "%s: out of memory", path);
+        cil_errorf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     char *slash = strrchr(base, '/');

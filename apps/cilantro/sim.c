@@ -2,12 +2,12 @@
 #include "cilantro/sim.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cilantro/common.h"
 #include "cilantro/forecast.h"
 #include "cilantro/ibtree.h"
 
@@ -69,15 +69,6 @@ void cil_sim_result_free(cil_sim_result *r)
     r->alloc_s = NULL;
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Nominal load of a job: the constant, or scale times the trace's mean. */
 static double nominal_load(const cil_job *j)
@@ -333,7 +324,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
 {
     if (!env || !out || !cil_policy_name(pol) || env->njobs == 0 || env->cpus <= 0 ||
         !(env->round_s > 0) || !(env->report_s > 0)) {
-        set_err(err, errlen, "sim: invalid arguments");
+        cil_errorf(err, errlen, "sim: invalid arguments");
         return -1;
     }
     cil_sim_params prm;
@@ -342,7 +333,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
     else
         cil_sim_params_default(&prm);
     if (!(prm.duration_s > 0) || !isfinite(prm.duration_s)) {
-        set_err(err, errlen, "sim: duration_s must be a positive number");
+        cil_errorf(err, errlen, "sim: duration_s must be a positive number");
         return -1;
     }
     size_t n = env->njobs;
@@ -375,7 +366,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
              (s.tab.table = calloc(n * (size_t)(R + 1), sizeof(double)));
     if (!ok) {
         state_free(&s, n);
-        set_err(err, errlen, "sim: out of memory");
+        cil_errorf(err, errlen, "sim: out of memory");
         return -1;
     }
     s.tab.env = env;
@@ -402,7 +393,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
         s.fc[j] = cil_forecaster_create(&fp);
         if (!s.tree[j] || !s.fc[j]) {
             state_free(&s, n);
-            set_err(err, errlen, "sim: job '%s': cannot create its learner (domain [%g, %g], L %g)",
+            cil_errorf(err, errlen, "sim: job '%s': cannot create its learner (domain [%g, %g], L %g)",
                     env->jobs[j].name, lo, hi, lip);
             return -1;
         }
@@ -418,7 +409,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
         !(out->forecast_s = calloc(rounds, sizeof *out->forecast_s))) {
         cil_sim_result_free(out);
         state_free(&s, n);
-        set_err(err, errlen, "sim: out of memory");
+        cil_errorf(err, errlen, "sim: out of memory");
         return -1;
     }
 
@@ -455,7 +446,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
                 if (!(load > 0) || s.seen[j]++ < prm.skip_points)
                     continue;
                 if (cil_ibtree_add(s.tree[j], a / load, reward, sigma) != 0) {
-                    set_err(err, errlen, "sim: job '%s': learner update failed", job->name);
+                    cil_errorf(err, errlen, "sim: job '%s': learner update failed", job->name);
                     rc = -1;
                     break;
                 }
@@ -479,7 +470,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
                 s.obs_load[j] = c ? s.obs_load[j] / (double)c : 0;
             }
             if (cil_baseline_observe(s.bl, s.alloc, s.obs_load, s.obs_sum, s.obs_has) != 0) {
-                set_err(err, errlen, "sim: %s: out of memory", cil_policy_name(pol));
+                cil_errorf(err, errlen, "sim: %s: out of memory", cil_policy_name(pol));
                 rc = -1;
                 break;
             }
@@ -502,7 +493,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
         int arc = allocate(&s, env, pol, &prm, m_round);
         out->alloc_s[m_round] = now_s() - t_start;
         if (arc != 0) {
-            set_err(err, errlen, "sim: %s: allocation failed in round %zu", cil_policy_name(pol),
+            cil_errorf(err, errlen, "sim: %s: allocation failed in round %zu", cil_policy_name(pol),
                     m_round);
             rc = -1;
             break;
@@ -526,7 +517,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
         if (cil_metrics_compute(n, (double)R, s.allocd, s.demand, s.util, s.share, s.weight,
                                 &m) != 0 ||
             cil_metrics_avg_add(&avg, &m) != 0) {
-            set_err(err, errlen, "sim: round %zu: metrics not finite", m_round);
+            cil_errorf(err, errlen, "sim: round %zu: metrics not finite", m_round);
             rc = -1;
             break;
         }
@@ -542,7 +533,7 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
         out->job_alloc = malloc(n * sizeof(double));
         if (!out->job_util || !out->job_alloc || cil_metrics_avg_mean(&avg, &out->mean) != 0) {
             cil_sim_result_free(out);
-            set_err(err, errlen, "sim: out of memory");
+            cil_errorf(err, errlen, "sim: out of memory");
             rc = -1;
         } else {
             for (size_t j = 0; j < n; j++) {
@@ -559,12 +550,12 @@ int cil_sim_alloc_once(const cil_env *env, cil_policy pol, double t_s,
                        const cil_sim_params *params, long *alloc, char *err, size_t errlen)
 {
     if (!env || !alloc || env->njobs == 0 || env->cpus <= 0 || !isfinite(t_s)) {
-        set_err(err, errlen, "alloc: invalid arguments");
+        cil_errorf(err, errlen, "alloc: invalid arguments");
         return -1;
     }
     if (pol != CIL_POL_RESOURCE_FAIR && pol != CIL_POL_ORACLE_NJC && pol != CIL_POL_ORACLE_SW &&
         pol != CIL_POL_ORACLE_EW) {
-        set_err(err, errlen,
+        cil_errorf(err, errlen,
                 "alloc: policy '%s' needs feedback; one allocation from the true curves is "
                 "defined for resource-fair, oracle-njc, oracle-sw and oracle-ew",
                 cil_policy_name(pol) ? cil_policy_name(pol) : "?");
@@ -585,7 +576,7 @@ int cil_sim_alloc_once(const cil_env *env, cil_policy pol, double t_s,
              (s.tab.table = calloc(n * (size_t)(R + 1), sizeof(double)));
     int rc = -1;
     if (!ok) {
-        set_err(err, errlen, "alloc: out of memory");
+        cil_errorf(err, errlen, "alloc: out of memory");
     } else {
         s.tab.env = env;
         s.tab.n = n;
@@ -598,7 +589,7 @@ int cil_sim_alloc_once(const cil_env *env, cil_policy pol, double t_s,
         if (rc == 0)
             memcpy(alloc, s.alloc, n * sizeof *alloc);
         else
-            set_err(err, errlen, "alloc: %s: allocation failed", cil_policy_name(pol));
+            cil_errorf(err, errlen, "alloc: %s: allocation failed", cil_policy_name(pol));
     }
     state_free(&s, n);
     return rc;

@@ -1,4 +1,5 @@
-/* cilantro/common.h: types and helpers shared by the Cilantro learners.
+/* cilantro/common.h: types and helpers shared by the Cilantro learners (and the
+ * library's one-line error formatting).
  *
  * The estimators (ibtree.h, binning.h) learn performance p in [p_lo, p_hi] as a
  * function of x = allocation / load over a domain [lo, hi]. Their estimates are
@@ -50,5 +51,11 @@ void cil_monotone_envelope(size_t n, double *lower, double *upper);
  * unknown mode. Nothing is allocated. */
 int cil_pieces_recommend(size_t n, const double *edges, const double *lower,
                          const double *upper, double goal, cil_rec_mode mode, double *x);
+
+/* Formats a one-line error message into err (errlen bytes; nothing when err is NULL or
+ * errlen 0): printf-style, newlines replaced by spaces, truncated to fit. The library's
+ * functions report their errors this way. */
+void cil_errorf(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif
