@@ -159,32 +159,76 @@ static int epoch(ekya_mlp *m, run_state *s, const ekya_train_opts *o, ekya_rng *
     return 0;
 }
 
+struct ekya_trainer {
+    ekya_mlp *m;
+    ekya_train_opts o;
+    run_state s;
+    ekya_rng r;
+    int use_cuda, epochs_done;
+};
+
+ekya_trainer *ekya_trainer_new(ekya_mlp *m, const float *x, const uint8_t *y, int n,
+                               const ekya_train_opts *o, char *err, size_t errlen)
+{
+    if (check_opts(m, n, o, err, errlen) != 0)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if (y[i] >= EKYA_CLASSES) {
+            fail(err, errlen, "train: label %u of sample %d is not below 10", y[i], i);
+            return NULL;
+        }
+    ekya_trainer *t = calloc(1, sizeof *t);
+    if (!t || run_init(&t->s, m, x, y, n, o) != 0) {
+        free(t);
+        fail(err, errlen, "train: out of memory");
+        return NULL;
+    }
+    t->m = m;
+    t->o = *o;
+    t->use_cuda = o->backend != EKYA_BACKEND_CPU && ekya_cuda_available();
+    ekya_rng_seed(&t->r, ekya_seed_mix(o->seed, 0x5eed, 1, 0));
+    return t;
+}
+
+int ekya_trainer_epoch(ekya_trainer *t, double *loss)
+{
+    double l = 0;
+    if (epoch(t->m, &t->s, &t->o, &t->r, t->use_cuda, &l) != 0)
+        return -1;
+    t->epochs_done++;
+    if (loss)
+        *loss = l;
+    return 0;
+}
+
+int ekya_trainer_samples(const ekya_trainer *t) { return t->s.nsub; }
+
+void ekya_trainer_free(ekya_trainer *t)
+{
+    if (!t)
+        return;
+    run_free(&t->s);
+    free(t);
+}
+
 int ekya_mlp_train(ekya_mlp *m, const float *x, const uint8_t *y, int n,
                    const ekya_train_opts *o, double *final_loss, char *err, size_t errlen)
 {
-    if (check_opts(m, n, o, err, errlen) != 0)
+    ekya_trainer *t = ekya_trainer_new(m, x, y, n, o, err, errlen);
+    if (!t)
         return -1;
-    for (int i = 0; i < n; i++)
-        if (y[i] >= EKYA_CLASSES)
-            return fail(err, errlen, "train: label %u of sample %d is not below 10", y[i], i);
-    run_state s;
-    if (run_init(&s, m, x, y, n, o) != 0)
-        return fail(err, errlen, "train: out of memory");
-    int use_cuda = o->backend != EKYA_BACKEND_CPU && ekya_cuda_available();
-    ekya_rng r;
-    ekya_rng_seed(&r, ekya_seed_mix(o->seed, 0x5eed, 1, 0));
     int done = 0;
     double loss = 0;
     while (done < o->epochs) {
-        if (epoch(m, &s, o, &r, use_cuda, &loss) != 0) {
-            run_free(&s);
+        if (ekya_trainer_epoch(t, &loss) != 0) {
+            ekya_trainer_free(t);
             return fail(err, errlen, "train: gradient step failed (out of memory or CUDA error)");
         }
         done++;
         if (o->on_epoch && o->on_epoch(o->ctx, done, m, loss) != 0)
             break;
     }
-    run_free(&s);
+    ekya_trainer_free(t);
     if (final_loss)
         *final_loss = loss;
     return done;

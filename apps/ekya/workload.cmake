@@ -20,7 +20,8 @@ if(ESCHER_EKYA_CUDA)
   endif()
 endif()
 # (CUDA is detected first: targets pick up CMAKE_CUDA_ARCHITECTURES when created.)
-set(EKYA_WL_SOURCES idx.c stream.c mlp.c train.c config.c curvefit.c)
+set(EKYA_WL_SOURCES idx.c stream.c mlp.c train.c config.c curvefit.c
+  profiler.c retrain.c workload.c profile_cmd.c)
 add_library(ekya_workload STATIC ${EKYA_WL_SOURCES})
 target_include_directories(ekya_workload PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 target_link_libraries(ekya_workload PUBLIC m PkgConfig::ZLIB)
@@ -55,3 +56,8 @@ ekya_wl_test(idx 60)
 ekya_wl_test(stream 60)
 ekya_wl_test(mlp 180)
 ekya_wl_test(curvefit 60)
+
+# ekya-profile: `ekya profile` on its own (the dispatcher in main.c calls the same
+# ekya_cmd_profile); used by the profile tests and to reproduce docs/ekya_workload.md.
+add_executable(ekya-profile tests/profile_main.c)
+target_link_libraries(ekya-profile PRIVATE ekya_workload)

@@ -119,4 +119,22 @@ int ekya_mlp_forward_cuda(const ekya_mlp *m, const float *xin, int n, float *log
 int ekya_mlp_train(ekya_mlp *m, const float *x, const uint8_t *y, int n,
                    const ekya_train_opts *o, double *final_loss, char *err, size_t errlen);
 
+/* A training run that advances one epoch at a time, so that several runs can be
+ * interleaved (the micro-profiler prunes configurations between epochs). It trains *m
+ * in place and borrows x and y; all three must outlive it. o->epochs is not used
+ * except for validation and o->on_epoch is ignored. */
+typedef struct ekya_trainer ekya_trainer;
+
+/* Returns a new trainer (free with ekya_trainer_free), or NULL with a one-line err. */
+ekya_trainer *ekya_trainer_new(ekya_mlp *m, const float *x, const uint8_t *y, int n,
+                               const ekya_train_opts *o, char *err, size_t errlen);
+
+/* Runs one epoch; *loss (optional) gets its mean loss. Returns 0 or -1 (OOM/CUDA). */
+int ekya_trainer_epoch(ekya_trainer *t, double *loss);
+
+/* Samples one epoch passes over (the data-fraction subset). */
+int ekya_trainer_samples(const ekya_trainer *t);
+
+void ekya_trainer_free(ekya_trainer *t);
+
 #endif
