@@ -30,7 +30,7 @@ typedef struct {
 /* Running totals for the summary and the inference profile. */
 typedef struct {
     double *abs_err; /* |pred - real| end accuracy, points, one per row */
-    int n_err, rows;
+    int n_err, rows, pruned, profiled;
     double profile_s, retrain_s, retrain_30_s;
     double mult_sum[N_SUBS];
     int mult_n;
@@ -44,7 +44,7 @@ int ekya_cmd_profile_usage(FILE *out)
           "  Runs the Fashion-MNIST retraining workload and writes the profiles CSV\n"
           "  (accuracies in percent): stream,window,config,epochs,start_acc,end_acc,\n"
           "  gpu_seconds,pred_end_acc,pred_gpu_seconds. Data: $EKYA_DATA_DIR or\n"
-          "  /usr/share/datasets/fashion-mnist. Defaults: seed 1, 400 images per window,\n"
+          "  /usr/share/datasets/fashion-mnist. Defaults: seed 1, 1000 images per window,\n"
           "  full configurations (18), output to stdout.\n",
           out);
     return 0;
@@ -68,7 +68,7 @@ static int parse_args(int argc, char **argv, cmd_args *a)
 {
     memset(a, 0, sizeof *a);
     a->streams = a->windows = -1;
-    a->images = 400;
+    a->images = 1000;
     a->seed = 1;
     a->configs = "full";
     for (int i = 1; i < argc; i++) {
@@ -182,6 +182,9 @@ static int run_window(const cmd_ctx *c, const ekya_window *w, ekya_mlp *carried,
     if (ekya_profile_window(models, n_w, w, c->set, c->n_cfg, c->popts, &prof, err, errlen) != 0)
         return -1;
     t->profile_s += prof.profile_seconds;
+    for (int i = 0; i < prof.n; i++)
+        t->pruned += prof.items[i].pruned;
+    t->profiled += prof.n;
     ekya_mlp next[EKYA_MAX_WIDTHS];
     memset(next, 0, sizeof next);
     int rc = 0;
@@ -283,10 +286,10 @@ static void summary(const cmd_args *a, const ekya_workload *wl, cmd_totals *t)
                           : 0;
     fprintf(stderr,
             "ekya profile: %d rows (%d streams x %d windows, %s configs); pretraining %.2f s; "
-            "micro-profiling %.2f s vs retraining %.2f s (CPU); profiler median |error| %.2f "
-            "points, p90 %.2f\n",
+            "micro-profiling %.2f s (%d of %d profiles pruned) vs retraining %.2f s (CPU); "
+            "profiler median |error| %.2f points, p90 %.2f\n",
             t->rows, a->streams, a->windows, a->configs, wl->pretrain_seconds, t->profile_s,
-            t->retrain_s, med, t->n_err ? t->abs_err[(int)(0.9 * (t->n_err - 1))] : 0.0);
+            t->pruned, t->profiled, t->retrain_s, med, t->n_err ? t->abs_err[(int)(0.9 * (t->n_err - 1))] : 0.0);
 }
 
 static int run(const cmd_args *a, char *err, size_t errlen)

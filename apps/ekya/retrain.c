@@ -59,6 +59,7 @@ int ekya_retrain(const ekya_mlp *start, const ekya_window *w, const ekya_retrain
     o.train_all = c->train_all;
     o.data_frac = c->data_frac;
     o.seed = seed;
+    o.lr = EKYA_RETRAIN_LR;
     double t0 = ekya_thread_seconds(), spent = 0;
     ekya_trainer *t = ekya_trainer_new(&m, w->train_x, w->train_y, w->n_train, &o, err, errlen);
     if (!t) { /* err already says why */

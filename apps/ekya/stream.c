@@ -66,7 +66,7 @@ void ekya_pool_free(ekya_pool *p)
 void ekya_stream_opts_default(ekya_stream_opts *o, uint64_t seed)
 {
     o->seed = seed;
-    o->images_per_window = 400;
+    o->images_per_window = 1000;
     o->train_frac = 0.7;
     o->mix_concentration = 20.0;
     o->walk_sigma = 0.6;

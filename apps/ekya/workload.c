@@ -22,7 +22,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 void ekya_workload_opts_default(ekya_workload_opts *o, uint64_t seed)
 {
     o->seed = seed;
-    o->images_per_window = 400;
+    o->images_per_window = 1000;
     o->pretrain_streams = 8;
     o->pretrain_windows = 2;
     o->pretrain_epochs = 5;

@@ -61,7 +61,7 @@ typedef struct {
 int ekya_pool_init(ekya_pool *p, const ekya_dataset *d, char *err, size_t errlen);
 void ekya_pool_free(ekya_pool *p);
 
-/* Defaults: 400 frames, 70% train, concentration 20, walk 0.6, vanish 0.15, return 0.35,
+/* Defaults: 1000 frames, 70% train, concentration 20, walk 0.6, vanish 0.15, return 0.35,
  * runs of 4 frames on average, appearance rate 1. */
 void ekya_stream_opts_default(ekya_stream_opts *o, uint64_t seed);
 

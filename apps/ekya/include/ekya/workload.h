@@ -21,7 +21,7 @@
 
 typedef struct {
     uint64_t seed;
-    int images_per_window; /* frames per window (400) */
+    int images_per_window; /* frames per window (1000) */
     int pretrain_streams;  /* held-out streams (8) */
     int pretrain_windows;  /* windows of each (2) */
     int pretrain_epochs;   /* epochs (5) */
