@@ -28,7 +28,7 @@ void ekya_profiler_opts_default(ekya_profiler_opts *o, uint64_t seed)
     o->epochs = 5;
     o->data_frac = 0.1;
     o->val_frac = 0.25;
-    o->prune_after = 2;
+    o->prune_after = 3; /* 2 pruned as much but fitted worse from three points */
     o->prune_margin = 0.05;
     o->data_gamma = 0.5; /* calibrated: docs/ekya_workload.md */
     o->share_alpha = 0.8;

@@ -32,7 +32,7 @@ typedef struct {
     int epochs;          /* micro-profiling epochs, 2..EKYA_PROFILE_MAX_EPOCHS (5) */
     double data_frac;    /* share p of the window's training frames profiled (0.1) */
     double val_frac;     /* share of training frames held out for accuracy (0.25) */
-    int prune_after;     /* first epoch at which pruning is considered (2) */
+    int prune_after;     /* first epoch at which pruning is considered (3) */
     double prune_margin; /* accuracy gap, as a fraction, that marks domination (0.05) */
     double data_gamma;   /* exponent of the data-fraction scaling (0.5) */
     double share_alpha;  /* throughput(s) = s^alpha (0.8) */
