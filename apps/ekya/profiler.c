@@ -138,9 +138,9 @@ static int start_run(live_run *r, const ekya_mlp *base, const ekya_window *w, in
     to.seed = seed;
     to.lr = EKYA_RETRAIN_LR; /* the same steps as the retraining it predicts */
     to.data_frac = 1.0;      /* n_prof frames are already the profiling share */
-    double t0 = ekya_thread_seconds();
+    double t0 = ekya_cost_seconds();
     r->t = ekya_trainer_new(&r->m, w->train_x, w->train_y, n_prof, &to, err, errlen);
-    r->setup_s = ekya_thread_seconds() - t0;
+    r->setup_s = ekya_cost_seconds() - t0;
     if (!r->t)
         return -1;
     r->samples = ekya_trainer_samples(r->t);
@@ -190,7 +190,7 @@ int ekya_profile_window(const ekya_mlp *const *models, int n_models, const ekya_
         return fail(err, errlen, "profiler: window has too few training frames (%d)", w->n_train);
     const float *vx = w->train_x + (size_t)n_fit * EKYA_PIXELS;
     const uint8_t *vy = w->train_y + n_fit;
-    double t_start = ekya_thread_seconds();
+    double t_start = ekya_cost_seconds();
     out->n = n_configs;
     out->n_train = w->n_train;
     out->p = (double)n_prof / w->n_train;
@@ -220,13 +220,13 @@ int ekya_profile_window(const ekya_mlp *const *models, int n_models, const ekya_
             ekya_config_profile *c = &out->items[i];
             if (c->pruned)
                 continue;
-            double t0 = ekya_thread_seconds();
+            double t0 = ekya_cost_seconds();
             if (ekya_trainer_epoch(runs[i].t, NULL) != 0) {
                 free_runs(runs, n_configs);
                 ekya_profile_free(out);
                 return fail(err, errlen, "profiler: training failed");
             }
-            runs[i].epoch_s += ekya_thread_seconds() - t0;
+            runs[i].epoch_s += ekya_cost_seconds() - t0;
             c->acc[c->n_points++] = ekya_mlp_accuracy(&runs[i].m, vx, vy, n_val);
             update_rates(c, &runs[i], e);
         }
@@ -235,7 +235,7 @@ int ekya_profile_window(const ekya_mlp *const *models, int n_models, const ekya_
     }
     free_runs(runs, n_configs);
     fit_all(out);
-    out->profile_seconds = ekya_thread_seconds() - t_start;
+    out->profile_seconds = ekya_cost_seconds() - t_start;
     return 0;
 }
 

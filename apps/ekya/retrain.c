@@ -60,7 +60,7 @@ int ekya_retrain(const ekya_mlp *start, const ekya_window *w, const ekya_retrain
     o.data_frac = c->data_frac;
     o.seed = seed;
     o.lr = EKYA_RETRAIN_LR;
-    double t0 = ekya_thread_seconds(), spent = 0;
+    double t0 = ekya_cost_seconds(), spent = 0;
     ekya_trainer *t = ekya_trainer_new(&m, w->train_x, w->train_y, w->n_train, &o, err, errlen);
     if (!t) { /* err already says why */
         ekya_mlp_free(&m);
@@ -71,14 +71,14 @@ int ekya_retrain(const ekya_mlp *start, const ekya_window *w, const ekya_retrain
         rc = ekya_trainer_epoch(t, NULL);
         if (rc != 0 || e != checkpoints[k])
             continue;
-        spent += ekya_thread_seconds() - t0; /* evaluation below is not training cost */
+        spent += ekya_cost_seconds() - t0; /* evaluation below is not training cost */
         res->epochs[k] = e;
         res->gpu_seconds[k] = spent;
         res->end_acc[k] = ekya_mlp_accuracy(&m, w->test_x, w->test_y, w->n_test);
         if (keep && e == keep_epoch && ekya_mlp_copy(keep, &m) != 0)
             rc = -1;
         res->n_checkpoints = ++k;
-        t0 = ekya_thread_seconds();
+        t0 = ekya_cost_seconds();
     }
     ekya_trainer_free(t);
     ekya_mlp_free(&m);
@@ -118,9 +118,9 @@ double ekya_pretrain(ekya_mlp *m, const ekya_pool *heldout, const ekya_stream_op
     to.epochs = epochs;
     to.batch = 32;
     to.seed = seed;
-    double t0 = ekya_thread_seconds();
+    double t0 = ekya_cost_seconds();
     int rc = ekya_mlp_train(m, x, y, n, &to, NULL, err, errlen);
-    double spent = ekya_thread_seconds() - t0;
+    double spent = ekya_cost_seconds() - t0;
     free(x);
     free(y);
     return rc < 0 ? -1 : spent;

@@ -67,4 +67,9 @@ int ekya_infer_measure(const ekya_mlp *const *models, int n_models, const ekya_w
 /* CPU seconds used by the calling thread so far (CLOCK_THREAD_CPUTIME_ID). */
 double ekya_thread_seconds(void);
 
+/* The clock training costs are measured with: the thread's CPU time on the CPU
+ * backend; CLOCK_MONOTONIC seconds when the GPU backend is in use (ekya_cuda_available),
+ * where the thread mostly waits on the device. Differences of two calls are costs. */
+double ekya_cost_seconds(void);
+
 #endif

@@ -22,8 +22,10 @@ typedef struct {
     int n_checkpoints;
     int epochs[EKYA_MAX_CHECKPOINTS];
     double end_acc[EKYA_MAX_CHECKPOINTS];     /* test accuracy after epochs[i], 0..1 */
-    double gpu_seconds[EKYA_MAX_CHECKPOINTS]; /* training CPU-seconds up to epochs[i]
-                                                 (setup included, evaluation excluded) */
+    double gpu_seconds[EKYA_MAX_CHECKPOINTS]; /* training cost up to epochs[i] on a full
+                                                 device, ekya_cost_seconds (CPU-seconds on
+                                                 the CPU backend); setup included,
+                                                 evaluation excluded */
 } ekya_retrain_result;
 
 /* Retrains a copy of `start` (its width must equal c->hidden) on c->data_frac of w's
@@ -45,7 +47,7 @@ int ekya_retrain_once(const ekya_mlp *start, const ekya_window *w, const ekya_re
 
 /* Pretrains m (already initialised: width and resolution chosen) on the held-out
  * streams of `heldout` (the t10k pool; ekya_stream_heldout) for `epochs` epochs at
- * batch 32, all layers. Returns the CPU-seconds it took, or -1 with err. */
+ * batch 32, all layers. Returns the seconds it took (ekya_cost_seconds), or -1 with err. */
 double ekya_pretrain(ekya_mlp *m, const ekya_pool *heldout, const ekya_stream_opts *o,
                      int streams, int windows, int epochs, uint64_t seed, char *err,
                      size_t errlen);
