@@ -175,9 +175,12 @@ static int run_window(const cmd_ctx *c, const ekya_window *w, ekya_mlp *carried,
                       cmd_totals *t, char *err, size_t errlen)
 {
     const ekya_mlp *models[EKYA_MAX_WIDTHS];
-    for (int i = 0; i < n_w; i++)
+    int widest = 0;
+    for (int i = 0; i < n_w; i++) {
         models[i] = &carried[i];
-    add_infer(models[0], w, t);
+        widest = carried[i].hidden > carried[widest].hidden ? i : widest;
+    }
+    add_infer(models[widest], w, t);
     ekya_profile prof;
     if (ekya_profile_window(models, n_w, w, c->set, c->n_cfg, c->popts, &prof, err, errlen) != 0)
         return -1;
@@ -240,7 +243,8 @@ static int write_infer(const char *path, const cmd_totals *t)
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* Resolution x subsampling table: models pretrained at 28, 14 and 7 on stream 0, window 0. */
+/* Resolution x subsampling table: models of the widest width pretrained at 28, 14 and 7,
+ * measured on stream 0, window 0. */
 static int write_infer_configs(const char *path, const ekya_workload *wl, uint64_t seed,
                                char *err, size_t errlen)
 {
@@ -249,6 +253,8 @@ static int write_infer_configs(const char *path, const ekya_workload *wl, uint64
     const ekya_mlp *mp[3];
     memset(m, 0, sizeof m);
     int hidden = wl->base[0].hidden, rc = 0;
+    for (int i = 1; i < wl->n_widths; i++)
+        hidden = wl->base[i].hidden > hidden ? wl->base[i].hidden : hidden;
     for (int i = 0; rc == 0 && i < 3; i++) {
         rc = ekya_mlp_init(&m[i], res[i], hidden, ekya_seed_mix(seed, (uint64_t)res[i], 0, 0x1f), err, errlen);
         if (rc == 0)
@@ -299,14 +305,14 @@ static int run(const cmd_args *a, char *err, size_t errlen)
     c.n_cfg = ekya_config_set(a->configs, &c.set, err, errlen);
     if (c.n_cfg < 0)
         return 2;
-    int widths[64];
-    for (int i = 0; i < c.n_cfg && i < 64; i++)
+    int widths[64], n_widths = c.n_cfg < 64 ? c.n_cfg : 64;
+    for (int i = 0; i < n_widths; i++)
         widths[i] = c.set[i].hidden;
     ekya_workload_opts wo;
     ekya_workload_opts_default(&wo, a->seed);
     wo.images_per_window = a->images;
     ekya_workload wl;
-    if (ekya_workload_open(&wl, &wo, widths, c.n_cfg, err, errlen) != 0)
+    if (ekya_workload_open(&wl, &wo, widths, n_widths, err, errlen) != 0)
         return 1;
     ekya_profiler_opts po;
     ekya_profiler_opts_default(&po, a->seed);
