@@ -72,7 +72,7 @@ int ekya_window_decision_write_json(FILE *f, const ekya_profiles *p,
         json_t *o = step_json(p, d, &d->steps[i]);
         if (!o)
             return -1;
-        int rc = json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        int rc = json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
         json_decref(o);
         if (rc != 0 || fputc('\n', f) == EOF)
             return -1;

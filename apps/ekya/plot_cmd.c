@@ -178,6 +178,10 @@ static FILE *open_in(const char *dir, const char *name, char *path, size_t len)
 static int run(plot_opts *o, const ekya_profiles *p, const ekya_infer_profile *inf)
 {
     char path[4096], cmd[4200];
+    if (strchr(o->out, '\'')) { /* the directory is quoted for the shell below */
+        fprintf(stderr, "ekya: --out: '%s' must not contain a single quote\n", o->out);
+        return 2;
+    }
     if (mkdir(o->out, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "ekya: %s: cannot create directory: %s\n", o->out, strerror(errno));
         return 1;

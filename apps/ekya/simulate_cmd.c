@@ -91,7 +91,7 @@ static void print_json(const ekya_profiles *p, const char *sched, const ekya_sim
                           "scheduler_seconds", r->sched.total_seconds, "scheduler_calls",
                           r->sched.calls, "scheduler_max_seconds", r->sched.max_seconds,
                           "completions", r->completions);
-    json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     putchar('\n');
     json_decref(o);
 }
