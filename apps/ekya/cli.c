@@ -1,0 +1,38 @@
+/* cli.c: option helpers shared by the ekya subcommands (ekya/cli.h). */
+#include "ekya/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int ekya_cli_number(const char *opt, const char *s, int allow_zero, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v) || v < 0 ||
+        (v == 0 && !allow_zero)) {
+        fprintf(stderr, "ekya: %s: '%s' is not a %s number\n", opt, s,
+                allow_zero ? "non-negative" : "positive");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,
+                  ekya_infer_profile *inf)
+{
+    char err[512];
+    if (ekya_profiles_load(profiles, p, err, sizeof err) != 0) {
+        fprintf(stderr, "ekya: %s\n", err);
+        return -1;
+    }
+    if (ekya_infer_load(inference, inf, err, sizeof err) != 0) {
+        fprintf(stderr, "ekya: %s\n", err);
+        ekya_profiles_free(p);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,27 @@
+/* ekya/cli.h: the `ekya` subcommands of the scheduling layer and their shared option
+ * helpers. Each command returns the process exit status: 0 success, 1 bad input
+ * file or failed run, 2 usage error. Errors are one line on stderr. */
+#ifndef EKYA_CLI_H
+#define EKYA_CLI_H
+
+#include "ekya/drive.h"
+#include "ekya/profiles.h"
+
+int ekya_cmd_simulate(int argc, char **argv);
+int ekya_cmd_plot(int argc, char **argv);
+int ekya_cmd_synth(int argc, char **argv);
+
+/* Parses s as a finite number > 0 (>= 0 when allow_zero) for option opt; on failure
+ * prints "ekya: OPT: ..." and returns -1. */
+int ekya_cli_number(const char *opt, const char *s, int allow_zero, double *out);
+
+/* Loads both profile files; prints the loader's one-line error and returns -1 on
+ * failure (nothing left allocated). */
+int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,
+                  ekya_infer_profile *inf);
+
+/* Defaults of --delta and --rmax. */
+#define EKYA_DEFAULT_DELTA 0.1
+#define EKYA_DEFAULT_RMAX 0.25
+
+#endif

@@ -1,0 +1,71 @@
+/* main.c: the `ekya` command: dispatches to the subcommands. `profile` belongs to the
+ * workload layer and exists only when that library is built (EKYA_HAVE_WORKLOAD). */
+#include <stdio.h>
+#include <string.h>
+
+#include "ekya/cli.h"
+#ifdef EKYA_HAVE_WORKLOAD
+/* Provided by the workload layer (profile_cmd.c); declared here so this file does not
+ * depend on where that layer keeps its header. */
+int ekya_cmd_profile(int argc, char **argv);
+#endif
+
+static const char help[] =
+    "usage: ekya COMMAND [OPTIONS]\n"
+    "Ekya (NSDI'22): scheduling retraining and inference of video analytics models.\n"
+    "\n"
+    "commands:\n"
+    "  simulate   run a scheduler on retraining profiles and report inference accuracy\n"
+    "             ekya simulate --profiles F --inference-profile F --gpus G --window T\n"
+    "                 --scheduler thief|noretrain|fixedres|uniform:CONFIG:EPOCHS:SHARE|\n"
+    "                             fixedconfig:CONFIG:EPOCHS\n"
+    "                 [--delta D] [--rmax R] [--no-carry] [--json] [--decisions FILE]\n"
+    "  plot       accuracy against GPUs for every scheduler (gnuplot, svg)\n"
+    "             ekya plot --profiles F --inference-profile F --window T --gpus 1,2,4,8\n"
+    "                 --out DIR [--target ACC] [--schedulers S1,S2,..] [--delta D] [--rmax R]\n"
+    "  synth      write a synthetic retraining profile CSV to stdout\n"
+    "             ekya synth [--streams N] [--windows W] [--configs C] [--seed S]\n"
+    "  profile    micro-profile retraining configurations (workload layer)\n"
+    "  run        run the schedule on the cluster (not built yet)\n"
+    "\n"
+    "Accuracies in profile files are percent (0..100); reports are fractions (0..1).\n"
+    "See docs/ekya.md.\n";
+
+static int cmd_profile(int argc, char **argv)
+{
+#ifdef EKYA_HAVE_WORKLOAD
+    return ekya_cmd_profile(argc, argv);
+#else
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "ekya profile: this build has no workload layer (ekya_workload)\n");
+    return 2;
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(help, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(help, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "simulate") == 0)
+        return ekya_cmd_simulate(argc - 1, argv + 1);
+    if (strcmp(cmd, "plot") == 0)
+        return ekya_cmd_plot(argc - 1, argv + 1);
+    if (strcmp(cmd, "synth") == 0)
+        return ekya_cmd_synth(argc - 1, argv + 1);
+    if (strcmp(cmd, "profile") == 0)
+        return cmd_profile(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0) {
+        fprintf(stderr, "ekya run: not built yet\n");
+        return 2;
+    }
+    fprintf(stderr, "ekya: unknown command '%s' (see ekya --help)\n", cmd);
+    return 2;
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# cli_test.sh EKYA DATA_DIR: the ekya command line: bad inputs give a single-line
+# error and a non-zero exit; --json has the documented keys; plot writes its files.
+set -u
+EKYA=$1
+DATA=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect_error WANT_SUBSTRING ARGS...: non-zero exit, exactly one stderr line with WANT.
+expect_error() {
+    local want=$1
+    shift
+    "$EKYA" "$@" >"$TMP/out" 2>"$TMP/err"
+    local rc=$?
+    local lines
+    lines=$(wc -l <"$TMP/err")
+    if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || ! grep -qF -- "$want" "$TMP/err"; then
+        fail "ekya $* (rc $rc, $lines lines): $(cat "$TMP/err")"
+    fi
+}
+
+SIM=(simulate --inference-profile "$DATA/inference_paper.csv" --gpus 3 --window 120)
+HDR=stream,window,config,epochs,start_acc,end_acc,gpu_seconds
+printf 'stream,window,config,epochs,start_acc,end_acc\nA,1,c,1,50,60\n' >"$TMP/nocol.csv"
+printf '%s\nA,1,c,1,50,60,-5\n' "$HDR" >"$TMP/neg.csv"
+printf '%s\nA,1,c,1,50,abc,5\n' "$HDR" >"$TMP/nan.csv"
+printf 'subsampling,accuracy_multiplier\n1,2\n' >"$TMP/badinf.csv"
+
+expect_error "nocol.csv:1:1: header lacks column 'gpu_seconds'" "${SIM[@]}" --profiles "$TMP/nocol.csv" --scheduler thief
+expect_error "neg.csv:2:" "${SIM[@]}" --profiles "$TMP/neg.csv" --scheduler thief
+expect_error "must not be negative" "${SIM[@]}" --profiles "$TMP/neg.csv" --scheduler thief
+expect_error "neg.csv:2:15:" "${SIM[@]}" --profiles "$TMP/neg.csv" --scheduler thief
+expect_error "'abc' is not a number" "${SIM[@]}" --profiles "$TMP/nan.csv" --scheduler thief
+expect_error "unknown configuration 'cfg9'" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler fixedconfig:cfg9:1
+expect_error "unknown configuration 'cfg1' with 7 epochs" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler uniform:cfg1:7:0.5
+expect_error "unknown scheduler 'magic'" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler magic
+expect_error "SHARE" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler uniform:cfg1:1:1.5
+expect_error "badinf.csv:2:3: accuracy_multiplier must be in 0..1" simulate --inference-profile "$TMP/badinf.csv" --gpus 3 --window 120 --profiles "$DATA/toy_profiles.csv" --scheduler thief
+expect_error "cannot open" "${SIM[@]}" --profiles "$TMP/absent.csv" --scheduler thief
+expect_error "missing --scheduler" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv"
+expect_error "--gpus: 'x' is not a positive number" simulate --gpus x
+expect_error "unknown command 'frobnicate'" frobnicate
+expect_error "not built yet" run
+expect_error "unknown or incomplete option" simulate --bogus
+
+"$EKYA" --help >"$TMP/help" 2>&1 || fail "--help exit"
+grep -q "simulate" "$TMP/help" || fail "--help text"
+
+# --json: one object with the documented keys, accuracies in 0..1
+"$EKYA" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --rmax 1 --scheduler thief --json \
+    --decisions "$TMP/dec.jsonl" >"$TMP/json" 2>"$TMP/err" || fail "json run: $(cat "$TMP/err")"
+python3 - "$TMP/json" "$TMP/dec.jsonl" <<'PY' || fail "json keys"
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert 0 <= o["mean_accuracy"] <= 1
+assert set(o["streams"]) == {"A", "B"} and all(0 <= v <= 1 for v in o["streams"].values())
+assert len(o["windows"]) == 2 and all(0 <= v <= 1 for v in o["windows"])
+assert o["scheduler_seconds"] >= 0
+assert abs(o["mean_accuracy"] - 0.7454) < 0.002
+lines = [json.loads(l) for l in open(sys.argv[2])]
+assert lines[0]["reason"] == "start" and lines[0]["window"] == 0
+assert any(l["reason"] == "completion" for l in lines)
+PY
+
+# text report names every stream and window and the scheduler time
+"$EKYA" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler noretrain >"$TMP/text" || fail "text run"
+grep -q "stream A" "$TMP/text" && grep -q "window 2" "$TMP/text" && grep -q "scheduler time" "$TMP/text" || fail "text report"
+
+# plot: data, script and, with gnuplot, two svg files
+if command -v gnuplot >/dev/null; then
+    "$EKYA" plot --profiles "$DATA/toy_profiles.csv" --inference-profile "$DATA/inference_paper.csv" \
+        --window 120 --gpus 1,2,3 --rmax 1 --out "$TMP/plot" --target 70 >"$TMP/plotout" 2>&1 || fail "plot: $(cat "$TMP/plotout")"
+    for f in results.dat plot.gp accuracy_vs_gpus.svg streams_above_target.svg; do
+        [ -s "$TMP/plot/$f" ] || fail "plot did not write $f"
+    done
+fi
+
+[ "$fails" -eq 0 ] && echo "cli: all passed"
+exit "$fails"
