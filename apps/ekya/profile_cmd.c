@@ -153,7 +153,11 @@ static void add_infer(const ekya_mlp *m, const ekya_window *w, cmd_totals *t)
     t->mult_n++;
 }
 
-static void write_rows(const cmd_ctx *c, const ekya_window *w, int i,
+/* start_acc is the deployed model's: a stream serves with one model (the widest it
+ * carries), so every row of a (stream, window) has the same start accuracy; a
+ * configuration of another width retrains that width's carried model, and its end_acc
+ * is what the stream serves with once it completes. */
+static void write_rows(const cmd_ctx *c, const ekya_window *w, int i, double deployed_acc,
                        const ekya_retrain_result *r, const ekya_profile *p, cmd_totals *t)
 {
     char name[EKYA_CONFIG_NAME_MAX];
@@ -162,7 +166,7 @@ static void write_rows(const cmd_ctx *c, const ekya_window *w, int i,
         double pred = 100.0 * ekya_profile_predict_acc(p, i, r->epochs[k], c->popts);
         double pred_s = ekya_profile_predict_seconds(p, i, r->epochs[k]);
         fprintf(c->csv, "%d,%d,%s,%d,%.2f,%.2f,%.6g,%.2f,%.6g\n", w->stream, w->window, name,
-                r->epochs[k], 100.0 * r->start_acc, 100.0 * r->end_acc[k], r->gpu_seconds[k],
+                r->epochs[k], 100.0 * deployed_acc, 100.0 * r->end_acc[k], r->gpu_seconds[k],
                 pred, pred_s);
         t->abs_err[t->n_err++] = fabs(pred - 100.0 * r->end_acc[k]);
         t->rows++;
@@ -181,6 +185,7 @@ static int run_window(const cmd_ctx *c, const ekya_window *w, ekya_mlp *carried,
         widest = carried[i].hidden > carried[widest].hidden ? i : widest;
     }
     add_infer(models[widest], w, t);
+    double deployed_acc = ekya_mlp_accuracy(models[widest], w->test_x, w->test_y, w->n_test);
     ekya_profile prof;
     if (ekya_profile_window(models, n_w, w, c->set, c->n_cfg, c->popts, &prof, err, errlen) != 0)
         return -1;
@@ -199,7 +204,7 @@ static int run_window(const cmd_ctx *c, const ekya_window *w, ekya_mlp *carried,
         rc = ekya_retrain(&carried[wi], w, &c->set[i], ekya_epoch_choices, EKYA_N_EPOCH_CHOICES,
                           seed, &r, keep ? &next[wi] : NULL, EKYA_CARRY_EPOCHS, err, errlen);
         if (rc == 0)
-            write_rows(c, w, i, &r, &prof, t);
+            write_rows(c, w, i, deployed_acc, &r, &prof, t);
     }
     for (int i = 0; i < n_w; i++) {
         if (rc == 0 && next[i].w1) /* widths without a carry configuration keep their model */
