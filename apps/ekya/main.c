@@ -1,14 +1,11 @@
-/* main.c: the `ekya` command: dispatches to the subcommands. `profile` belongs to the
- * workload layer and exists only when that library is built (EKYA_HAVE_WORKLOAD). */
+/* main.c: the `ekya` command: dispatches to the subcommands (simulate, plot, synth
+ * from the scheduling layer; profile from the workload layer; run from both). */
 #include <stdio.h>
 #include <string.h>
 
 #include "ekya/cli.h"
-#ifdef EKYA_HAVE_WORKLOAD
-/* Provided by the workload layer (profile_cmd.c); declared here so this file does not
- * depend on where that layer keeps its header. */
-int ekya_cmd_profile(int argc, char **argv);
-#endif
+#include "ekya/profile_cmd.h"
+#include "ekya/run_cmd.h"
 
 static const char help[] =
     "usage: ekya COMMAND [OPTIONS]\n"
@@ -26,22 +23,13 @@ static const char help[] =
     "  synth      write a synthetic retraining profile CSV to stdout\n"
     "             ekya synth [--streams N] [--windows W] [--configs C] [--seed S]\n"
     "  profile    micro-profile retraining configurations (workload layer)\n"
-    "  run        run the schedule on the cluster (not built yet)\n"
+    "  run        the real workload end to end: micro-profile, schedule, retrain the\n"
+    "             chosen configurations, deploy, infer (same summary as simulate)\n"
+    "             ekya run --streams V --windows W --gpus G --window T [--scheduler S]\n"
+    "                 [--configs small|full] [--images-per-window N] [--seed S] [--json]\n"
     "\n"
     "Accuracies in profile files are percent (0..100); reports are fractions (0..1).\n"
     "See docs/ekya.md.\n";
-
-static int cmd_profile(int argc, char **argv)
-{
-#ifdef EKYA_HAVE_WORKLOAD
-    return ekya_cmd_profile(argc, argv);
-#else
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "ekya profile: this build has no workload layer (ekya_workload)\n");
-    return 2;
-#endif
-}
 
 int main(int argc, char **argv)
 {
@@ -61,11 +49,9 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "synth") == 0)
         return ekya_cmd_synth(argc - 1, argv + 1);
     if (strcmp(cmd, "profile") == 0)
-        return cmd_profile(argc - 1, argv + 1);
-    if (strcmp(cmd, "run") == 0) {
-        fprintf(stderr, "ekya run: not built yet\n");
-        return 2;
-    }
+        return ekya_cmd_profile(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return ekya_cmd_run(argc - 1, argv + 1);
     fprintf(stderr, "ekya: unknown command '%s' (see ekya --help)\n", cmd);
     return 2;
 }

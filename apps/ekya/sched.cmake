@@ -9,14 +9,10 @@ target_include_directories(ekya_sched PUBLIC ${EKYA_DIR}/include)
 target_link_libraries(ekya_sched PUBLIC m PkgConfig::JANSSON)
 set_target_properties(ekya_sched PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
+# The command joins both layers: `profile` and `run` use the workload layer.
 add_executable(ekya ${EKYA_DIR}/main.c ${EKYA_DIR}/cli.c ${EKYA_DIR}/simulate_cmd.c
-  ${EKYA_DIR}/plot_cmd.c ${EKYA_DIR}/synth_cmd.c)
-target_link_libraries(ekya PRIVATE ekya_sched)
-# `ekya profile` lives in the workload layer; link it only when that layer is built.
-if(TARGET ekya_workload)
-  target_compile_definitions(ekya PRIVATE EKYA_HAVE_WORKLOAD)
-  target_link_libraries(ekya PRIVATE ekya_workload)
-endif()
+  ${EKYA_DIR}/plot_cmd.c ${EKYA_DIR}/synth_cmd.c ${EKYA_DIR}/run_cmd.c)
+target_link_libraries(ekya PRIVATE ekya_sched ekya_workload)
 
 set(EKYA_DATA_DIR ${EKYA_DIR}/data)
 foreach(t profiles thief sim toy)
@@ -31,3 +27,7 @@ endforeach()
 add_test(NAME unit.ekya_cli
   COMMAND bash ${EKYA_DIR}/tests/cli_test.sh $<TARGET_FILE:ekya> ${EKYA_DATA_DIR})
 set_tests_properties(unit.ekya_cli PROPERTIES TIMEOUT 60)
+
+# `ekya run`: the real workload end to end (both layers).
+add_test(NAME unit.ekya_run COMMAND bash ${EKYA_DIR}/tests/run_test.sh $<TARGET_FILE:ekya>)
+set_tests_properties(unit.ekya_run PROPERTIES TIMEOUT 300)

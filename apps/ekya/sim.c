@@ -14,6 +14,7 @@ typedef struct {
     const ekya_profiles *p;
     const ekya_infer_profile *inf;
     const ekya_params *prm;
+    const ekya_sim_hooks *hooks; /* never NULL (an empty set when none) */
     ekya_sim_result *res;
     int w, nsamples, next_sample;
     double len, now;
@@ -23,9 +24,9 @@ typedef struct {
 
 static int sim_start(void *vctx, int w, double len, char *err, size_t errlen)
 {
-    (void)err;
-    (void)errlen;
     sim_ctx *c = vctx;
+    if (c->hooks->window_begins && c->hooks->window_begins(c->hooks->ctx, w, err, errlen) != 0)
+        return -1;
     c->w = w;
     c->len = len;
     c->now = 0;
@@ -55,13 +56,16 @@ static int sim_observe(void *vctx, double *model_acc, int *training_cfg, double 
 
 static int sim_apply(void *vctx, const ekya_step *step, char *err, size_t errlen)
 {
-    (void)err;
-    (void)errlen;
     sim_ctx *c = vctx;
     for (int s = 0; s < c->p->nstreams; s++) {
         const ekya_stream_alloc *a = &step->alloc[s];
-        if (a->retrain_cfg != c->cfg[s])
+        if (a->retrain_cfg != c->cfg[s]) {
             c->progress[s] = 0; /* a different configuration starts from scratch */
+            if (a->retrain_cfg != EKYA_NO_RETRAIN && c->hooks->retrain_begins &&
+                c->hooks->retrain_begins(c->hooks->ctx, s, c->w, a->retrain_cfg, err,
+                                         errlen) != 0)
+                return -1;
+        }
         c->cfg[s] = a->retrain_cfg;
         c->share[s] = a->retrain_cfg == EKYA_NO_RETRAIN ? 0 : a->retrain_share;
         c->mult[s] = ekya_infer_multiplier(c->inf, a->infer_share, c->prm->rmax);
@@ -90,19 +94,21 @@ static void sample_until(sim_ctx *c, double until)
     }
 }
 
-static void complete(sim_ctx *c, int s)
+static int complete(sim_ctx *c, int s, char *err, size_t errlen)
 {
+    if (c->hooks->retrain_completes &&
+        c->hooks->retrain_completes(c->hooks->ctx, s, c->w, c->cfg[s], err, errlen) != 0)
+        return -1;
     c->model_acc[s] = ekya_profiles_cell(c->p, s, c->w, c->cfg[s])->end_acc;
     c->completed[s] = 1;
     c->cfg[s] = EKYA_NO_RETRAIN;
     c->share[s] = 0;
     c->res->completions++;
+    return 0;
 }
 
 static int sim_advance(void *vctx, double *now, int *stream, char *err, size_t errlen)
 {
-    (void)err;
-    (void)errlen;
     sim_ctx *c = vctx;
     int first = -1;
     double dt = c->len - c->now;
@@ -120,13 +126,14 @@ static int sim_advance(void *vctx, double *now, int *stream, char *err, size_t e
             c->progress[s] += c->share[s] * dt;
     c->now = until;
     if (first >= 0 && until < c->len - EKYA_SIM_EPS) {
-        complete(c, first);
+        if (complete(c, first, err, errlen) != 0)
+            return -1;
         *stream = first;
     } else {
         /* the window is over; jobs finishing exactly now still deliver their model */
         for (int s = 0; s < c->p->nstreams; s++)
-            if (remaining(c, s) <= EKYA_SIM_EPS)
-                complete(c, s);
+            if (remaining(c, s) <= EKYA_SIM_EPS && complete(c, s, err, errlen) != 0)
+                return -1;
         *stream = -1;
     }
     *now = c->now;
@@ -209,13 +216,22 @@ int ekya_simulate(const ekya_profiles *p, const ekya_infer_profile *inf, const e
                   const ekya_scheduler *sched, FILE *decisions, ekya_window_decision *log,
                   ekya_sim_result *res, char *err, size_t errlen)
 {
+    return ekya_simulate_hooked(p, inf, prm, sched, NULL, decisions, log, res, err, errlen);
+}
+
+int ekya_simulate_hooked(const ekya_profiles *p, const ekya_infer_profile *inf,
+                         const ekya_params *prm, const ekya_scheduler *sched,
+                         const ekya_sim_hooks *hooks, FILE *decisions, ekya_window_decision *log,
+                         ekya_sim_result *res, char *err, size_t errlen)
+{
+    static const ekya_sim_hooks none = {0};
     memset(res, 0, sizeof *res);
     res->nstreams = p->nstreams;
     res->nwindows = p->nwindows;
     res->acc = calloc((size_t)p->nstreams * (size_t)p->nwindows, sizeof *res->acc);
     res->window_mean = calloc((size_t)p->nwindows, sizeof *res->window_mean);
     res->stream_mean = calloc((size_t)p->nstreams, sizeof *res->stream_mean);
-    sim_ctx c = {.p = p, .inf = inf, .prm = prm, .res = res};
+    sim_ctx c = {.p = p, .inf = inf, .prm = prm, .hooks = hooks ? hooks : &none, .res = res};
     int rc = -1;
     if (!res->acc || !res->window_mean || !res->stream_mean ||
         ctx_alloc(&c, (size_t)p->nstreams) != 0) {

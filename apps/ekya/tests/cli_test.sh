@@ -43,7 +43,7 @@ expect_error "cannot open" "${SIM[@]}" --profiles "$TMP/absent.csv" --scheduler 
 expect_error "missing --scheduler" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv"
 expect_error "--gpus: 'x' is not a positive number" simulate --gpus x
 expect_error "unknown command 'frobnicate'" frobnicate
-expect_error "not built yet" run
+expect_error "missing --streams" run
 expect_error "unknown or incomplete option" simulate --bogus
 
 "$EKYA" --help >"$TMP/help" 2>&1 || fail "--help exit"

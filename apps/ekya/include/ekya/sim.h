@@ -33,4 +33,28 @@ int ekya_simulate(const ekya_profiles *p, const ekya_infer_profile *inf, const e
 
 void ekya_sim_result_free(ekya_sim_result *res);
 
+/* Optional calls into whoever owns the profiles while the simulation runs, so that the
+ * values can be produced as they are needed rather than read from a file (`ekya run`
+ * retrains for real). p is read through its pointer after each call, so a hook may
+ * fill the cells the simulator is about to read. Each returns 0, or -1 with a
+ * one-line message in err (the simulation then stops with that error); NULL members
+ * are skipped. */
+typedef struct {
+    void *ctx;
+    /* Window w is about to start: start_acc of every stream and the cells the
+     * scheduler reads (present, pred_*) for w must be in place after this call. */
+    int (*window_begins)(void *ctx, int w, char *err, size_t errlen);
+    /* Stream s starts retraining configuration cfg in window w: the cell's actual
+     * end_acc and gpu_seconds must be in place after this call. */
+    int (*retrain_begins)(void *ctx, int s, int w, int cfg, char *err, size_t errlen);
+    /* Stream s's retraining of cfg completed in window w: its model is deployed. */
+    int (*retrain_completes)(void *ctx, int s, int w, int cfg, char *err, size_t errlen);
+} ekya_sim_hooks;
+
+/* ekya_simulate with hooks (NULL: none, the same as ekya_simulate). */
+int ekya_simulate_hooked(const ekya_profiles *p, const ekya_infer_profile *inf,
+                         const ekya_params *prm, const ekya_scheduler *sched,
+                         const ekya_sim_hooks *hooks, FILE *decisions, ekya_window_decision *log,
+                         ekya_sim_result *res, char *err, size_t errlen);
+
 #endif
