@@ -149,7 +149,7 @@ static int simulate_all(plot_opts *o, const ekya_profiles *p, const ekya_infer_p
 
 static void write_script(const plot_opts *o, FILE *gp)
 {
-    fprintf(gp, "set terminal svg size 640,420\nset key left top\nset grid\n"
+    fprintf(gp, "set terminal svg size 640,420 noenhanced\nset key left top\nset grid\n"
                 "set xlabel 'GPUs'\nset xtics (");
     for (int g = 0; g < o->ngpus; g++)
         fprintf(gp, "%s%g", g ? ", " : "", o->gpus[g]);
