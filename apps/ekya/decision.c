@@ -72,6 +72,7 @@ int ekya_window_decision_write_json(FILE *f, const ekya_profiles *p,
         json_t *o = step_json(p, d, &d->steps[i]);
         if (!o)
             return -1;
+        /* 10 digits: shares built from delta steps print as 0.9, not 0.90000000000000002 */
         int rc = json_dumpf(o, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
         json_decref(o);
         if (rc != 0 || fputc('\n', f) == EOF)

@@ -114,6 +114,13 @@ int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya
                ekya_window_decision *log, ekya_sched_stats *stats, char *err, size_t errlen)
 {
     memset(stats, 0, sizeof *stats);
+    /* Bounds that keep unit counts and per-second samples within int range. */
+    if (!(prm->gpus > 0 && prm->delta > 0 && prm->rmax > 0 && prm->length > 0) ||
+        prm->gpus / prm->delta > 1e6 || prm->length > 1e7) {
+        snprintf(err, errlen, "need 0 < gpus/delta <= 1e6 and 0 < window <= 1e7 s "
+                 "(gpus %g, delta %g, window %g)", prm->gpus, prm->delta, prm->length);
+        return -1;
+    }
     drive_bufs b = {0};
     int rc = -1;
     if (bufs_alloc(&b, p->nstreams) != 0) {

@@ -147,9 +147,9 @@ static int simulate_all(plot_opts *o, const ekya_profiles *p, const ekya_infer_p
     return 0;
 }
 
-static void write_script(const plot_opts *o, FILE *gp)
+static void write_script(const plot_opts *o, int nstreams, FILE *gp)
 {
-    fprintf(gp, "set terminal svg size 640,420\nset key left top\nset grid\n"
+    fprintf(gp, "set terminal svg size 640,420 noenhanced\nset key left top\nset grid\n"
                 "set xlabel 'GPUs'\nset xtics (");
     for (int g = 0; g < o->ngpus; g++)
         fprintf(gp, "%s%g", g ? ", " : "", o->gpus[g]);
@@ -159,7 +159,8 @@ static void write_script(const plot_opts *o, FILE *gp)
         fprintf(gp, "%s'results.dat' using 1:%d with linespoints title '%s'",
                 k ? ", \\\n     " : "", 2 + 2 * k, o->scheds[k]);
     fprintf(gp, "\nset output 'streams_above_target.svg'\n"
-                "set ylabel 'streams with accuracy >= %.2f'\nset yrange [0:*]\nplot ", o->target);
+                "set ylabel 'streams with accuracy >= %.2f'\nset yrange [0:%d]\nplot ", o->target,
+            nstreams);
     for (int k = 0; k < o->nscheds; k++)
         fprintf(gp, "%s'results.dat' using 1:%d with linespoints title '%s'",
                 k ? ", \\\n     " : "", 3 + 2 * k, o->scheds[k]);
@@ -196,7 +197,7 @@ static int run(plot_opts *o, const ekya_profiles *p, const ekya_infer_profile *i
     FILE *gp = open_in(o->out, "plot.gp", path, sizeof path);
     if (!gp)
         return 1;
-    write_script(o, gp);
+    write_script(o, p->nstreams, gp);
     if (fclose(gp) != 0)
         return 1;
     snprintf(cmd, sizeof cmd, "cd '%s' && gnuplot plot.gp", o->out);

@@ -1,33 +1,34 @@
 # ekya_sched: profiles, decisions, the executor-agnostic driver, the simulator, the
 # thief scheduler and baselines; and the `ekya` command. Plain C11, libm, jansson.
-set(EKYA_DIR ${CMAKE_CURRENT_SOURCE_DIR})
-add_library(ekya_sched STATIC
-  ${EKYA_DIR}/csv.c ${EKYA_DIR}/profiles.c ${EKYA_DIR}/infer.c ${EKYA_DIR}/decision.c
-  ${EKYA_DIR}/pick.c ${EKYA_DIR}/thief.c ${EKYA_DIR}/baselines.c ${EKYA_DIR}/drive.c
-  ${EKYA_DIR}/sim.c ${EKYA_DIR}/synth.c)
-target_include_directories(ekya_sched PUBLIC ${EKYA_DIR}/include)
+set(EKYA_SCHED_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+set(EKYA_SCHED_SOURCES csv profiles infer decision pick thief baselines drive sim synth)
+list(TRANSFORM EKYA_SCHED_SOURCES PREPEND ${EKYA_SCHED_DIR}/)
+list(TRANSFORM EKYA_SCHED_SOURCES APPEND .c)
+add_library(ekya_sched STATIC ${EKYA_SCHED_SOURCES})
+target_include_directories(ekya_sched PUBLIC ${EKYA_SCHED_DIR}/include)
 target_link_libraries(ekya_sched PUBLIC m PkgConfig::JANSSON)
 set_target_properties(ekya_sched PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
 # The command joins both layers: `profile` and `run` use the workload layer.
-add_executable(ekya ${EKYA_DIR}/main.c ${EKYA_DIR}/cli.c ${EKYA_DIR}/simulate_cmd.c
-  ${EKYA_DIR}/plot_cmd.c ${EKYA_DIR}/synth_cmd.c ${EKYA_DIR}/run_cmd.c)
+add_executable(ekya ${EKYA_SCHED_DIR}/main.c ${EKYA_SCHED_DIR}/cli.c
+  ${EKYA_SCHED_DIR}/simulate_cmd.c ${EKYA_SCHED_DIR}/plot_cmd.c ${EKYA_SCHED_DIR}/synth_cmd.c
+  ${EKYA_SCHED_DIR}/run_cmd.c)
 target_link_libraries(ekya PRIVATE ekya_sched ekya_workload)
 
-set(EKYA_DATA_DIR ${EKYA_DIR}/data)
+set(EKYA_SCHED_DATA ${EKYA_SCHED_DIR}/data)
 foreach(t profiles thief sim toy)
-  add_executable(test_ekya_${t} ${EKYA_DIR}/tests/test_${t}.c)
+  add_executable(test_ekya_${t} ${EKYA_SCHED_DIR}/tests/test_${t}.c)
   target_link_libraries(test_ekya_${t} PRIVATE ekya_sched PkgConfig::CMOCKA PkgConfig::JANSSON)
-  target_compile_definitions(test_ekya_${t} PRIVATE EKYA_DATA_DIR="${EKYA_DATA_DIR}")
+  target_compile_definitions(test_ekya_${t} PRIVATE EKYA_DATA_DIR="${EKYA_SCHED_DATA}")
   add_test(NAME unit.ekya_${t} COMMAND test_ekya_${t})
   set_tests_properties(unit.ekya_${t} PROPERTIES TIMEOUT 60)
 endforeach()
 
 # The command line: bad inputs give one-line errors and non-zero exits; JSON keys.
 add_test(NAME unit.ekya_cli
-  COMMAND bash ${EKYA_DIR}/tests/cli_test.sh $<TARGET_FILE:ekya> ${EKYA_DATA_DIR})
+  COMMAND bash ${EKYA_SCHED_DIR}/tests/cli_test.sh $<TARGET_FILE:ekya> ${EKYA_SCHED_DATA})
 set_tests_properties(unit.ekya_cli PROPERTIES TIMEOUT 60)
 
 # `ekya run`: the real workload end to end (both layers).
-add_test(NAME unit.ekya_run COMMAND bash ${EKYA_DIR}/tests/run_test.sh $<TARGET_FILE:ekya>)
+add_test(NAME unit.ekya_run COMMAND bash ${EKYA_SCHED_DIR}/tests/run_test.sh $<TARGET_FILE:ekya>)
 set_tests_properties(unit.ekya_run PROPERTIES TIMEOUT 300)

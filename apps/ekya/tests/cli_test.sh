@@ -45,6 +45,7 @@ expect_error "--gpus: 'x' is not a positive number" simulate --gpus x
 expect_error "unknown command 'frobnicate'" frobnicate
 expect_error "missing --streams" run
 expect_error "unknown or incomplete option" simulate --bogus
+expect_error "gpus/delta <= 1e6" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler thief --delta 1e-9
 
 "$EKYA" --help >"$TMP/help" 2>&1 || fail "--help exit"
 grep -q "simulate" "$TMP/help" || fail "--help text"
