@@ -58,7 +58,3 @@ ekya_wl_test(mlp 180)
 ekya_wl_test(curvefit 60)
 ekya_wl_test(profiler 180)
 
-# ekya-profile: `ekya profile` on its own (the dispatcher in main.c calls the same
-# ekya_cmd_profile); used by the profile tests and to reproduce docs/ekya_workload.md.
-add_executable(ekya-profile tests/profile_main.c)
-target_link_libraries(ekya-profile PRIVATE ekya_workload)
