@@ -21,6 +21,22 @@ int ekya_cli_number(const char *opt, const char *s, int allow_zero, double *out)
     return 0;
 }
 
+int ekya_cli_delta(const char *s, ekya_params *prm)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    int per_gpu = end != s && (*end == 'G' || *end == 'g');
+    if (end == s || end[per_gpu] != '\0' || errno == ERANGE || !isfinite(v) || !(v > 0)) {
+        fprintf(stderr, "ekya: --delta: '%s' is not a positive number of GPUs (D) "
+                "or fraction of G (FG)\n", s);
+        return -1;
+    }
+    prm->delta = v;
+    prm->delta_per_gpu = per_gpu;
+    return 0;
+}
+
 int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,
                   ekya_infer_profile *inf)
 {

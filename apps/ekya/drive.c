@@ -109,16 +109,22 @@ static int run_window(const ekya_scheduler *sched, ekya_sched_state *st, const e
     return ex->end_window(ex->ctx, err, errlen);
 }
 
+double ekya_params_delta(const ekya_params *prm)
+{
+    return prm->delta_per_gpu ? prm->delta * prm->gpus : prm->delta;
+}
+
 int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya_params *prm,
                const ekya_scheduler *sched, const ekya_executor *ex, FILE *decisions,
                ekya_window_decision *log, ekya_sched_stats *stats, char *err, size_t errlen)
 {
     memset(stats, 0, sizeof *stats);
+    double delta = ekya_params_delta(prm);
     /* Bounds that keep unit counts and per-second samples within int range. */
-    if (!(prm->gpus > 0 && prm->delta > 0 && prm->rmax > 0 && prm->length > 0) ||
-        prm->gpus / prm->delta > 1e6 || prm->length > 1e7) {
+    if (!(prm->gpus > 0 && delta > 0 && prm->rmax > 0 && prm->length > 0) ||
+        prm->gpus / delta > 1e6 || prm->length > 1e7) {
         snprintf(err, errlen, "need 0 < gpus/delta <= 1e6 and 0 < window <= 1e7 s "
-                 "(gpus %g, delta %g, window %g)", prm->gpus, prm->delta, prm->length);
+                 "(gpus %g, delta %g, window %g)", prm->gpus, delta, prm->length);
         return -1;
     }
     drive_bufs b = {0};
@@ -128,7 +134,7 @@ int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya
         goto out;
     }
     ekya_sched_state st = {p,     inf,        0,          prm->length,   0,
-                           prm->gpus, prm->delta, prm->rmax, b.model_acc, b.training_cfg,
+                           prm->gpus, delta,      prm->rmax, b.model_acc, b.training_cfg,
                            b.progress, b.completed};
     for (int w = 0; w < p->nwindows; w++) {
         ekya_window_decision local = {0}, *d = log ? &log[w] : &local;

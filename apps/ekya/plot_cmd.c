@@ -26,7 +26,7 @@ typedef struct {
 
 static const char usage[] =
     "usage: ekya plot --profiles F --inference-profile F --window T --gpus 1,2,4,8 --out DIR\n"
-    "         [--target ACC] [--schedulers S1,S2,..] [--delta D] [--rmax R] [--no-carry]\n";
+    "         [--target ACC] [--schedulers S1,S2,..] [--delta D|FG] [--rmax R] [--no-carry]\n";
 
 static int parse_gpus(plot_opts *o, const char *arg)
 {
@@ -77,7 +77,7 @@ static int parse(int argc, char **argv, plot_opts *o)
         case 's': snprintf(o->sched_arg, sizeof o->sched_arg, "%s", optarg); break;
         case 'g': bad = parse_gpus(o, optarg); break;
         case 'w': bad = ekya_cli_number("--window", optarg, 0, &o->prm.length); break;
-        case 'd': bad = ekya_cli_number("--delta", optarg, 0, &o->prm.delta); break;
+        case 'd': bad = ekya_cli_delta(optarg, &o->prm); break;
         case 'r': bad = ekya_cli_number("--rmax", optarg, 0, &o->prm.rmax); break;
         case 't': bad = ekya_cli_number("--target", optarg, 1, &o->target); break;
         case 'h': fputs(usage, stdout); return 1;

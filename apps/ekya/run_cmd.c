@@ -50,13 +50,14 @@ typedef struct {
     ekya_profiler_opts popts;
     ekya_profiles prof;   /* filled window by window through the hooks */
     run_stream *st;
+    int prune; /* the scheduler follows the profiler's pruning (thief, fixedres) */
     double profile_seconds, retrain_seconds;
     int retrainings;
 } run_ctx;
 
 static const char usage[] =
     "usage: ekya run --streams V --windows W --gpus G --window T [--scheduler S]\n"
-    "         [--configs small|full] [--images-per-window N] [--seed S] [--delta D]\n"
+    "         [--configs small|full] [--images-per-window N] [--seed S] [--delta D|FG]\n"
     "         [--rmax R] [--json] [--decisions FILE]\n"
     "  T and the costs are CPU-seconds of a full device (GPU-seconds with a GPU).\n";
 
@@ -95,8 +96,9 @@ static int hook_window(void *vctx, int w, char *err, size_t errlen)
             for (int k = 0; k < EKYA_N_EPOCH_CHOICES; k++) {
                 ekya_cell *cell = &p->cells[(s * p->nwindows + w) * p->nconfigs + cell_index(i, k)];
                 int e = ekya_epoch_choices[k];
-                /* a configuration the profiler pruned is not offered to the scheduler */
-                cell->present = !prof.items[i].pruned;
+                /* a configuration the profiler pruned is not offered to Ekya's own
+                 * schedulers; the baselines run their fixed choice regardless */
+                cell->present = !(c->prune && prof.items[i].pruned);
                 cell->pred_end_acc = ekya_profile_predict_acc(&prof, i, e, &c->popts);
                 cell->pred_gpu_seconds = ekya_profile_predict_seconds(&prof, i, e);
                 /* until it is retrained for real, the actual values are the predicted */
@@ -211,6 +213,7 @@ static int open_run(run_ctx *c, char *err, size_t errlen)
     if (ekya_workload_open(&c->wl, &wo, widths, n, err, errlen) != 0)
         return -1;
     ekya_profiler_opts_default(&c->popts, c->o->seed);
+    c->prune = strcmp(c->o->scheduler, "thief") == 0 || strcmp(c->o->scheduler, "fixedres") == 0;
     c->st = calloc((size_t)c->o->streams, sizeof *c->st);
     if (!c->st || build_table(c) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -319,7 +322,7 @@ static int parse(int argc, char **argv, run_opts *o)
         case 'S': bad = parse_int("--seed", optarg, 0, 1 << 30, &seed); break;
         case 'g': bad = ekya_cli_number("--gpus", optarg, 0, &o->prm.gpus); break;
         case 'w': bad = ekya_cli_number("--window", optarg, 0, &o->prm.length); break;
-        case 'd': bad = ekya_cli_number("--delta", optarg, 0, &o->prm.delta); break;
+        case 'd': bad = ekya_cli_delta(optarg, &o->prm); break;
         case 'r': bad = ekya_cli_number("--rmax", optarg, 0, &o->prm.rmax); break;
         case 's': o->scheduler = optarg; break;
         case 'c': o->configs = optarg; break;

@@ -17,7 +17,7 @@ static const char usage[] =
     "usage: ekya simulate --profiles FILE --inference-profile FILE --gpus G --window T\n"
     "         --scheduler thief|noretrain|fixedres|uniform:CONFIG:EPOCHS:SHARE|"
     "fixedconfig:CONFIG:EPOCHS\n"
-    "         [--delta D] [--rmax R] [--no-carry] [--json] [--decisions FILE]\n";
+    "         [--delta D|FG] [--rmax R] [--no-carry] [--json] [--decisions FILE]\n";
 
 static int parse(int argc, char **argv, sim_opts *o)
 {
@@ -45,7 +45,7 @@ static int parse(int argc, char **argv, sim_opts *o)
         case 'n': o->prm.no_carry = 1; break;
         case 'g': bad = ekya_cli_number("--gpus", optarg, 0, &o->prm.gpus); break;
         case 'w': bad = ekya_cli_number("--window", optarg, 0, &o->prm.length); break;
-        case 'd': bad = ekya_cli_number("--delta", optarg, 0, &o->prm.delta); break;
+        case 'd': bad = ekya_cli_delta(optarg, &o->prm); break;
         case 'r': bad = ekya_cli_number("--rmax", optarg, 0, &o->prm.rmax); break;
         case 'h': fputs(usage, stdout); return 1;
         default:

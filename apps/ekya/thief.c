@@ -3,14 +3,16 @@
  * Jobs are every stream's inference job and, for streams that may still retrain this
  * window, its retraining job. Shares are counted in whole units of delta so they stay
  * exact multiples of delta. Starting from the fair allocation, for every (thief,
- * victim) pair the thief takes one delta at a time from a copy of the best allocation
- * so far, as long as PickConfigs' mean accuracy strictly improves; every improvement
- * becomes the new best. */
+ * victim) pair the thief takes delta, 2 delta, ... up to all of the victim's share from
+ * a copy of the best allocation so far, PickConfigs scoring each; the best strict
+ * improvement becomes the new best. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ekya/sched.h"
+
+#define EKYA_THIEF_PASSES 3
 
 typedef struct {
     int stream;
@@ -73,26 +75,37 @@ static int build_jobs(thief_ctx *t, int nstreams)
     return 0;
 }
 
-/* Moves units from victim to thief on a copy of best while the mean improves. */
-static void steal(const thief_ctx *t, int thief, int victim, int *best, double *best_vals,
-                  int *tmp, double *tmp_vals, int n)
+/* Moves 1, 2, ... units from victim to thief on a copy of best, evaluating every amount
+ * up to all the victim holds, and keeps the best improvement. Scanning the whole range,
+ * rather than stopping at the first step that does not improve, matters: taking a
+ * stream's whole retraining share can pay (it frees the stream from a configuration
+ * that no longer fits) where taking part of it does not. Returns 1 when best changed. */
+static int steal(const thief_ctx *t, int thief, int victim, int *best, double *best_vals,
+                 int *tmp, double *tmp_vals, int n)
 {
     int sa = t->jobs[thief].stream, sb = t->jobs[victim].stream;
     memcpy(tmp, best, (size_t)t->njobs * sizeof *tmp);
     memcpy(tmp_vals, best_vals, (size_t)n * sizeof *tmp_vals);
     double best_sum = sum(best_vals, n);
-    while (tmp[victim] > 0) {
+    int best_k = 0, avail = tmp[victim];
+    for (int k = 1; k <= avail; k++) {
         tmp[victim]--;
         tmp[thief]++;
         tmp_vals[sa] = stream_value(t, tmp, sa, NULL);
         tmp_vals[sb] = stream_value(t, tmp, sb, NULL);
         double s = sum(tmp_vals, n);
-        if (!(s > best_sum + 1e-12))
-            break;
-        best_sum = s;
-        memcpy(best, tmp, (size_t)t->njobs * sizeof *best);
-        memcpy(best_vals, tmp_vals, (size_t)n * sizeof *best_vals);
+        if (s > best_sum + 1e-12) {
+            best_sum = s;
+            best_k = k;
+        }
     }
+    if (best_k == 0)
+        return 0;
+    best[victim] -= best_k;
+    best[thief] += best_k;
+    best_vals[sa] = stream_value(t, best, sa, NULL);
+    best_vals[sb] = stream_value(t, best, sb, NULL);
+    return 1;
 }
 
 int ekya_thief_schedule(const ekya_sched_state *st, int only, ekya_stream_alloc *out)
@@ -107,10 +120,17 @@ int ekya_thief_schedule(const ekya_sched_state *st, int only, ekya_stream_alloc 
     fair(&t, total, best);
     for (int s = 0; s < n; s++)
         bv[s] = stream_value(&t, best, s, NULL);
-    for (int a = 0; a < t.njobs; a++)
-        for (int b = 0; b < t.njobs; b++)
-            if (a != b)
-                steal(&t, a, b, best, bv, tmp, tv, n);
+    /* Sweeps over every (thief, victim) pair until one changes nothing, at most
+     * EKYA_THIEF_PASSES times (the authors' implementation iterates 3 times). */
+    for (int pass = 0; pass < EKYA_THIEF_PASSES; pass++) {
+        int changed = 0;
+        for (int a = 0; a < t.njobs; a++)
+            for (int b = 0; b < t.njobs; b++)
+                if (a != b)
+                    changed |= steal(&t, a, b, best, bv, tmp, tv, n);
+        if (!changed)
+            break;
+    }
     for (int s = 0; s < n; s++)
         stream_value(&t, best, s, &out[s]);
     rc = 0;

@@ -45,6 +45,8 @@ expect_error "--gpus: 'x' is not a positive number" simulate --gpus x
 expect_error "unknown command 'frobnicate'" frobnicate
 expect_error "missing --streams" run
 expect_error "unknown or incomplete option" simulate --bogus
+expect_error "--delta: 'xG' is not a positive number of GPUs (D) or fraction of G (FG)" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler thief --delta xG
+expect_error "--delta: '-0.1G'" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler thief --delta -0.1G
 expect_error "gpus/delta <= 1e6" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler thief --delta 1e-9
 
 "$EKYA" --help >"$TMP/help" 2>&1 || fail "--help exit"
@@ -60,11 +62,17 @@ assert 0 <= o["mean_accuracy"] <= 1
 assert set(o["streams"]) == {"A", "B"} and all(0 <= v <= 1 for v in o["streams"].values())
 assert len(o["windows"]) == 2 and all(0 <= v <= 1 for v in o["windows"])
 assert o["scheduler_seconds"] >= 0
-assert abs(o["mean_accuracy"] - 0.7454) < 0.002
+assert abs(o["mean_accuracy"] - 0.7609) < 0.002
 lines = [json.loads(l) for l in open(sys.argv[2])]
 assert lines[0]["reason"] == "start" and lines[0]["window"] == 0
 assert any(l["reason"] == "completion" for l in lines)
 PY
+
+# --delta FG is a fraction of the GPUs: 0.1/3 G on 3 GPUs is the same run as 0.1 GPUs
+acc() { "$EKYA" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --rmax 1 --scheduler thief --json "$@" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["mean_accuracy"])'; }
+[ "$(acc --delta 0.1)" = "$(acc --delta 0.0333333333333G)" ] || fail "--delta FG differs from --delta D"
+[ "$(acc --delta 1.5)" = "$(acc --delta 0.5G)" ] && [ "$(acc --delta 0.1)" != "$(acc --delta 1.5)" ] || fail "--delta 0.5G is not 1.5 GPUs"
 
 # text report names every stream and window and the scheduler time
 "$EKYA" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler noretrain >"$TMP/text" || fail "text run"

@@ -15,6 +15,11 @@ int ekya_cmd_synth(int argc, char **argv);
  * prints "ekya: OPT: ..." and returns -1. */
 int ekya_cli_number(const char *opt, const char *s, int allow_zero, double *out);
 
+/* Parses --delta: a number of GPUs ("0.05"), or a fraction of G with a trailing G
+ * ("0.0125G", so one value gives the same granularity at every G). Sets prm->delta
+ * and prm->delta_per_gpu; on failure prints one line and returns -1. */
+int ekya_cli_delta(const char *s, ekya_params *prm);
+
 /* Loads both profile files; prints the loader's one-line error and returns -1 on
  * failure (nothing left allocated). */
 int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,

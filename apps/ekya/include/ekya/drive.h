@@ -15,10 +15,14 @@ typedef struct {
     double gpus;    /* G */
     double length;  /* window length T, seconds */
     double delta;   /* allocation quantum (default 0.1 GPU) */
+    int delta_per_gpu; /* 1: delta is a fraction of G, the quantum is delta * gpus */
     double rmax;    /* inference share that processes every frame (default 0.25 GPU) */
     int no_carry;   /* 1: every window starts at the profile's start_acc, even after a
                      * retraining completed in the previous window (see docs/ekya.md) */
 } ekya_params;
+
+/* The allocation quantum in GPUs: delta, or delta * gpus when delta_per_gpu. */
+double ekya_params_delta(const ekya_params *prm);
 
 /* Scheduler running time, CLOCK_MONOTONIC around each schedule call. */
 typedef struct {
