@@ -149,12 +149,12 @@ static int simulate_all(plot_opts *o, const ekya_profiles *p, const ekya_infer_p
 
 static void write_script(const plot_opts *o, int nstreams, FILE *gp)
 {
-    fprintf(gp, "set terminal svg size 640,420 noenhanced\nset key left top\nset grid\n"
+    fprintf(gp, "set terminal svg size 640,480 noenhanced\nset key outside below\nset grid\n"
                 "set xlabel 'GPUs'\nset xtics (");
     for (int g = 0; g < o->ngpus; g++)
         fprintf(gp, "%s%g", g ? ", " : "", o->gpus[g]);
     fprintf(gp, ")\nset output 'accuracy_vs_gpus.svg'\nset ylabel 'mean inference accuracy'\n"
-                "set yrange [0:1]\nplot ");
+                "set yrange [*:*]\nplot ");
     for (int k = 0; k < o->nscheds; k++)
         fprintf(gp, "%s'results.dat' using 1:%d with linespoints title '%s'",
                 k ? ", \\\n     " : "", 2 + 2 * k, o->scheds[k]);

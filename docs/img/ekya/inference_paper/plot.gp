@@ -1,11 +1,11 @@
-set terminal svg size 640,420 noenhanced
-set key left top
+set terminal svg size 640,480 noenhanced
+set key outside below
 set grid
 set xlabel 'GPUs'
 set xtics (0.5, 1, 2, 4, 8)
 set output 'accuracy_vs_gpus.svg'
 set ylabel 'mean inference accuracy'
-set yrange [0:1]
+set yrange [*:*]
 plot 'results.dat' using 1:2 with linespoints title 'thief', \
      'results.dat' using 1:4 with linespoints title 'fixedres', \
      'results.dat' using 1:6 with linespoints title 'noretrain', \
