@@ -443,11 +443,17 @@ static void schedule(task_manager *tm, task_entry *e)
 {
     /* Placement first, then arguments: a task that will run here needs them here; one
      * that goes elsewhere (busy or infeasible here) is spilled with its references, and
-     * its new node fetches them. */
+     * its new node fetches them. One that cannot run here and has no node yet (the view
+     * has not heard of a resource just made elsewhere, say) waits without fetching: its
+     * arguments would cross the network for nothing. */
     const char *spill_node = NULL;
     const char *to = spill_target(tm, e, &spill_node);
     if (to) {
         forward(tm, e, to, spill_node);
+        return;
+    }
+    if (!esc_acct_feasible(tm->r->acct, e->req, e->nreq)) {
+        enqueue(tm, e);
         return;
     }
     if (wait_for_args(tm, e))
@@ -481,7 +487,8 @@ void task_manager_reexamine(task_manager *tm)
         task_entry *next = e->next;
         if (fits_now(tm, e)) {
             dequeue(tm, e);
-            run(tm, e);
+            if (!wait_for_args(tm, e)) /* none fetched yet when it waited as infeasible */
+                run(tm, e);
         } else if (!stuck || !same_placement(stuck, e)) {
             const char *node = NULL;
             const char *to = spill_target(tm, e, &node);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int ekya_cli_number(const char *opt, const char *s, int allow_zero, double *out)
 {
@@ -35,6 +36,24 @@ int ekya_cli_delta(const char *s, ekya_params *prm)
     prm->delta = v;
     prm->delta_per_gpu = per_gpu;
     return 0;
+}
+
+void ekya_cli_params_default(ekya_params *prm)
+{
+    memset(prm, 0, sizeof *prm);
+    prm->delta = EKYA_DEFAULT_DELTA;
+    prm->rmax = EKYA_DEFAULT_RMAX;
+}
+
+int ekya_cli_param(int ch, const char *arg, ekya_params *prm)
+{
+    switch (ch) {
+    case 'w': return ekya_cli_number("--window", arg, 0, &prm->length);
+    case 'd': return ekya_cli_delta(arg, prm);
+    case 'r': return ekya_cli_number("--rmax", arg, 0, &prm->rmax);
+    case 'I': return ekya_cli_number("--sample", arg, 0, &prm->sample);
+    default: return 1;
+    }
 }
 
 int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,

@@ -114,6 +114,11 @@ double ekya_params_delta(const ekya_params *prm)
     return prm->delta_per_gpu ? prm->delta * prm->gpus : prm->delta;
 }
 
+double ekya_params_sample(const ekya_params *prm)
+{
+    return prm->sample == 0 ? 1.0 : prm->sample;
+}
+
 int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya_params *prm,
                const ekya_scheduler *sched, const ekya_executor *ex, FILE *decisions,
                ekya_window_decision *log, ekya_sched_stats *stats, char *err, size_t errlen)
@@ -121,10 +126,12 @@ int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya
     memset(stats, 0, sizeof *stats);
     double delta = ekya_params_delta(prm);
     /* Bounds that keep unit counts and per-second samples within int range. */
-    if (!(prm->gpus > 0 && delta > 0 && prm->rmax > 0 && prm->length > 0) ||
-        prm->gpus / delta > 1e6 || prm->length > 1e7) {
-        snprintf(err, errlen, "need 0 < gpus/delta <= 1e6 and 0 < window <= 1e7 s "
-                 "(gpus %g, delta %g, window %g)", prm->gpus, delta, prm->length);
+    double sample = ekya_params_sample(prm);
+    if (!(prm->gpus > 0 && delta > 0 && prm->rmax > 0 && prm->length > 0 && sample > 0) ||
+        prm->gpus / delta > 1e6 || prm->length / sample > 1e7) {
+        snprintf(err, errlen, "need 0 < gpus/delta <= 1e6 and 0 < window/sample <= 1e7 "
+                 "(gpus %g, delta %g, window %g, sample %g)", prm->gpus, delta, prm->length,
+                 sample);
         return -1;
     }
     drive_bufs b = {0};

@@ -16,7 +16,8 @@ static const char help[] =
     "             ekya simulate --profiles F --inference-profile F --gpus G --window T\n"
     "                 --scheduler thief|noretrain|fixedres|uniform:CONFIG:EPOCHS:SHARE|\n"
     "                             fixedconfig:CONFIG:EPOCHS\n"
-    "                 [--delta D|FG] [--rmax R] [--no-carry] [--json] [--decisions FILE]\n"
+    "                 [--delta D|FG] [--rmax R] [--sample S] [--no-carry] [--json]\n"
+    "                 [--decisions FILE]\n"
     "  plot       accuracy against GPUs for every scheduler (gnuplot, svg)\n"
     "             ekya plot --profiles F --inference-profile F --window T --gpus 1,2,4,8\n"
     "                 --out DIR [--target ACC] [--schedulers S1,S2,..] [--delta D|FG] [--rmax R]\n"
@@ -28,6 +29,8 @@ static const char help[] =
     "             ekya run --streams V --windows W --gpus G --window T [--scheduler S]\n"
     "                 [--configs small|full] [--images-per-window N] [--seed S] [--json]\n"
     "\n"
+    "--delta D|FG: the GPU quantum, D GPUs or the fraction F of G (default 0.1).\n"
+    "--sample S: accuracy is sampled every S seconds of a window (default 1).\n"
     "Accuracies in profile files are percent (0..100); reports are fractions (0..1).\n"
     "See docs/ekya.md.\n";
 

@@ -26,7 +26,8 @@ typedef struct {
 
 static const char usage[] =
     "usage: ekya plot --profiles F --inference-profile F --window T --gpus 1,2,4,8 --out DIR\n"
-    "         [--target ACC] [--schedulers S1,S2,..] [--delta D|FG] [--rmax R] [--no-carry]\n";
+    "         [--target ACC] [--schedulers S1,S2,..] [--delta D|FG] [--rmax R] [--no-carry]\n"
+    "         [--sample S]\n";
 
 static int parse_gpus(plot_opts *o, const char *arg)
 {
@@ -55,14 +56,12 @@ static int parse(int argc, char **argv, plot_opts *o)
 {
     static const struct option longs[] = {
         {"profiles", required_argument, 0, 'p'}, {"inference-profile", required_argument, 0, 'i'},
-        {"gpus", required_argument, 0, 'g'},     {"window", required_argument, 0, 'w'},
-        {"out", required_argument, 0, 'o'},      {"target", required_argument, 0, 't'},
-        {"schedulers", required_argument, 0, 's'}, {"delta", required_argument, 0, 'd'},
-        {"rmax", required_argument, 0, 'r'},     {"no-carry", no_argument, 0, 'n'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+        {"gpus", required_argument, 0, 'g'},     {"out", required_argument, 0, 'o'},
+        {"target", required_argument, 0, 't'},   {"schedulers", required_argument, 0, 's'},
+        {"no-carry", no_argument, 0, 'n'},       {"help", no_argument, 0, 'h'},
+        EKYA_CLI_PARAM_OPTIONS,                  {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
-    o->prm.delta = EKYA_DEFAULT_DELTA;
-    o->prm.rmax = EKYA_DEFAULT_RMAX;
+    ekya_cli_params_default(&o->prm);
     o->target = 0.75;
     opterr = 0;
     optind = 1;
@@ -76,12 +75,11 @@ static int parse(int argc, char **argv, plot_opts *o)
         case 'n': o->prm.no_carry = 1; break;
         case 's': snprintf(o->sched_arg, sizeof o->sched_arg, "%s", optarg); break;
         case 'g': bad = parse_gpus(o, optarg); break;
-        case 'w': bad = ekya_cli_number("--window", optarg, 0, &o->prm.length); break;
-        case 'd': bad = ekya_cli_delta(optarg, &o->prm); break;
-        case 'r': bad = ekya_cli_number("--rmax", optarg, 0, &o->prm.rmax); break;
         case 't': bad = ekya_cli_number("--target", optarg, 1, &o->target); break;
         case 'h': fputs(usage, stdout); return 1;
         default:
+            if ((bad = ekya_cli_param(ch, optarg, &o->prm)) <= 0)
+                break;
             fprintf(stderr, "ekya plot: unknown or incomplete option '%s'\n", argv[optind - 1]);
             return -1;
         }

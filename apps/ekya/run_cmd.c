@@ -58,7 +58,7 @@ typedef struct {
 static const char usage[] =
     "usage: ekya run --streams V --windows W --gpus G --window T [--scheduler S]\n"
     "         [--configs small|full] [--images-per-window N] [--seed S] [--delta D|FG]\n"
-    "         [--rmax R] [--json] [--decisions FILE]\n"
+    "         [--rmax R] [--sample S] [--json] [--decisions FILE]\n"
     "  T and the costs are CPU-seconds of a full device (GPU-seconds with a GPU).\n";
 
 static int width_index(const ekya_workload *wl, int hidden)
@@ -296,19 +296,17 @@ static int parse(int argc, char **argv, run_opts *o)
 {
     static const struct option longs[] = {
         {"streams", required_argument, 0, 'v'}, {"windows", required_argument, 0, 'W'},
-        {"gpus", required_argument, 0, 'g'},    {"window", required_argument, 0, 'w'},
-        {"scheduler", required_argument, 0, 's'}, {"configs", required_argument, 0, 'c'},
-        {"images-per-window", required_argument, 0, 'n'}, {"seed", required_argument, 0, 'S'},
-        {"delta", required_argument, 0, 'd'},   {"rmax", required_argument, 0, 'r'},
-        {"json", no_argument, 0, 'j'},          {"decisions", required_argument, 0, 'D'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+        {"gpus", required_argument, 0, 'g'},    {"scheduler", required_argument, 0, 's'},
+        {"configs", required_argument, 0, 'c'}, {"images-per-window", required_argument, 0, 'n'},
+        {"seed", required_argument, 0, 'S'},    {"json", no_argument, 0, 'j'},
+        {"decisions", required_argument, 0, 'D'}, {"help", no_argument, 0, 'h'},
+        EKYA_CLI_PARAM_OPTIONS,                 {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
+    ekya_cli_params_default(&o->prm);
     o->images = 1000;
     o->seed = 1;
     o->configs = "small";
     o->scheduler = "thief";
-    o->prm.delta = EKYA_DEFAULT_DELTA;
-    o->prm.rmax = EKYA_DEFAULT_RMAX;
     o->prm.no_carry = 1; /* each window's start accuracy is measured on its own frames */
     opterr = 0;
     optind = 1;
@@ -321,15 +319,14 @@ static int parse(int argc, char **argv, run_opts *o)
         case 'n': bad = parse_int("--images-per-window", optarg, 100, 100000, &o->images); break;
         case 'S': bad = parse_int("--seed", optarg, 0, 1 << 30, &seed); break;
         case 'g': bad = ekya_cli_number("--gpus", optarg, 0, &o->prm.gpus); break;
-        case 'w': bad = ekya_cli_number("--window", optarg, 0, &o->prm.length); break;
-        case 'd': bad = ekya_cli_delta(optarg, &o->prm); break;
-        case 'r': bad = ekya_cli_number("--rmax", optarg, 0, &o->prm.rmax); break;
         case 's': o->scheduler = optarg; break;
         case 'c': o->configs = optarg; break;
         case 'D': o->decisions = optarg; break;
         case 'j': o->json = 1; break;
         case 'h': fputs(usage, stdout); return 1;
         default:
+            if ((bad = ekya_cli_param(ch, optarg, &o->prm)) <= 0)
+                break;
             fprintf(stderr, "ekya run: unknown or incomplete option '%s'\n", argv[optind - 1]);
             return -1;
         }

@@ -1,6 +1,6 @@
 /* sim.c: the simulator executor (ekya/sim.h). Time moves from event to event
- * (retraining completions, the window end); the per-second accuracy samples that fall
- * between two events are summed on the way. */
+ * (retraining completions, the window end); the accuracy samples (every second, or
+ * every prm->sample seconds) that fall between two events are summed on the way. */
 #include "ekya/sim.h"
 
 #include <math.h>
@@ -17,7 +17,7 @@ typedef struct {
     const ekya_sim_hooks *hooks; /* never NULL (an empty set when none) */
     ekya_sim_result *res;
     int w, nsamples, next_sample;
-    double len, now;
+    double len, now, interval; /* interval: seconds between samples */
     double *model_acc, *progress, *share, *mult, *acc_sum, *carried;
     int *cfg, *completed, *carry;
 } sim_ctx;
@@ -31,7 +31,8 @@ static int sim_start(void *vctx, int w, double len, char *err, size_t errlen)
     c->len = len;
     c->now = 0;
     c->next_sample = 0;
-    c->nsamples = (int)ceil(len - EKYA_SIM_EPS);
+    c->interval = ekya_params_sample(c->prm);
+    c->nsamples = (int)ceil(len / c->interval - 1e-6); /* 1e-6: rounding in the division */
     for (int s = 0; s < c->p->nstreams; s++) {
         /* A model retrained in the previous window starts this one where it ended. */
         c->model_acc[s] = c->carry[s] ? c->carried[s] : c->p->start_acc[s * c->p->nwindows + w];
@@ -84,10 +85,11 @@ static double remaining(const sim_ctx *c, int s)
     return c->share[s] > 0 ? need / c->share[s] : INFINITY;
 }
 
-/* Adds the samples at integer times in [now, until) with the current state. */
+/* Adds the samples at times k * interval in [now, until) with the current state. */
 static void sample_until(sim_ctx *c, double until)
 {
-    while (c->next_sample < c->nsamples && c->next_sample < until - EKYA_SIM_EPS) {
+    while (c->next_sample < c->nsamples &&
+           c->next_sample * c->interval < until - EKYA_SIM_EPS * c->interval) {
         for (int s = 0; s < c->p->nstreams; s++)
             c->acc_sum[s] += c->model_acc[s] * c->mult[s];
         c->next_sample++;

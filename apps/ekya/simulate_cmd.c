@@ -17,20 +17,18 @@ static const char usage[] =
     "usage: ekya simulate --profiles FILE --inference-profile FILE --gpus G --window T\n"
     "         --scheduler thief|noretrain|fixedres|uniform:CONFIG:EPOCHS:SHARE|"
     "fixedconfig:CONFIG:EPOCHS\n"
-    "         [--delta D|FG] [--rmax R] [--no-carry] [--json] [--decisions FILE]\n";
+    "         [--delta D|FG] [--rmax R] [--sample S] [--no-carry] [--json] [--decisions FILE]\n";
 
 static int parse(int argc, char **argv, sim_opts *o)
 {
     static const struct option longs[] = {
         {"profiles", required_argument, 0, 'p'}, {"inference-profile", required_argument, 0, 'i'},
-        {"gpus", required_argument, 0, 'g'},     {"window", required_argument, 0, 'w'},
-        {"scheduler", required_argument, 0, 's'}, {"delta", required_argument, 0, 'd'},
-        {"rmax", required_argument, 0, 'r'},     {"json", no_argument, 0, 'j'},
-        {"decisions", required_argument, 0, 'D'}, {"no-carry", no_argument, 0, 'n'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+        {"gpus", required_argument, 0, 'g'},     {"scheduler", required_argument, 0, 's'},
+        {"json", no_argument, 0, 'j'},           {"decisions", required_argument, 0, 'D'},
+        {"no-carry", no_argument, 0, 'n'},       {"help", no_argument, 0, 'h'},
+        EKYA_CLI_PARAM_OPTIONS,                  {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
-    o->prm.delta = EKYA_DEFAULT_DELTA;
-    o->prm.rmax = EKYA_DEFAULT_RMAX;
+    ekya_cli_params_default(&o->prm);
     opterr = 0;
     optind = 1;
     int ch;
@@ -44,11 +42,10 @@ static int parse(int argc, char **argv, sim_opts *o)
         case 'j': o->json = 1; break;
         case 'n': o->prm.no_carry = 1; break;
         case 'g': bad = ekya_cli_number("--gpus", optarg, 0, &o->prm.gpus); break;
-        case 'w': bad = ekya_cli_number("--window", optarg, 0, &o->prm.length); break;
-        case 'd': bad = ekya_cli_delta(optarg, &o->prm); break;
-        case 'r': bad = ekya_cli_number("--rmax", optarg, 0, &o->prm.rmax); break;
         case 'h': fputs(usage, stdout); return 1;
         default:
+            if ((bad = ekya_cli_param(ch, optarg, &o->prm)) <= 0)
+                break;
             fprintf(stderr, "ekya simulate: unknown or incomplete option '%s'\n",
                     argv[optind - 1]);
             return -1;

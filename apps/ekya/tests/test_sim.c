@@ -128,6 +128,40 @@ static void test_small_share_subsamples(void **state)
     ekya_sim_result_free(&r);
 }
 
+/* Multiplies every retraining cost (actual and predicted) by k. */
+static void scale_costs(ekya_profiles *p, double k)
+{
+    for (int i = 0; i < p->nstreams * p->nwindows * p->nconfigs; i++) {
+        p->cells[i].gpu_seconds *= k;
+        p->cells[i].pred_gpu_seconds *= k;
+    }
+}
+
+/* Sampling every S seconds is the same clock as sampling every second with time
+ * stretched by 1/S: costs / 100, window / 100 and --sample 0.01 give the 120-s result. */
+static void test_sample_interval(void **state)
+{
+    fixture *f = *state;
+    const char *specs[] = {"thief", "uniform:cfg1:1:0.5", "fixedres"};
+    for (int k = 0; k < 3; k++) {
+        ekya_sim_result whole, fine, coarse;
+        simulate(f, specs[k], toy, NULL, &whole);
+        ekya_params prm = toy;
+        prm.length = 1.2;
+        prm.sample = 0.01;
+        scale_costs(&f->p, 0.01);
+        simulate(f, specs[k], prm, NULL, &fine);
+        prm.sample = 0; /* the default 1 s: two samples, t = 0 and t = 1 */
+        simulate(f, specs[k], prm, NULL, &coarse);
+        scale_costs(&f->p, 100);
+        assert_true(fabs(whole.mean - fine.mean) < 1e-6);
+        assert_true(fabs(whole.mean - coarse.mean) > 1e-3);
+        ekya_sim_result_free(&whole);
+        ekya_sim_result_free(&fine);
+        ekya_sim_result_free(&coarse);
+    }
+}
+
 /* Window 2 starts from the model retrained in window 1, unless --no-carry. */
 static void test_carry(void **state)
 {
@@ -244,6 +278,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uniform_by_hand),   cmocka_unit_test(test_thief_reallocates),
         cmocka_unit_test(test_small_share_subsamples), cmocka_unit_test(test_carry),
+        cmocka_unit_test(test_sample_interval),
         cmocka_unit_test(test_executor_protocol), cmocka_unit_test(test_decisions_json),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -20,6 +20,19 @@ int ekya_cli_number(const char *opt, const char *s, int allow_zero, double *out)
  * and prm->delta_per_gpu; on failure prints one line and returns -1. */
 int ekya_cli_delta(const char *s, ekya_params *prm);
 
+/* The timeline options that simulate, plot and run share, as getopt_long entries:
+ * --window T, --delta D|FG, --rmax R, --sample S (codes 'w', 'd', 'r', 'I'). */
+#define EKYA_CLI_PARAM_OPTIONS                                                              \
+    {"window", required_argument, 0, 'w'}, {"delta", required_argument, 0, 'd'},           \
+        {"rmax", required_argument, 0, 'r'}, {"sample", required_argument, 0, 'I'}
+
+/* Sets prm to zero with the default delta and rmax (and the paper's 1-s sampling). */
+void ekya_cli_params_default(ekya_params *prm);
+
+/* Handles one EKYA_CLI_PARAM_OPTIONS option (code ch, value arg) into prm. Returns 0
+ * when handled, -1 on a bad value (one line printed), 1 when ch is not one of them. */
+int ekya_cli_param(int ch, const char *arg, ekya_params *prm);
+
 /* Loads both profile files; prints the loader's one-line error and returns -1 on
  * failure (nothing left allocated). */
 int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,

@@ -19,10 +19,16 @@ typedef struct {
     double rmax;    /* inference share that processes every frame (default 0.25 GPU) */
     int no_carry;   /* 1: every window starts at the profile's start_acc, even after a
                      * retraining completed in the previous window (see docs/ekya.md) */
+    double sample;  /* accuracy is sampled every `sample` seconds of the window; 0 means
+                     * 1 s, the paper's (a workload whose costs are milliseconds of CPU
+                     * needs a finer one for the same number of samples per window) */
 } ekya_params;
 
 /* The allocation quantum in GPUs: delta, or delta * gpus when delta_per_gpu. */
 double ekya_params_delta(const ekya_params *prm);
+
+/* The sampling interval in seconds: prm->sample, or 1 when it is 0. */
+double ekya_params_sample(const ekya_params *prm);
 
 /* Scheduler running time, CLOCK_MONOTONIC around each schedule call. */
 typedef struct {
