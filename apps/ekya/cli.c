@@ -56,6 +56,14 @@ int ekya_cli_param(int ch, const char *arg, ekya_params *prm)
     }
 }
 
+void ekya_cli_note_sampling(const ekya_params *prm)
+{
+    double sample = ekya_params_sample(prm), n = ceil(prm->length / sample - 1e-6);
+    if (n < 20)
+        fprintf(stderr, "ekya: note: accuracy is sampled %.0f times per %g-s window; "
+                "--sample %g gives 200\n", n, prm->length, prm->length / 200);
+}
+
 int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,
                   ekya_infer_profile *inf)
 {

@@ -219,6 +219,8 @@ int ekya_cmd_plot(int argc, char **argv)
         rc = 1;
         if (ekya_cli_load(o->profiles, o->inference, &p, &inf) == 0) {
             rc = run(o, &p, &inf);
+            if (rc == 0)
+                ekya_cli_note_sampling(&o->prm);
             ekya_profiles_free(&p);
             ekya_infer_free(&inf);
         }

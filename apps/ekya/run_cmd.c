@@ -391,5 +391,6 @@ int ekya_cmd_run(int argc, char **argv)
         fprintf(stderr, "ekya run: %s\n", err[0] ? err : "failed");
         return 1;
     }
+    ekya_cli_note_sampling(&o.prm);
     return 0;
 }

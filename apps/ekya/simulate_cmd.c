@@ -134,6 +134,8 @@ int ekya_cmd_simulate(int argc, char **argv)
     if (ekya_cli_load(o.profiles, o.inference, &p, &inf) != 0)
         return 1;
     int rc = run(&o, &p, &inf);
+    if (rc == 0)
+        ekya_cli_note_sampling(&o.prm);
     ekya_profiles_free(&p);
     ekya_infer_free(&inf);
     return rc;

@@ -74,6 +74,14 @@ acc() { "$EKYA" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --rmax 1 --sched
 [ "$(acc --delta 0.1)" = "$(acc --delta 0.0333333333333G)" ] || fail "--delta FG differs from --delta D"
 [ "$(acc --delta 1.5)" = "$(acc --delta 0.5G)" ] && [ "$(acc --delta 0.1)" != "$(acc --delta 1.5)" ] || fail "--delta 0.5G is not 1.5 GPUs"
 
+# a window sampled fewer than 20 times gets a one-line note after the results; 120 do not
+"$EKYA" simulate --inference-profile "$DATA/inference_paper.csv" --gpus 3 --window 2 \
+    --profiles "$DATA/toy_profiles.csv" --scheduler noretrain >/dev/null 2>"$TMP/note" || fail "note run"
+[ "$(wc -l <"$TMP/note")" -eq 1 ] && grep -q "sampled 2 times per 2-s window; --sample 0.01" "$TMP/note" ||
+    fail "sampling note: $(cat "$TMP/note")"
+"$EKYA" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler noretrain >/dev/null 2>"$TMP/note" &&
+    [ ! -s "$TMP/note" ] || fail "note with 120 samples: $(cat "$TMP/note")"
+
 # text report names every stream and window and the scheduler time
 "$EKYA" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler noretrain >"$TMP/text" || fail "text run"
 grep -q "stream A" "$TMP/text" && grep -q "window 2" "$TMP/text" && grep -q "scheduler time" "$TMP/text" || fail "text report"

@@ -33,6 +33,12 @@ void ekya_cli_params_default(ekya_params *prm);
  * when handled, -1 on a bad value (one line printed), 1 when ch is not one of them. */
 int ekya_cli_param(int ch, const char *arg, ekya_params *prm);
 
+/* After a successful run: prints a one-line note on stderr when accuracy was sampled
+ * fewer than 20 times per window (a window of a few seconds at the default 1-s
+ * sampling), since retraining that completes between two samples counts late or not
+ * at all. */
+void ekya_cli_note_sampling(const ekya_params *prm);
+
 /* Loads both profile files; prints the loader's one-line error and returns -1 on
  * failure (nothing left allocated). */
 int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,
