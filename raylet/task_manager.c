@@ -452,13 +452,14 @@ static void schedule(task_manager *tm, task_entry *e)
         forward(tm, e, to, spill_node);
         return;
     }
-    if (!esc_acct_feasible(tm->r->acct, e->req, e->nreq)) {
+    bool here = fits_now(tm, e);
+    if (!here && !esc_acct_feasible(tm->r->acct, e->req, e->nreq)) {
         enqueue(tm, e);
         return;
     }
     if (wait_for_args(tm, e))
         return;
-    if (fits_now(tm, e))
+    if (here)
         run(tm, e);
     else
         enqueue(tm, e);

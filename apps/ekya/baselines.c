@@ -161,6 +161,7 @@ int ekya_scheduler_create(const char *spec, const ekya_profiles *p, ekya_schedul
     out->ctx = b;
     out->schedule = base_schedule;
     out->destroy = free;
+    out->plans_with_predictions = b->k == K_THIEF || b->k == K_FIXEDCONFIG || b->k == K_FIXEDRES;
     return 0;
 }
 

@@ -50,7 +50,7 @@ typedef struct {
     ekya_profiler_opts popts;
     ekya_profiles prof;   /* filled window by window through the hooks */
     run_stream *st;
-    int prune; /* the scheduler follows the profiler's pruning (thief, fixedres) */
+    int prune; /* the scheduler plans with predictions: pruned configurations withheld */
     double profile_seconds, retrain_seconds;
     int retrainings;
 } run_ctx;
@@ -213,7 +213,6 @@ static int open_run(run_ctx *c, char *err, size_t errlen)
     if (ekya_workload_open(&c->wl, &wo, widths, n, err, errlen) != 0)
         return -1;
     ekya_profiler_opts_default(&c->popts, c->o->seed);
-    c->prune = strcmp(c->o->scheduler, "thief") == 0 || strcmp(c->o->scheduler, "fixedres") == 0;
     c->st = calloc((size_t)c->o->streams, sizeof *c->st);
     if (!c->st || build_table(c) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -353,6 +352,7 @@ static int run(run_ctx *c, char *err, size_t errlen)
     if (open_run(c, err, errlen) != 0 || measure_inference(c, &inf, err, errlen) != 0 ||
         ekya_scheduler_create(c->o->scheduler, &c->prof, &sched, err, errlen) != 0)
         goto out;
+    c->prune = sched.plans_with_predictions;
     if (c->o->decisions && !(dec = fopen(c->o->decisions, "w"))) {
         snprintf(err, errlen, "%s: cannot open for writing", c->o->decisions);
         goto out;

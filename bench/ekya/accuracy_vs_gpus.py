@@ -81,7 +81,7 @@ def evaluate(ekya, profiles, oracle, inference, grid, window, sample):
 
 
 def main(argv):
-    args = [a for a in argv[1:]]
+    args = list(argv[1:])
     if not args:
         sys.exit("usage: accuracy_vs_gpus.py EKYA [PROFILES] [--gpus 0.5,1,2,4,8] [--window 2]"
                  " [--sample 0.01]")

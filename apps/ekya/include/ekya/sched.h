@@ -35,6 +35,9 @@ typedef struct ekya_scheduler {
     int (*schedule)(void *ctx, const ekya_sched_state *st, ekya_stream_alloc *out, char *err,
                     size_t errlen);
     void (*destroy)(void *ctx);
+    int plans_with_predictions; /* 1: chooses configurations by the profiler's predictions
+                                 * (thief, fixedconfig, fixedres), so configurations the
+                                 * profiler pruned are withheld from it; 0: a fixed choice */
 } ekya_scheduler;
 
 /* Builds the scheduler a --scheduler spec names: thief, noretrain, fixedres,
