@@ -207,8 +207,22 @@ static int cmp_util_asc(const void *pa, const void *pb, void *ctx)
     return (ua > ub) - (ua < ub);
 }
 
-/* Minerva: weights proportional to entitlement * current share / forecast utility
- * (the last observed utility; 1 when unknown), so that jobs below the others' utility
+/* Minerva's estimate of how well job j does: its normalized performance
+ * min(1, reward / SLO) over the last round (1 before any report). Minerva equalizes
+ * this quantity, not the tenant's utility g(.): the authors' implementation
+ * (cilantro/policies/minerva.py) divides the forecast reward, capped at the SLO, by the
+ * SLO and ignores the utility's shape, as Minerva itself is utility-agnostic. */
+static double minerva_norm_perf(const cil_baseline *b, size_t j)
+{
+    double r = b->reward[j], slo = b->env->jobs[j].slo;
+    if (!isfinite(r))
+        return 1.0;
+    double v = r / slo;
+    return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
+/* Minerva: weights proportional to entitlement * current share / forecast normalized
+ * performance (the last round's, see minerva_norm_perf), so that jobs below the others
  * grow; a floor of one CPU's worth of weight each keeps every job running. */
 static int minerva_next(cil_baseline *b, long *alloc)
 {
@@ -216,9 +230,8 @@ static int minerva_next(cil_baseline *b, long *alloc)
         return bl_fair(b, alloc);
     double ws = 0;
     for (size_t j = 0; j < b->n; j++) {
-        double u = isfinite(b->util[j]) ? b->util[j] : 1.0;
         double w = b->env->jobs[j].weight * ((double)b->last_alloc[j] + 1e-4) /
-                   ((u > 0 ? u : 0) + 1e-4);
+                   (minerva_norm_perf(b, j) + 1e-4);
         b->scratch[j] = w;
         ws += w;
     }

@@ -192,6 +192,36 @@ static void test_minerva_favours_worst(void **state)
     cil_env_free(env);
 }
 
+/* Minerva equalizes normalized performance, not utility: two jobs at the same
+ * performance / SLO keep equal shares although one's utility is quadratic (0.81 against
+ * 0.9), and a job at half its SLO gets about twice the share of a job meeting it. */
+static void test_minerva_ignores_utility_shape(void **state)
+{
+    (void)state;
+    char err[256];
+    cil_env *env = cil_env_parse(
+        "{\"cpus\": 100, \"round_s\": 60, \"report_s\": 5, \"jobs\": ["
+        "{\"name\": \"lin\", \"curve\": {\"type\": \"linear\", \"demand\": 50}, \"load\": 10,"
+        " \"slo\": 1, \"utility\": \"linear\"},"
+        "{\"name\": \"quad\", \"curve\": {\"type\": \"linear\", \"demand\": 50}, \"load\": 10,"
+        " \"slo\": 1, \"utility\": \"quadratic\"},"
+        "{\"name\": \"half\", \"curve\": {\"type\": \"linear\", \"demand\": 50}, \"load\": 10,"
+        " \"slo\": 1, \"utility\": \"linear\"}]}",
+        NULL, "test", err, sizeof err);
+    assert_non_null(env);
+    cil_baseline *m = cil_baseline_create(CIL_BL_MINERVA, env, 1);
+    long a[3] = {30, 30, 30}, out[3];
+    double load[3] = {10, 10, 10}, reward[3] = {0.9, 0.9, 0.45};
+    int has[3] = {1, 1, 1};
+    assert_int_equal(cil_baseline_observe(m, a, load, reward, has), 0);
+    assert_int_equal(cil_baseline_allocate(m, NULL, out), 0);
+    assert_int_equal(sum(out, 3), 100);
+    assert_int_equal(out[0], out[1]);
+    assert_true(out[2] >= 2 * out[0] - 2 && out[2] <= 2 * out[0] + 2);
+    cil_baseline_free(m);
+    cil_env_free(env);
+}
+
 /* EvoAlg keeps all CPUs allocated and, fed its own proposals, moves off the equal split
  * towards a better observed welfare. */
 static void test_evoalg_improves(void **state)
@@ -253,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_parties_miad_rules),
         cmocka_unit_test(test_greedy_moves_one),
         cmocka_unit_test(test_minerva_favours_worst),
+        cmocka_unit_test(test_minerva_ignores_utility_shape),
         cmocka_unit_test(test_evoalg_improves),
         cmocka_unit_test(test_model_fitters_meet_slo),
     };

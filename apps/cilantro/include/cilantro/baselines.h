@@ -14,7 +14,8 @@
  *   quasar                collaborative filtering (non-negative matrix factorization)
  *                         of observed rewards over workload types x allocation;
  *                         demands at the SLO, water-filled
- *   minerva               shares proportional to current share / forecast utility
+ *   minerva               shares proportional to current share / forecast normalized
+ *                         performance min(1, reward / SLO) (not the utility)
  *   parties               demand +20 CPUs on an SLO violation, -5 with slack
  *   miad                  demand x2 on a violation, -1 otherwise
  * The last three but minerva feed their demands to cil_waterfill.
