@@ -12,6 +12,7 @@ struct cil_binning {
     /* cache, valid when !dirty */
     int dirty;
     double *edges, *lower, *upper;
+    size_t *anchor;
 };
 
 void cil_binning_params_default(cil_binning_params *p, double lo, double hi, size_t nbins,
@@ -54,7 +55,8 @@ cil_binning *cil_binning_create(const cil_binning_params *params)
     b->edges = calloc(n + 1, sizeof(double));
     b->lower = calloc(n, sizeof(double));
     b->upper = calloc(n, sizeof(double));
-    if (!b->cnt || !b->s || !b->swp || !b->edges || !b->lower || !b->upper) {
+    b->anchor = calloc(n, sizeof(size_t));
+    if (!b->cnt || !b->s || !b->swp || !b->edges || !b->lower || !b->upper || !b->anchor) {
         cil_binning_free(b);
         return NULL;
     }
@@ -76,6 +78,7 @@ void cil_binning_free(cil_binning *b)
     free(b->edges);
     free(b->lower);
     free(b->upper);
+    free(b->anchor);
     free(b);
 }
 
@@ -126,7 +129,15 @@ static void refresh(cil_binning *b)
         b->upper[i] = clampd(m + u, b->par.p_lo, b->par.p_hi);
     }
     cil_monotone_envelope(b->par.nbins, b->lower, b->upper);
+    cil_pieces_anchor(b->par.nbins, b->edges, b->upper, b->par.lipschitz, b->anchor);
     b->dirty = 0;
+}
+
+/* The refreshed bins as a curve, with the Lipschitz cap (none when L = 0). */
+static cil_pieces pieces(const cil_binning *b)
+{
+    cil_pieces c = {b->par.nbins, b->edges, b->lower, b->upper, b->anchor, b->par.lipschitz};
+    return c;
 }
 
 int cil_binning_estimate(cil_binning *b, double x, cil_estimate *out)
@@ -135,9 +146,8 @@ int cil_binning_estimate(cil_binning *b, double x, cil_estimate *out)
         return -1;
     refresh(b);
     size_t i = bin_of(b, clampd(x, b->par.lo, b->par.hi));
-    out->lower = b->lower[i];
-    out->upper = b->upper[i];
-    out->mid = 0.5 * (out->lower + out->upper);
+    cil_pieces c = pieces(b);
+    cil_pieces_at(&c, i, clampd(x, b->par.lo, b->par.hi), out);
     out->wmean = b->cnt[i] > 0 && b->s[i] > 0 ? b->swp[i] / b->s[i] : NAN;
     return 0;
 }
@@ -147,7 +157,8 @@ int cil_binning_recommend(cil_binning *b, double goal, cil_rec_mode mode, double
     if (b == NULL)
         return -1;
     refresh(b);
-    return cil_pieces_recommend(b->par.nbins, b->edges, b->lower, b->upper, goal, mode, x);
+    cil_pieces c = pieces(b);
+    return cil_pieces_recommend(&c, goal, mode, x);
 }
 
 uint64_t cil_binning_num_points(const cil_binning *b) { return b ? b->n : 0; }

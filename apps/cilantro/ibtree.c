@@ -33,6 +33,7 @@ struct cil_ibtree {
     int dirty;
     size_t cache_cap;
     double *edges, *lower, *upper, *wmean;
+    size_t *anchor;
 };
 
 void cil_ibtree_params_default(cil_ibtree_params *p, double lo, double hi, double lipschitz)
@@ -125,6 +126,7 @@ void cil_ibtree_free(cil_ibtree *t)
     free(t->lower);
     free(t->upper);
     free(t->wmean);
+    free(t->anchor);
     free(t);
 }
 
@@ -276,14 +278,26 @@ static int refresh(cil_ibtree *t)
         if (w == NULL)
             return -1;
         t->wmean = w;
+        size_t *an = realloc(t->anchor, cap * sizeof(size_t));
+        if (an == NULL)
+            return -1;
+        t->anchor = an;
         t->cache_cap = cap;
     }
     size_t k = 0;
     collect(t, t->root, cil_ibtree_beta(t), t->par.p_lo, t->par.p_hi, NAN, &k);
     t->edges[k] = t->par.hi;
     cil_monotone_envelope(k, t->lower, t->upper);
+    cil_pieces_anchor(k, t->edges, t->upper, t->par.lipschitz, t->anchor);
     t->dirty = 0;
     return 0;
+}
+
+/* The refreshed cache as a curve: the leaves, with the Lipschitz cap. */
+static cil_pieces pieces(const cil_ibtree *t)
+{
+    cil_pieces c = {t->nleaves, t->edges, t->lower, t->upper, t->anchor, t->par.lipschitz};
+    return c;
 }
 
 int cil_ibtree_estimate(cil_ibtree *t, double x, cil_estimate *out)
@@ -300,9 +314,8 @@ int cil_ibtree_estimate(cil_ibtree *t, double x, cil_estimate *out)
         else
             hi = mid;
     }
-    out->lower = t->lower[lo];
-    out->upper = t->upper[lo];
-    out->mid = 0.5 * (out->lower + out->upper);
+    cil_pieces c = pieces(t);
+    cil_pieces_at(&c, lo, x, out);
     out->wmean = t->wmean[lo];
     return 0;
 }
@@ -311,7 +324,8 @@ int cil_ibtree_recommend(cil_ibtree *t, double goal, cil_rec_mode mode, double *
 {
     if (t == NULL || refresh(t) != 0)
         return -1;
-    return cil_pieces_recommend(t->nleaves, t->edges, t->lower, t->upper, goal, mode, x);
+    cil_pieces c = pieces(t);
+    return cil_pieces_recommend(&c, goal, mode, x);
 }
 
 uint64_t cil_ibtree_num_points(const cil_ibtree *t) { return t ? t->n : 0; }

@@ -109,9 +109,25 @@ static void test_empty_bins(void **state)
     /* empty bin left of it: lower 0, upper capped by the bin to its right */
     assert_int_equal(cil_binning_estimate(b, 0.5, &e), 0);
     assert_true(e.lower == 0.0 && e.upper < 0.75 && isnan(e.wmean));
-    /* empty bin right of it: lower raised by monotonicity, upper 1 */
+    /* empty bin right of it: lower raised by monotonicity; upper capped through the
+     * Lipschitz condition by the data bin's upper bound U: U + L (x - 3) */
+    cil_estimate d;
+    assert_int_equal(cil_binning_estimate(b, 2.5, &d), 0);
     assert_int_equal(cil_binning_estimate(b, 3.5, &e), 0);
-    assert_true(e.lower > 0.45 && e.upper == 1.0);
+    assert_true(e.lower > 0.45 && fabs(e.upper - (d.upper + 0.1 * 0.5)) < 1e-12);
+    /* the optimistic recommendation for a goal above U lies inside that bin */
+    double x;
+    assert_int_equal(cil_binning_recommend(b, d.upper + 0.05, CIL_REC_UPPER, &x), 0);
+    assert_true(fabs(x - 3.5) < 1e-9);
+    /* without L there is no cap */
+    cil_binning_params_default(&p, 0.0, 4.0, 4, 0.0);
+    cil_binning *flat = cil_binning_create(&p);
+    assert_non_null(flat);
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(cil_binning_add(flat, 2.5, 0.6, 0.01), 0);
+    assert_int_equal(cil_binning_estimate(flat, 3.5, &e), 0);
+    assert_true(e.upper == 1.0);
+    cil_binning_free(flat);
     cil_binning_free(b);
 }
 

@@ -201,6 +201,38 @@ static void test_expansion(void **state)
     cil_ibtree_free(t);
 }
 
+/* Right of the data, the upper bound grows at most at rate L from the data's leaf
+ * (the Lipschitz cap), not to p_hi at the first empty leaf; the optimistic
+ * recommendation solves the cap for the goal. */
+static void test_lipschitz_cap(void **state)
+{
+    (void)state;
+    cil_ibtree_params p;
+    cil_ibtree_params_default(&p, 0.0, 10.0, 0.1);
+    cil_ibtree *t = cil_ibtree_create(&p);
+    assert_non_null(t);
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(cil_ibtree_add(t, 1.0, 0.5, 0.01), 0);
+    cil_estimate at, e;
+    assert_int_equal(cil_ibtree_estimate(t, 1.0, &at), 0);
+    assert_true(at.upper < 0.52); /* a deep leaf: 0.5 + L * small width */
+    double prev = at.upper;
+    for (double x = 1.25; x <= 6.0; x += 0.25) {
+        assert_int_equal(cil_ibtree_estimate(t, x, &e), 0);
+        assert_true(e.upper <= at.upper + 0.1 * (x - 1.0) + 1e-12);
+        assert_true(e.upper >= prev);
+        assert_true(e.lower <= e.mid && e.mid <= e.upper);
+        prev = e.upper;
+    }
+    double x;
+    assert_int_equal(cil_ibtree_recommend(t, 0.8, CIL_REC_UPPER, &x), 0);
+    assert_int_equal(cil_ibtree_estimate(t, x, &e), 0);
+    assert_true(e.upper >= 0.8 && x > 3.5 && x < 4.5);
+    assert_int_equal(cil_ibtree_estimate(t, nextafter(x, 0.0), &e), 0);
+    assert_true(e.upper < 0.8);
+    cil_ibtree_free(t);
+}
+
 static void test_beta(void **state)
 {
     (void)state;
@@ -260,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_binomial_coverage),
         cmocka_unit_test(test_recommend),
         cmocka_unit_test(test_expansion),
+        cmocka_unit_test(test_lipschitz_cap),
         cmocka_unit_test(test_beta),
         cmocka_unit_test(test_invalid),
     };

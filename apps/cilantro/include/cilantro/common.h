@@ -43,14 +43,44 @@ double cil_beta(double c_beta, double delta, uint64_t t);
  * larger of them, which keeps both non-decreasing. Arrays are the caller's. */
 void cil_monotone_envelope(size_t n, double *lower, double *upper);
 
-/* Smallest x at which the curve picked by mode reaches goal, over n pieces where
- * piece i spans [edges[i], edges[i+1]) and has bounds lower[i] <= upper[i]
- * (monotone, as cil_monotone_envelope leaves them). The answer is a piece's left
- * edge. Writes *x and returns 0; returns 1 with *x = edges[n] when no piece reaches
- * the goal; -1 (and *x untouched) on n == 0, a NULL pointer, a non-finite goal or an
- * unknown mode. Nothing is allocated. */
-int cil_pieces_recommend(size_t n, const double *edges, const double *lower,
-                         const double *upper, double goal, cil_rec_mode mode, double *x);
+/* A learner's curve over n pieces: piece i spans [edges[i], edges[i+1]) (edges has n + 1
+ * entries) with bounds lower[i] <= upper[i], monotone as cil_monotone_envelope leaves
+ * them. With lipschitz > 0 and anchor non-NULL (from cil_pieces_anchor), the upper bound
+ * also uses the Lipschitz condition |p(x) - p(y)| <= L |x - y|: a piece's upper bound
+ * holds at its right edge, so it caps every x to the right by upper[i] + L (x -
+ * edges[i + 1]). Inside piece k the upper bound is then
+ *     max(lower[k], min(upper[k], cap)),  cap = upper[i] + L (x - edges[i + 1]),
+ * with i = anchor[k] the piece to the left whose cap is lowest (no cap when anchor[k] is
+ * CIL_NO_ANCHOR). The result is continuous where the cap binds and non-decreasing in x,
+ * exactly also in floating point; where noise makes the cap cross lower[k], upper takes
+ * the larger, as in cil_monotone_envelope. Without anchors the bounds are piecewise
+ * constant. The arrays are the caller's. */
+typedef struct {
+    size_t n;
+    const double *edges, *lower, *upper;
+    const size_t *anchor; /* n entries, or NULL */
+    double lipschitz;     /* L >= 0; 0 disables the cap */
+} cil_pieces;
+
+#define CIL_NO_ANCHOR ((size_t)-1)
+
+/* Fills anchor[k] for n pieces: the piece i < k whose cap upper[i] + L (x - edges[i + 1])
+ * is lowest on piece k (CIL_NO_ANCHOR for k = 0, or when no cap is below upper[k - 1]
+ * at edges[k]). Decided at each left edge with the same arithmetic as the evaluation,
+ * so that the capped curve stays exactly monotone. */
+void cil_pieces_anchor(size_t n, const double *edges, const double *upper, double lipschitz,
+                       size_t *anchor);
+
+/* The bounds at x inside piece k (k < c->n; x is not checked against the piece): writes
+ * out->lower, out->upper and out->mid = their mean; out->wmean is left alone. */
+void cil_pieces_at(const cil_pieces *c, size_t k, double x, cil_estimate *out);
+
+/* Smallest x at which the curve picked by mode reaches goal (mid = (lower + upper) / 2).
+ * The answer is a piece's left edge, or, where the Lipschitz cap binds, the point inside
+ * a piece where the capped curve reaches the goal. Writes *x and returns 0; returns 1
+ * with *x = edges[n] when no piece reaches the goal; -1 (and *x untouched) on n == 0, a
+ * NULL pointer, a non-finite goal or an unknown mode. Nothing is allocated. */
+int cil_pieces_recommend(const cil_pieces *c, double goal, cil_rec_mode mode, double *x);
 
 /* Formats a one-line error message into err (errlen bytes; nothing when err is NULL or
  * errlen 0): printf-style, newlines replaced by spaces, truncated to fit. The library's
