@@ -298,12 +298,6 @@ static double call_util(cil_util_fn util, void *ctx, size_t j, long a)
     return isfinite(u) ? u : WORST;
 }
 
-/* (min, sum) lexicographic: is (m1, s1) strictly better than (m0, s0)? */
-static int lex_better(double m1, double s1, double m0, double s0)
-{
-    return m1 > m0 || (m1 == m0 && s1 > s0);
-}
-
 /* The fewest CPUs that give job j at least utility tau (R + 1 when none up to R does).
  * Utilities are meant to grow with CPUs: a binary search, checked, with a scan when
  * the curve is not monotone there. */
@@ -408,56 +402,123 @@ static double min_util(size_t n, const long *a, cil_util_fn util, void *ctx)
     return m;
 }
 
-int cil_alloc_ew(size_t n, long R, cil_util_fn util, void *ctx, size_t max_moves, long *alloc)
+/* One curve's values around the climb's current point a: at[j] = f(j, a_j), up[j] =
+ * f(j, a_j + s), down[j] = f(j, a_j - s) (WORST off the range), the sum of at[] and
+ * the indices of its three smallest entries (a move changes two jobs, so the third
+ * smallest is the minimum of the rest in the worst case). */
+typedef struct {
+    cil_util_fn f;
+    double *at, *up, *down;
+    double sum;
+    size_t low[3];
+} climb_curve;
+
+static int curve_init(climb_curve *c, cil_util_fn f, size_t n)
+{
+    c->f = f;
+    c->at = malloc(n * sizeof *c->at);
+    c->up = malloc(n * sizeof *c->up);
+    c->down = malloc(n * sizeof *c->down);
+    return c->at && c->up && c->down ? 0 : -1;
+}
+
+static void curve_free(climb_curve *c)
+{
+    free(c->at);
+    free(c->up);
+    free(c->down);
+}
+
+/* Evaluates the curve around a for step s. */
+static void curve_look(climb_curve *c, void *ctx, size_t n, long R, const long *a, long s)
+{
+    c->sum = 0;
+    for (int q = 0; q < 3; q++)
+        c->low[q] = n;
+    for (size_t j = 0; j < n; j++) {
+        c->at[j] = call_util(c->f, ctx, j, a[j]);
+        c->up[j] = a[j] + s <= R ? call_util(c->f, ctx, j, a[j] + s) : WORST;
+        c->down[j] = a[j] >= s ? call_util(c->f, ctx, j, a[j] - s) : WORST;
+        c->sum += c->at[j];
+        for (int q = 0; q < 3; q++) {
+            if (c->low[q] == n || c->at[j] < c->at[c->low[q]]) {
+                for (int r = 2; r > q; r--)
+                    c->low[r] = c->low[r - 1];
+                c->low[q] = j;
+                break;
+            }
+        }
+    }
+}
+
+/* The curve's minimum over jobs after s CPUs move from k to j. */
+static double curve_min_after(const climb_curve *c, size_t n, size_t k, size_t j)
+{
+    double m = c->down[k] < c->up[j] ? c->down[k] : c->up[j];
+    for (int q = 0; q < 3; q++) {
+        size_t i = c->low[q];
+        if (i != n && i != j && i != k) {
+            if (c->at[i] < m)
+                m = c->at[i];
+            break;
+        }
+    }
+    return m;
+}
+
+/* The climb's order on candidate points: minimum utility, then the tie curve's
+ * minimum (when there is one), then the sum of utilities. */
+typedef struct {
+    double min, tie_min, sum;
+} climb_score;
+
+static int score_better(climb_score x, climb_score y)
+{
+    if (x.min != y.min)
+        return x.min > y.min;
+    if (x.tie_min != y.tie_min)
+        return x.tie_min > y.tie_min;
+    return x.sum > y.sum;
+}
+
+/* The start: the water level when it beats the equal split (it always ties or beats
+ * it for monotone utilities; the check keeps the equal split otherwise). */
+static int ew_start(size_t n, long R, cil_util_fn util, void *ctx, long *a)
+{
+    if (cil_resource_fair(n, R, NULL, a) != 0)
+        return -1;
+    long *level = malloc(n * sizeof *level);
+    if (!level)
+        return -1;
+    if (water_level(n, R, util, ctx, level) == 0 &&
+        min_util(n, level, util, ctx) > min_util(n, a, util, ctx))
+        memcpy(a, level, n * sizeof *a);
+    free(level);
+    return 0;
+}
+
+int cil_alloc_ew(size_t n, long R, cil_util_fn util, cil_util_fn tie, void *ctx,
+                 size_t max_moves, long *alloc)
 {
     if (n == 0 || n > MAX_JOBS || R < 0 || !util || !alloc)
         return -1;
     if (max_moves == 0)
         max_moves = 100000;
     long *a = malloc(n * sizeof *a);
-    double *u = malloc(n * sizeof *u), *up = malloc(n * sizeof *up),
-           *down = malloc(n * sizeof *down);
-    if (!a || !u || !up || !down || cil_resource_fair(n, R, NULL, a) != 0) {
-        free(a);
-        free(u);
-        free(up);
-        free(down);
-        return -1;
-    }
-    /* Start from the water level when it beats the equal split (it always ties or
-     * beats it for monotone utilities; the check keeps the equal split otherwise). */
-    long *level = malloc(n * sizeof *level);
-    if (level && water_level(n, R, util, ctx, level) == 0 &&
-        min_util(n, level, util, ctx) > min_util(n, a, util, ctx))
-        memcpy(a, level, n * sizeof *a);
-    free(level);
-    for (size_t j = 0; j < n; j++)
-        u[j] = call_util(util, ctx, j, a[j]);
+    climb_curve cu = {0}, ct = {0};
+    int rc = -1;
+    if (!a || curve_init(&cu, util, n) != 0 || (tie && curve_init(&ct, tie, n) != 0) ||
+        ew_start(n, R, util, ctx, a) != 0)
+        goto out;
     long s = R / (4 * (long)n);
     if (s < 1)
         s = 1;
     size_t moves = 0;
     while (n > 1 && R > 0 && moves < max_moves) {
-        double cmin = u[0], csum = 0;
-        size_t m[3] = {n, n, n}; /* indices of the three smallest utilities */
-        for (size_t j = 0; j < n; j++) {
-            csum += u[j];
-            if (u[j] < cmin)
-                cmin = u[j];
-            for (int q = 0; q < 3; q++) {
-                if (m[q] == n || u[j] < u[m[q]]) {
-                    for (int r = 2; r > q; r--)
-                        m[r] = m[r - 1];
-                    m[q] = j;
-                    break;
-                }
-            }
-        }
-        for (size_t j = 0; j < n; j++) {
-            up[j] = a[j] + s <= R ? call_util(util, ctx, j, a[j] + s) : WORST;
-            down[j] = a[j] >= s ? call_util(util, ctx, j, a[j] - s) : WORST;
-        }
-        double bmin = cmin, bsum = csum;
+        curve_look(&cu, ctx, n, R, a, s);
+        if (tie)
+            curve_look(&ct, ctx, n, R, a, s);
+        climb_score best = {cu.at[cu.low[0]], tie ? ct.at[ct.low[0]] : 0, cu.sum};
         size_t bk = n, bj = n;
         for (size_t k = 0; k < n; k++) {
             if (a[k] < s)
@@ -465,18 +526,11 @@ int cil_alloc_ew(size_t n, long R, cil_util_fn util, void *ctx, size_t max_moves
             for (size_t j = 0; j < n; j++) {
                 if (j == k)
                     continue;
-                double nm = down[k] < up[j] ? down[k] : up[j];
-                for (int q = 0; q < 3; q++) {
-                    if (m[q] != n && m[q] != j && m[q] != k) {
-                        if (u[m[q]] < nm)
-                            nm = u[m[q]];
-                        break;
-                    }
-                }
-                double ns = csum - u[k] - u[j] + down[k] + up[j];
-                if (lex_better(nm, ns, bmin, bsum)) {
-                    bmin = nm;
-                    bsum = ns;
+                climb_score c = {curve_min_after(&cu, n, k, j),
+                                 tie ? curve_min_after(&ct, n, k, j) : 0,
+                                 cu.sum - cu.at[k] - cu.at[j] + cu.down[k] + cu.up[j]};
+                if (score_better(c, best)) {
+                    best = c;
                     bk = k;
                     bj = j;
                 }
@@ -490,16 +544,15 @@ int cil_alloc_ew(size_t n, long R, cil_util_fn util, void *ctx, size_t max_moves
         }
         a[bk] -= s;
         a[bj] += s;
-        u[bk] = down[bk];
-        u[bj] = up[bj];
         moves++;
     }
     memcpy(alloc, a, n * sizeof *a);
+    rc = 0;
+out:
     free(a);
-    free(u);
-    free(up);
-    free(down);
-    return 0;
+    curve_free(&cu);
+    curve_free(&ct);
+    return rc;
 }
 
 void cil_sw_params_default(cil_sw_params *p)
@@ -595,7 +648,7 @@ int cil_alloc_sw(size_t n, long R, cil_util_fn util, void *ctx, const cil_sw_par
         goto out;
     cil_rng st;
     cil_rng_seed(&st, p->seed);
-    if (cil_alloc_ew(n, R, util, ctx, 0, pop) != 0 || cil_resource_fair(n, R, NULL, pop + n) != 0)
+    if (cil_alloc_ew(n, R, util, NULL, ctx, 0, pop) != 0 || cil_resource_fair(n, R, NULL, pop + n) != 0)
         goto out;
     for (size_t i = 2; i < P; i++)
         random_split(n, R, &st, w, pop + i * n);

@@ -138,12 +138,19 @@ typedef struct {
     size_t n;
     long R;
     double *table; /* n * (R + 1) utilities */
+    double *mid;   /* the same at the learners' midpoints (Cilantro-EW's tie break) */
 } util_table;
 
 static double table_util(void *ctx, size_t j, long a)
 {
     const util_table *t = ctx;
     return t->table[j * (size_t)(t->R + 1) + (size_t)a];
+}
+
+static double table_mid_util(void *ctx, size_t j, long a)
+{
+    const util_table *t = ctx;
+    return t->mid[j * (size_t)(t->R + 1) + (size_t)a];
 }
 
 /* Smallest integer a in [0, R] meeting the SLO at load; R when none does. */
@@ -208,6 +215,7 @@ static void state_free(sim_state *s, size_t n)
     free(s->fcst);
     free(s->fc_ok);
     free(s->tab.table);
+    free(s->tab.mid);
 }
 
 static int is_baseline(cil_policy p) { return p >= CIL_POL_EVOALG_SW && p < CIL_POL_COUNT; }
@@ -218,16 +226,18 @@ static int is_learned(cil_policy p)
 }
 
 /* Fills the utility table: the oracles read the true curves at the round's load; the
- * Cilantro policies the learner's upper bound at x = a / (load forecast). SW tables
- * hold weighted utilities (the welfare is weighted), EW tables plain ones. */
+ * Cilantro policies the learner's upper bound at x = a / (load forecast), and
+ * Cilantro-EW also its midpoint (tab.mid). SW tables hold weighted utilities (the
+ * welfare is weighted), EW tables plain ones. */
 static int fill_table(sim_state *s, const cil_env *env, cil_policy pol, const double *load)
 {
     size_t n = env->njobs;
     long R = env->cpus;
     int weighted = pol == CIL_POL_ORACLE_SW || pol == CIL_POL_CILANTRO_SW;
+    int mid = pol == CIL_POL_CILANTRO_EW;
     for (size_t j = 0; j < n; j++) {
         const cil_job *job = &env->jobs[j];
-        double *row = s->tab.table + j * (size_t)(R + 1);
+        size_t row = j * (size_t)(R + 1);
         for (long a = 0; a <= R; a++) {
             double p;
             if (is_learned(pol)) {
@@ -238,11 +248,13 @@ static int fill_table(sim_state *s, const cil_env *env, cil_policy pol, const do
                 if (cil_ibtree_estimate(s->tree[j], x, &e) != 0)
                     return -1;
                 p = e.upper;
+                if (mid)
+                    s->tab.mid[row + (size_t)a] = cil_job_utility(job, e.mid);
             } else {
                 p = cil_job_perf(job, (double)a, load[j]);
             }
             double u = cil_job_utility(job, p);
-            row[a] = weighted ? job->weight * u : u;
+            s->tab.table[row + (size_t)a] = weighted ? job->weight * u : u;
         }
     }
     return 0;
@@ -295,7 +307,9 @@ static int allocate(sim_state *s, const cil_env *env, cil_policy pol, const cil_
     case CIL_POL_CILANTRO_EW:
         if (fill_table(s, env, pol, load) != 0)
             return -1;
-        return cil_alloc_ew(n, R, table_util, &s->tab, prm->ew_max_moves, s->alloc);
+        return cil_alloc_ew(n, R, table_util,
+                            pol == CIL_POL_CILANTRO_EW ? table_mid_util : NULL, &s->tab,
+                            prm->ew_max_moves, s->alloc);
     case CIL_POL_ORACLE_SW:
     case CIL_POL_CILANTRO_SW: {
         if (fill_table(s, env, pol, load) != 0)
@@ -363,7 +377,9 @@ int cil_sim_run(const cil_env *env, cil_policy pol, const cil_sim_params *params
              (!is_baseline(pol) ||
               (s.bl = cil_baseline_create((cil_baseline_kind)(pol - CIL_POL_EVOALG_SW), env,
                                           prm.seed ^ 0xB5AD4ECEDA1CE2A9ULL))) &&
-             (s.tab.table = calloc(n * (size_t)(R + 1), sizeof(double)));
+             (s.tab.table = calloc(n * (size_t)(R + 1), sizeof(double))) &&
+             (pol != CIL_POL_CILANTRO_EW ||
+              (s.tab.mid = calloc(n * (size_t)(R + 1), sizeof(double))));
     if (!ok) {
         state_free(&s, n);
         cil_errorf(err, errlen, "sim: out of memory");

@@ -218,7 +218,7 @@ static void test_ew(void **state)
     curves c = {.scale = {10, 40}};
     long rf[2], ew[2];
     assert_int_equal(cil_resource_fair(2, 40, NULL, rf), 0);
-    assert_int_equal(cil_alloc_ew(2, 40, curve_util, &c, 0, ew), 0);
+    assert_int_equal(cil_alloc_ew(2, 40, curve_util, NULL, &c, 0, ew), 0);
     assert_int_equal(lsum(2, ew), 40);
     double rmin, rsum, emin, esum;
     utils_of(&c, 2, rf, &rmin, &rsum);
@@ -228,6 +228,32 @@ static void test_ew(void **state)
     assert_true(emin >= rmin);
     assert_true(emin >= 0.8 - 1e-12);
     expect(2, ew, (const long[]){8, 32});
+}
+
+/* Optimistic utilities that are 1 everywhere (nothing learned yet) leave every split
+ * tied; the tie curve (here a / 10 and a / 30) then decides: its maximin on 10 CPUs is
+ * {3, 7} (minimum 0.233; {2, 8} gives 0.2, {4, 6} 0.2). Without it the climb has no
+ * reason to leave the start, the equal split. */
+static double flat_one(void *ctx, size_t j, long a)
+{
+    (void)ctx, (void)j, (void)a;
+    return 1.0;
+}
+
+static double tie_linear(void *ctx, size_t j, long a)
+{
+    (void)ctx;
+    return (double)a / (j == 0 ? 10.0 : 30.0);
+}
+
+static void test_ew_tie(void **state)
+{
+    (void)state;
+    long a[2];
+    assert_int_equal(cil_alloc_ew(2, 10, flat_one, tie_linear, NULL, 0, a), 0);
+    expect(2, a, (const long[]){3, 7});
+    assert_int_equal(cil_alloc_ew(2, 10, flat_one, NULL, NULL, 0, a), 0);
+    expect(2, a, (const long[]){5, 5});
 }
 
 static void test_sw(void **state)
@@ -240,7 +266,7 @@ static void test_sw(void **state)
     cil_sw_params_default(&p);
     assert_true(p.iterations == 4000);
     assert_int_equal(cil_resource_fair(3, 60, NULL, rf), 0);
-    assert_int_equal(cil_alloc_ew(3, 60, curve_util, &c, 0, ew), 0);
+    assert_int_equal(cil_alloc_ew(3, 60, curve_util, NULL, &c, 0, ew), 0);
     assert_int_equal(cil_alloc_sw(3, 60, curve_util, &c, &p, sw), 0);
     assert_int_equal(lsum(3, sw), 60);
     double rmin, rsum, emin, esum, smin, ssum;
@@ -267,8 +293,8 @@ static void test_sw_deterministic(void **state)
     expect(8, a1, a2);
     assert_int_equal(lsum(8, a1), 400);
     long e1[8], e2[8];
-    assert_int_equal(cil_alloc_ew(8, 400, curve_util, &c, 0, e1), 0);
-    assert_int_equal(cil_alloc_ew(8, 400, curve_util, &c, 0, e2), 0);
+    assert_int_equal(cil_alloc_ew(8, 400, curve_util, NULL, &c, 0, e1), 0);
+    assert_int_equal(cil_alloc_ew(8, 400, curve_util, NULL, &c, 0, e2), 0);
     expect(8, e1, e2);
     assert_int_equal(lsum(8, e1), 400);
     double emin, esum, smin, ssum;
@@ -305,9 +331,9 @@ static void test_invalid(void **state)
     assert_int_equal(cil_alloc_njc(3, 10, d, d, d, NULL, &p, NULL, a, NULL), -1);
     assert_int_equal(a[0], -7);
     curves c = {.scale = {1, 1, 1}};
-    assert_int_equal(cil_alloc_ew(0, 10, curve_util, &c, 0, a), -1);
-    assert_int_equal(cil_alloc_ew(3, 10, NULL, &c, 0, a), -1);
-    assert_int_equal(cil_alloc_ew(3, -1, curve_util, &c, 0, a), -1);
+    assert_int_equal(cil_alloc_ew(0, 10, curve_util, NULL, &c, 0, a), -1);
+    assert_int_equal(cil_alloc_ew(3, 10, NULL, NULL, &c, 0, a), -1);
+    assert_int_equal(cil_alloc_ew(3, -1, curve_util, NULL, &c, 0, a), -1);
     cil_sw_params sp;
     cil_sw_params_default(&sp);
     assert_int_equal(cil_alloc_sw(3, 10, curve_util, &c, NULL, a), -1);
@@ -318,7 +344,7 @@ static void test_invalid(void **state)
     cil_sw_params_default(&sp);
     assert_int_equal(cil_alloc_sw(3, 10, nan_util, NULL, &sp, a), 0);
     assert_int_equal(lsum(3, a), 10);
-    assert_int_equal(cil_alloc_ew(3, 10, nan_util, NULL, 0, a), 0);
+    assert_int_equal(cil_alloc_ew(3, 10, nan_util, NULL, NULL, 0, a), 0);
     assert_int_equal(lsum(3, a), 10);
 }
 
@@ -331,6 +357,7 @@ int main(void)
         cmocka_unit_test(test_njc_demand_rule),
         cmocka_unit_test(test_njc_change_bound),
         cmocka_unit_test(test_ew),
+        cmocka_unit_test(test_ew_tie),
         cmocka_unit_test(test_sw),
         cmocka_unit_test(test_sw_deterministic),
         cmocka_unit_test(test_invalid),

@@ -84,12 +84,16 @@ int cil_alloc_njc(size_t n, long R, const double *rec_mid, const double *rec_upp
  * water level (the highest utility every job reaches at once within R CPUs, by
  * bisection, for utilities that grow with CPUs) or from cil_resource_fair (unweighted)
  * when that has the higher minimum, and repeatedly applies the best move of s CPUs from
- * one job to another, under the lexicographic order (minimum utility, then sum of
- * utilities), accepting only strict improvements; s starts at max(1, R / (4n)) and
- * halves when no move improves, ending after s = 1 finds nothing (or after
- * max_moves accepted moves; 0 means 100000). All R CPUs are allocated.
- * 0, or -1 (alloc untouched) on n == 0, R < 0, NULL util/alloc or no memory. */
-int cil_alloc_ew(size_t n, long R, cil_util_fn util, void *ctx, size_t max_moves, long *alloc);
+ * one job to another, under the lexicographic order (minimum utility, then the minimum
+ * of tie(ctx, j, a_j) when tie is non-NULL, then sum of utilities), accepting only
+ * strict improvements; s starts at max(1, R / (4n)) and halves when no move improves,
+ * ending after s = 1 finds nothing (or after max_moves accepted moves; 0 means
+ * 100000). All R CPUs are allocated. The learned policy passes upper-bound utilities
+ * as util and midpoint utilities as tie: among allocations equally good for the
+ * optimistic minimum it prefers the best expected one. 0, or -1 (alloc untouched) on
+ * n == 0, R < 0, NULL util/alloc or no memory. */
+int cil_alloc_ew(size_t n, long R, cil_util_fn util, cil_util_fn tie, void *ctx,
+                 size_t max_moves, long *alloc);
 
 typedef struct {
     size_t iterations;  /* offspring evaluated; the paper's 4000 */
