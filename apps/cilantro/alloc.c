@@ -80,22 +80,34 @@ static int ok_weight(size_t n, const double *w)
     return 1;
 }
 
-int cil_waterfill(size_t n, long R, const double *demand, const double *weight, long *alloc)
+/* A demand in whole CPUs: a job that needs 6.5 CPUs' worth meets it only with 7, and
+ * rounding it down would cut it below its demand before any sharing. The tolerance
+ * absorbs rounding error in demands computed as x * load. */
+static double whole_cpus(double d)
 {
-    if (n == 0 || n > MAX_JOBS || R < 0 || !demand || !alloc || !ok_weight(n, weight))
+    return ceil(d - 1e-9 * (d > 1 ? d : 1));
+}
+
+int cil_waterfill(size_t n, long R, const double *demand_in, const double *weight, long *alloc)
+{
+    if (n == 0 || n > MAX_JOBS || R < 0 || !demand_in || !alloc || !ok_weight(n, weight))
         return -1;
-    double dsum = 0;
-    for (size_t j = 0; j < n; j++) {
-        if (!isfinite(demand[j]) || demand[j] < 0)
+    for (size_t j = 0; j < n; j++)
+        if (!isfinite(demand_in[j]) || demand_in[j] < 0)
             return -1;
-        dsum += demand[j];
-    }
+    double *demand = malloc(n * sizeof *demand);
     double *x = malloc(n * sizeof *x);
     keyed *k = malloc(n * sizeof *k);
-    if (!x || !k) {
+    if (!demand || !x || !k) {
+        free(demand);
         free(x);
         free(k);
         return -1;
+    }
+    double dsum = 0;
+    for (size_t j = 0; j < n; j++) {
+        demand[j] = whole_cpus(demand_in[j]);
+        dsum += demand[j];
     }
     if (dsum <= (double)R) {
         memcpy(x, demand, n * sizeof *x);
@@ -154,6 +166,7 @@ int cil_waterfill(size_t n, long R, const double *demand, const double *weight, 
         alloc[k[i].idx]++;
         left--;
     }
+    free(demand);
     free(x);
     free(k);
     return 0;

@@ -67,14 +67,21 @@ static void test_waterfill_known(void **state)
     const double d3[3] = {10, 10, 1}, w3[3] = {1, 2, 1};
     assert_int_equal(cil_waterfill(3, 12, d3, w3, a), 0);
     expect(3, a, (const long[]){4, 7, 1});
-    /* all demands fit: x = d, floor(5.5) = 5 units */
+    /* demands in whole CPUs: 2.5 needs 3 */
     const double d4[2] = {2.5, 3};
     assert_int_equal(cil_waterfill(2, 100, d4, NULL, a), 0);
-    expect(2, a, (const long[]){2, 3});
-    /* fractional demands that add up: {1.5, 1.5} -> {2, 1} */
+    expect(2, a, (const long[]){3, 3});
     const double d5[2] = {1.5, 1.5};
     assert_int_equal(cil_waterfill(2, 100, d5, NULL, a), 0);
-    expect(2, a, (const long[]){2, 1});
+    expect(2, a, (const long[]){2, 2});
+    /* rounding error in a computed demand does not cost a CPU */
+    const double d6[2] = {7.000000000001, 0.1 * 3};
+    assert_int_equal(cil_waterfill(2, 100, d6, NULL, a), 0);
+    expect(2, a, (const long[]){7, 1});
+    /* whole-CPU demands that do not fit: {2, 6, 6} on 12 -> level 5 */
+    const double d7[3] = {1.2, 5.5, 5.5};
+    assert_int_equal(cil_waterfill(3, 12, d7, NULL, a), 0);
+    expect(3, a, (const long[]){2, 5, 5});
     /* R = 0 */
     assert_int_equal(cil_waterfill(3, 0, d1, NULL, a), 0);
     expect(3, a, (const long[]){0, 0, 0});
@@ -94,16 +101,17 @@ static void test_waterfill_random(void **state)
     for (int c = 0; c < 500; c++) {
         size_t n = 1 + rng_next() % 12;
         long R = (long)(rng_next() % 200);
-        double ds = 0;
         for (size_t j = 0; j < n; j++) {
             d[j] = 40 * uniform();
             w[j] = 0.5 + 2 * uniform();
-            ds += d[j];
         }
         assert_int_equal(cil_waterfill(n, R, d, (c & 1) ? w : NULL, a), 0);
         long s = lsum(n, a);
         assert_true(s <= R);
-        double full = ds < (double)R ? floor(ds + 1e-9) : (double)R;
+        double whole = 0;
+        for (size_t j = 0; j < n; j++)
+            whole += ceil(d[j]);
+        double full = whole < (double)R ? whole : (double)R;
         assert_int_equal(s, (long)full);
         for (size_t j = 0; j < n; j++) {
             assert_true(a[j] >= 0);

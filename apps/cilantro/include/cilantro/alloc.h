@@ -34,12 +34,13 @@ typedef double (*cil_util_fn)(void *ctx, size_t j, long a);
 
 /* ---- max-min fairness over demands ---- */
 
-/* Weighted water-filling with integer rounding. Real max-min fair shares x_j =
- * min(d_j, w_j t), with the level t the largest for which sum_j x_j <= R (when
- * sum_j d_j <= R every job gets its demand and the surplus stays unallocated). Then
- * a_j = floor(x_j), and the units left, R_left = min(R, floor(sum x)) - sum floor, go
- * one each to the jobs with the largest fractional parts x_j - floor(x_j) > 0 (ties
- * to the lower index), so a_j <= ceil(x_j) and sum a_j <= R.
+/* Weighted water-filling with integer rounding. Demands are first rounded up to whole
+ * CPUs, D_j = ceil(d_j) (a job needing 6.5 CPUs' worth meets it only with 7). Real
+ * max-min fair shares x_j = min(D_j, w_j t), with the level t the largest for which
+ * sum_j x_j <= R (when sum_j D_j <= R every job gets D_j and the surplus stays
+ * unallocated). Then a_j = floor(x_j), and the units left, R_left = min(R, floor(sum
+ * x)) - sum floor, go one each to the jobs with the largest fractional parts x_j -
+ * floor(x_j) > 0 (ties to the lower index), so a_j <= D_j and sum a_j <= R.
  * demand: finite, >= 0. weight: finite, > 0, or NULL for all 1. R >= 0.
  * 0, or -1 (alloc untouched) on n == 0, NULL, invalid values or no memory. */
 int cil_waterfill(size_t n, long R, const double *demand, const double *weight, long *alloc);
