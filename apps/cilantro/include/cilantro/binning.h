@@ -2,7 +2,8 @@
  *
  * Splits [lo, hi] into nbins equal bins; each keeps the 1/sigma^2-weighted mean of
  * its points and the interval mean +- (L * bin width + beta_t(N) / sqrt(S)), an
- * empty bin [p_lo, p_hi]. Bounds are then made monotone as in the IBTree. Same
+ * empty bin [p_lo, p_hi]. Bounds are then made monotone and the upper bound capped
+ * through L (when L > 0) as in the IBTree. Same
  * estimate/recommend interface as cilantro/ibtree.h. Not thread-safe.
  */
 #ifndef CILANTRO_BINNING_H
@@ -44,8 +45,9 @@ int cil_binning_add(cil_binning *b, double x, double p, double sigma);
 /* Writes the estimate at x (clamped) to *out; 0, or -1 on NULL or non-finite x. */
 int cil_binning_estimate(cil_binning *b, double x, cil_estimate *out);
 
-/* As cil_ibtree_recommend: 0 with the smallest x (a bin's left edge) where the chosen
- * curve reaches goal, 1 with *x = hi when none does, -1 on bad arguments. */
+/* As cil_ibtree_recommend: 0 with the smallest x (a bin's left edge, or a point inside
+ * a bin where the capped upper bound reaches the goal) where the chosen curve reaches
+ * goal, 1 with *x = hi when none does, -1 on bad arguments. */
 int cil_binning_recommend(cil_binning *b, double goal, cil_rec_mode mode, double *x);
 
 /* Number of observations added. */

@@ -3,8 +3,9 @@
  *
  * The estimators (ibtree.h, binning.h) learn performance p in [p_lo, p_hi] as a
  * function of x = allocation / load over a domain [lo, hi]. Their estimates are
- * piecewise constant over a partition of the domain ("pieces"), with confidence
- * bounds that are non-decreasing in x. Formulas: docs/cilantro.md.
+ * piecewise constant over a partition of the domain ("pieces"), the upper bound
+ * capped through the Lipschitz condition where the data allow (cil_pieces), with
+ * confidence bounds that are non-decreasing in x. Formulas: docs/cilantro.md.
  */
 #ifndef CILANTRO_COMMON_H
 #define CILANTRO_COMMON_H

@@ -4,8 +4,9 @@
  * [lo, hi] from noisy feedback (x, p, sigma). The root covers the domain; a leaf
  * is split in two halves once it holds 3 points and enough weight. Every node keeps
  * the 1/sigma^2-weighted mean of the points in its interval and a confidence
- * interval; an estimate intersects the intervals of all nodes that contain x and
- * then makes the bounds monotone. Formulas: docs/cilantro.md.
+ * interval; an estimate intersects the intervals of all nodes that contain x,
+ * makes the bounds monotone and caps the upper bound through the Lipschitz
+ * condition by the leaves to its left (cil_pieces). Formulas: docs/cilantro.md.
  *
  * Not thread-safe: estimate and recommend refresh a cache inside the tree.
  */
