@@ -224,6 +224,29 @@ int h_raylet_start(h_cluster *c, int i, const char *extra)
     return wait_file(idfile, r->node_id, sizeof r->node_id, r->pid, 15000) ? 0 : -1;
 }
 
+int h_start_cluster(h_cluster *c, int n, const char *const *extras)
+{
+    if (h_gcs_start(c) != 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (h_raylet_start(c, i, extras ? extras[i] : NULL) != 0)
+            return -1;
+    return 0;
+}
+
+int h_teardown(void **state)
+{
+    h_stop(*state);
+    return 0;
+}
+
+const char *h_tasks_lib(void)
+{
+    static char lib[512];
+    snprintf(lib, sizeof lib, "%s/tests/tasks/libescher_test_tasks.so", bin_dir());
+    return lib;
+}
+
 esc_client *h_connect(h_cluster *c, const char *ns, int local, bool detached)
 {
     esc_connect_opts o = {.address = c->gcs_addr, .token = c->token, .namespace_ = ns,

@@ -57,6 +57,19 @@ void h_kill(pid_t *pid, int sig);
 /* True while the process runs (not exited, not reaped). */
 bool h_alive(pid_t pid);
 
+/* Starts the GCS of a cluster made by h_init, then raylets 0..n-1, raylet i with the
+ * flags extras[i] (extras or an entry NULL: none). 0, or -1 at the first that fails
+ * (what started keeps running until h_stop). */
+int h_start_cluster(h_cluster *c, int n, const char *const *extras);
+
+/* cmocka group teardown for a cluster: h_stop(*state); the group setup stores the
+ * cluster's address in *state. Returns 0. */
+int h_teardown(void **state);
+
+/* Path of the test task library, $ESCHER_BIN_DIR/tests/tasks/libescher_test_tasks.so
+ * (build/ when the variable is unset); static storage, valid until the next call. */
+const char *h_tasks_lib(void);
+
 /* Connects a client in namespace ns (NULL: default) whose local node is raylet `local`
  * (-1: none). Fails the test on error. */
 esc_client *h_connect(h_cluster *c, const char *ns, int local, bool detached);

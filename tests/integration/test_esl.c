@@ -20,26 +20,16 @@
 #define TIMEOUT_MS 60000
 
 static h_cluster C;
-static char LIB[512];
+static const char *LIB; /* the test task library */
 
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(LIB, sizeof LIB, "%s/tests/tasks/libescher_test_tasks.so",
-             getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build");
+    *state = &C;
+    LIB = h_tasks_lib();
     h_init(&C, 3000);
-    if (h_gcs_start(&C) != 0 || h_raylet_start(&C, 0, "--num-cpus 2") != 0 ||
-        h_raylet_start(&C, 1, "--num-cpus 2") != 0 ||
-        h_raylet_start(&C, 2, "--num-cpus 2 --resources only_c=1") != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_stop(&C);
-    return 0;
+    return h_start_cluster(&C, 3,
+                           (const char *const[]){"--num-cpus 2", "--num-cpus 2",
+                                                 "--num-cpus 2 --resources only_c=1"});
 }
 
 /* One task: fn(arg) carrying req (may be NULL) and, when ops is set, those operations on
@@ -712,6 +702,6 @@ int main(void)
         cmocka_unit_test(test_fair_share),
         cmocka_unit_test(test_group_survives_node_death),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
 }

@@ -22,27 +22,17 @@
 #define CPUS 4
 
 static h_cluster C;
-static char LIB[512];
+static const char *LIB; /* the test task library */
 
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(LIB, sizeof LIB, "%s/tests/tasks/libescher_test_tasks.so",
-             getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build");
+    *state = &C;
+    LIB = h_tasks_lib();
     h_init(&C, 5000);
-    if (h_gcs_start(&C) != 0)
-        return -1;
+    const char *extras[NODES];
     for (int i = 0; i < NODES; i++)
-        if (h_raylet_start(&C, i, "--num-cpus 4") != 0)
-            return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_stop(&C);
-    return 0;
+        extras[i] = "--num-cpus 4";
+    return h_start_cluster(&C, NODES, extras);
 }
 
 /* ------------------------------------------------------------------ helpers */
@@ -442,6 +432,6 @@ int main(void)
         cmocka_unit_test(test_ghost_gang),
         cmocka_unit_test(test_competing_gangs),
     };
-    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    int rc = cmocka_run_group_tests(tests, setup, h_teardown);
     return rc || h_unclean_exits();
 }

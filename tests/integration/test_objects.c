@@ -25,21 +25,11 @@ static h_cluster C;
 
 static int setup(void **state)
 {
-    (void)state;
+    *state = &C;
     h_init(&C, 1000);
-    if (h_gcs_start(&C) != 0 || h_raylet_start(&C, NODE_A, NULL) != 0 ||
-        h_raylet_start(&C, NODE_B, NULL) != 0 ||
-        h_raylet_start(&C, NODE_SMALL, "--object-store-memory 10000000") != 0 ||
-        h_raylet_start(&C, NODE_VICTIM, NULL) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_stop(&C);
-    return 0;
+    const char *extras[4] = {NULL};
+    extras[NODE_SMALL] = "--object-store-memory 10000000";
+    return h_start_cluster(&C, 4, extras);
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -478,6 +468,6 @@ int main(void)
         cmocka_unit_test(test_killed_raylet_drops_locations),
         cmocka_unit_test(test_shutdown_while_busy),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
 }

@@ -22,21 +22,10 @@ static h_cluster C;
 
 static int setup(void **state)
 {
-    (void)state;
+    *state = &C;
     h_init(&C, 3000);
     snprintf(C.gcs_extra, sizeof C.gcs_extra, "--max-resources-per-job %d", QUOTA);
-    if (h_gcs_start(&C) != 0)
-        return -1;
-    if (h_raylet_start(&C, 0, NULL) != 0 || h_raylet_start(&C, 1, NULL) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_stop(&C);
-    return 0;
+    return h_start_cluster(&C, 2, NULL);
 }
 
 /* ------------------------------------------------------------------ helpers */
@@ -441,6 +430,6 @@ int main(void)
         cmocka_unit_test(test_job_end_frees_quota),
         cmocka_unit_test(test_quota_survives_restart),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
 }

@@ -20,22 +20,9 @@ static h_cluster C;
 
 static int setup(void **state)
 {
-    (void)state;
+    *state = &C;
     h_init(&C, 3000);
-    if (h_gcs_start(&C) != 0)
-        return -1;
-    if (h_raylet_start(&C, 0, "--resources static_a=2") != 0)
-        return -1;
-    if (h_raylet_start(&C, 1, NULL) != 0 || h_raylet_start(&C, 2, NULL) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_stop(&C);
-    return 0;
+    return h_start_cluster(&C, 3, (const char *const[]){"--resources static_a=2", NULL, NULL});
 }
 
 /* The row `name` of node i in a fresh cluster status; false when absent. */
@@ -406,6 +393,6 @@ int main(void)
         cmocka_unit_test(test_shrink_and_delete_while_held),
         cmocka_unit_test(test_unbounded),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
 }

@@ -20,18 +20,9 @@ static h_cluster C;
 
 static int setup(void **state)
 {
-    (void)state;
+    *state = &C;
     h_init(&C, 3000);
-    if (h_gcs_start(&C) != 0 || h_raylet_start(&C, 0, NULL) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_stop(&C);
-    return 0;
+    return h_start_cluster(&C, 1, NULL);
 }
 
 static void daemons_alive(void)
@@ -159,6 +150,6 @@ int main(void)
         cmocka_unit_test(test_oversized_message),
         cmocka_unit_test(test_unknown_job_and_bad_namespace),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
 }

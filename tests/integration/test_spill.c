@@ -18,13 +18,12 @@
 #define GET_MS 60000
 
 static h_cluster C;
-static char LIB[512];
+static const char *LIB; /* the test task library */
 
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(LIB, sizeof LIB, "%s/tests/tasks/libescher_test_tasks.so",
-             getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build");
+    *state = &C;
+    LIB = h_tasks_lib();
     h_init(&C, 5000);
     if (h_gcs_start(&C) != 0)
         return -1;
@@ -34,13 +33,6 @@ static int setup(void **state)
              h_raylet_start(&C, 1, "--num-cpus 1") != 0;
     unsetenv("ESCHER_LOG_LEVEL");
     return rc ? -1 : 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_stop(&C);
-    return 0;
 }
 
 static esc_ref *submit(esc_client *cl, const char *fn, const char *arg, const esc_amount *res,
@@ -162,6 +154,6 @@ int main(void)
         cmocka_unit_test(test_feasible_only_here_waits),
         cmocka_unit_test(test_no_ping_pong),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
 }

@@ -18,25 +18,14 @@
 #include "task.pb-c.h"
 
 static h_cluster C;
-static char LIB[512];
+static const char *LIB; /* the test task library */
 
 static int setup(void **state)
 {
-    (void)state;
-    snprintf(LIB, sizeof LIB, "%s/tests/tasks/libescher_test_tasks.so",
-             getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build");
+    *state = &C;
+    LIB = h_tasks_lib();
     h_init(&C, 3000);
-    if (h_gcs_start(&C) != 0 || h_raylet_start(&C, 0, "--num-gpus 2") != 0 ||
-        h_raylet_start(&C, 1, "--resources only_b=1") != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_stop(&C);
-    return 0;
+    return h_start_cluster(&C, 2, (const char *const[]){"--num-gpus 2", "--resources only_b=1"});
 }
 
 /* Submits fn(arg) with the given resources; returns its one reference. */
@@ -549,7 +538,7 @@ static void test_batch_rejects_per_spec(void **state)
     (void)state;
     esc_client *cl = h_connect(&C, "t_batch", 0, false);
     Escher__FunctionRef fn = ESCHER__FUNCTION_REF__INIT;
-    fn.library = LIB;
+    fn.library = (char *)LIB; /* protobuf-c fields are not const */
     fn.symbol = "echo";
     Escher__TaskArg arg = ESCHER__TASK_ARG__INIT;
     arg.data = (ProtobufCBinaryData){2, (uint8_t *)"ok"};
@@ -617,6 +606,6 @@ int main(void)
         cmocka_unit_test(test_results_without_gcs),
         cmocka_unit_test(test_batch_rejects_per_spec),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
 }

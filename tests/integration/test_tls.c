@@ -17,7 +17,7 @@ static h_cluster C;
 
 static int setup(void **state)
 {
-    (void)state;
+    *state = &C;
     h_init(&C, 3000);
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
@@ -35,16 +35,7 @@ static int setup(void **state)
     setenv("ESCHER_TLS_CA", path, 1); /* self-signed: the certificate is its own root */
     snprintf(path, sizeof path, "%s/key.pem", C.dir);
     setenv("ESCHER_TLS_KEY", path, 1);
-    if (h_gcs_start(&C) != 0 || h_raylet_start(&C, 0, NULL) != 0)
-        return -1;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    h_stop(&C);
-    return 0;
+    return h_start_cluster(&C, 1, NULL);
 }
 
 static void test_tls_cluster_works(void **state)
@@ -106,6 +97,6 @@ int main(void)
         cmocka_unit_test(test_plaintext_client_refused),
         cmocka_unit_test(test_wrong_root_refused),
     };
-    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
 }
