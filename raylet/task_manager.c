@@ -331,11 +331,12 @@ static void run(task_manager *tm, task_entry *e)
         return;
     }
     /* The worker needs what to run, not what it holds: a task with a thousand resources
-     * would otherwise ship them all to its worker (the pool copies the spec now). */
-    size_t nres = e->spec->n_resources;
-    e->spec->n_resources = 0;
-    int rc = worker_pool_run(r->pool, e->spec, env, nenv, on_done, e);
-    e->spec->n_resources = nres;
+     * would otherwise ship them all to its worker. The pool deep-copies the spec it is
+     * given, so a shallow copy without the resources serves. */
+    Escher__TaskSpec to_run = *e->spec;
+    to_run.n_resources = 0;
+    to_run.resources = NULL;
+    int rc = worker_pool_run(r->pool, &to_run, env, nenv, on_done, e);
     unlend_args(e);
     if (rc != 0) {
         esc_strmap_del(tm->running, e->spec->task_id);
