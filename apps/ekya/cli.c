@@ -58,9 +58,9 @@ int ekya_cli_param(int ch, const char *arg, ekya_params *prm)
 
 void ekya_cli_note_sampling(const ekya_params *prm)
 {
-    double sample = ekya_params_sample(prm), n = ceil(prm->length / sample - 1e-6);
+    int n = ekya_samples_per_window(prm->length, ekya_params_sample(prm));
     if (n < 20)
-        fprintf(stderr, "ekya: note: accuracy is sampled %.0f times per %g-s window; "
+        fprintf(stderr, "ekya: note: accuracy is sampled %d times per %g-s window; "
                 "--sample %g gives 200\n", n, prm->length, prm->length / 200);
 }
 

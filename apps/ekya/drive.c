@@ -1,6 +1,7 @@
 /* drive.c: the scheduling loop between a scheduler and an executor (ekya/drive.h). */
 #include "ekya/drive.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -117,6 +118,11 @@ double ekya_params_delta(const ekya_params *prm)
 double ekya_params_sample(const ekya_params *prm)
 {
     return prm->sample == 0 ? 1.0 : prm->sample;
+}
+
+int ekya_samples_per_window(double length, double interval)
+{
+    return (int)ceil(length / interval - 1e-6);
 }
 
 int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya_params *prm,

@@ -32,7 +32,7 @@ static int sim_start(void *vctx, int w, double len, char *err, size_t errlen)
     c->now = 0;
     c->next_sample = 0;
     c->interval = ekya_params_sample(c->prm);
-    c->nsamples = (int)ceil(len / c->interval - 1e-6); /* 1e-6: rounding in the division */
+    c->nsamples = ekya_samples_per_window(len, c->interval);
     for (int s = 0; s < c->p->nstreams; s++) {
         /* A model retrained in the previous window starts this one where it ended. */
         c->model_acc[s] = c->carry[s] ? c->carried[s] : c->p->start_acc[s * c->p->nwindows + w];

@@ -30,6 +30,10 @@ double ekya_params_delta(const ekya_params *prm);
 /* The sampling interval in seconds: prm->sample, or 1 when it is 0. */
 double ekya_params_sample(const ekya_params *prm);
 
+/* Accuracy samples in a window of `length` seconds sampled every `interval` seconds:
+ * ceil(length / interval), ignoring rounding error in the division. */
+int ekya_samples_per_window(double length, double interval);
+
 /* Scheduler running time, CLOCK_MONOTONIC around each schedule call. */
 typedef struct {
     double total_seconds;
