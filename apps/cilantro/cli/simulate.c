@@ -14,6 +14,15 @@ static json_t *result_json(const cil_env *env, cil_policy pol, const cli_opts *o
         json_object_set_new(jobs, env->jobs[j].name,
                             json_pack("{s:f, s:f}", "utility", r->job_util[j], "alloc",
                                       r->job_alloc[j]));
+    /* the metrics of every round, for analyses by period */
+    json_t *sw = json_array(), *ew = json_array(), *njc = json_array();
+    for (size_t i = 0; i < r->rounds; i++) {
+        json_array_append_new(sw, json_real(r->series[i].social_welfare));
+        json_array_append_new(ew, json_real(r->series[i].egalitarian_welfare));
+        json_array_append_new(njc, json_real(r->series[i].njc_fairness));
+    }
+    json_t *series = json_pack("{s:o, s:o, s:o}", "social_welfare", sw, "egalitarian_welfare",
+                               ew, "njc_fairness", njc);
     double *t = malloc(r->rounds * sizeof *t);
     double med = 0;
     if (t) {
@@ -22,13 +31,14 @@ static json_t *result_json(const cil_env *env, cil_policy pol, const cli_opts *o
         med = cli_median(t, r->rounds);
         free(t);
     }
-    return json_pack("{s:s, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:o}", "policy",
+    return json_pack("{s:s, s:f, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:o, s:o}", "policy",
                      cil_policy_name(pol), "hours", o->hours, "seed", (json_int_t)o->seed,
                      "rounds", (json_int_t)r->rounds, "social_welfare",
                      r->mean.social_welfare, "egalitarian_welfare",
                      r->mean.egalitarian_welfare, "njc_fairness", r->mean.njc_fairness,
                      "njc_fairness_utility", r->mean.njc_fairness_utility, "useful_usage",
-                     r->mean.useful_usage, "alloc_ms_median", med * 1e3, "jobs", jobs);
+                     r->mean.useful_usage, "alloc_ms_median", med * 1e3, "jobs", jobs,
+                     "series", series);
 }
 
 static void print_text(const cil_env *env, cil_policy pol, const cli_opts *o,

@@ -29,6 +29,11 @@ assert set(d["jobs"]) == {"a", "b", "c"}
 assert all(set(v) >= {"utility", "alloc"} for v in d["jobs"].values())
 assert sum(v["alloc"] for v in d["jobs"].values()) <= 120 + 1e-9
 assert 0 <= d["social_welfare"] <= 1 and 0 <= d["njc_fairness"] <= 1
+# one entry per round, whose mean is the reported time average
+for k in ("social_welfare", "egalitarian_welfare", "njc_fairness"):
+    s = d["series"][k]
+    assert len(s) == d["rounds"], (k, len(s), d["rounds"])
+    assert abs(sum(s) / len(s) - d[k]) < 1e-5, k
 P
 "$bin" simulate --env "$tmp/env.json" --policy parties --hours 0.2 | grep -q '^useful_usage' ||
     fail "simulate text output"
