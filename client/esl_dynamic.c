@@ -92,8 +92,8 @@ void esl_dynamic_free(esl_dynamic *d)
     if (!d)
         return;
     esl_monitor_stop(d->monitor);
-    esc_target all = ESC_ALL_NODES;
-    esc_resource_delete(d->c, d->name, &all, NULL, NULL);
+    const char *names[] = {d->name};
+    esl_delete_present(d->c, names, 1);
     esl_request_clear(&d->shape);
     esl_request_clear(&d->request);
     free(d->name);

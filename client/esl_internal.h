@@ -17,4 +17,11 @@ bool esl_waiting(const esc_cluster_status *s, const char *full);
 /* True when the node is alive. */
 bool esl_alive(const esc_node_status *n);
 
+/* Deletes each of names (short names in the client's namespace) on every node that has
+ * it, in one batch. A delete aimed at all nodes is refused when some node lacks the
+ * name (docs/resources.md), as a node that joined after the resource was made
+ * everywhere does. Looks again (3 tries) when a node or row went between the look and
+ * the commit. Returns the commit's code, ESC_OK when nothing was left to delete. */
+int esl_delete_present(esc_client *c, const char *const *names, size_t n);
+
 #endif

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "escher/esl.h"
+#include "esl_internal.h"
 #include "ids.h"
 
 #define POLL_MS 50              /* longest wait for ends before looking again */
@@ -234,18 +235,20 @@ void esl_queues_free(esl_queues *qs)
     pthread_mutex_unlock(&qs->mu);
     if (started)
         pthread_join(qs->thread, NULL);
-    esc_batch *b = esc_batch_new();
-    esc_target all = ESC_ALL_NODES;
+    /* Where present only: a node that joined since the last capacity change lacks
+     * the queues, and a delete on all nodes would then delete nothing. */
+    char (*qn)[128] = calloc(qs->nq + 1, sizeof *qn);
+    const char **names = calloc(qs->nq + 1, sizeof *names);
     for (size_t i = 0; i < qs->nq; i++) {
-        char qn[128];
-        queue_name(qs, i, qn, sizeof qn);
-        esc_batch_delete(b, qn, &all);
+        queue_name(qs, i, qn[i], sizeof qn[i]);
+        names[i] = qn[i];
         for (size_t j = 0; j < qs->q[i].n; j++)
             esc_ref_free(qs->q[i].out[j]);
         free(qs->q[i].out);
     }
-    esc_batch_commit(qs->c, b, NULL, NULL);
-    esc_batch_free(b);
+    esl_delete_present(qs->c, names, qs->nq);
+    free(names);
+    free(qn);
     pthread_cond_destroy(&qs->cv);
     pthread_mutex_destroy(&qs->mu);
     free(qs->q);

@@ -130,3 +130,49 @@ bool esl_alive(const esc_node_status *n)
 {
     return !strcmp(n->state, "ALIVE");
 }
+
+/* Adds a delete of every name to b on each node that is not dead and lists it (not
+ * counting rows deleted while held, which the registry no longer has). Returns the
+ * count of deletes added. */
+static size_t add_present_deletes(esc_client *c, const esc_cluster_status *s,
+                                  const char *const *names, size_t n, esc_batch *b)
+{
+    size_t added = 0;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const esc_node_status *node = &s->nodes[i];
+        if (!strcmp(node->state, "DEAD"))
+            continue;
+        esc_target t = ESC_NODE(node->id);
+        for (size_t k = 0; k < n; k++) {
+            char full[300];
+            snprintf(full, sizeof full, "%s/%s", esc_client_namespace(c), names[k]);
+            const esc_resource_info *r = esc_node_resource(node, full);
+            if (r && !r->deleted) {
+                esc_batch_delete(b, names[k], &t);
+                added++;
+            }
+        }
+    }
+    return added;
+}
+
+int esl_delete_present(esc_client *c, const char *const *names, size_t n)
+{
+    int rc = ESC_OK;
+    /* NOT_FOUND or INVALID_ARGUMENT: a row or a node went between the look and the
+     * commit; look again. */
+    for (int tries = 0; tries < 3; tries++) {
+        esc_cluster_status *s = NULL;
+        rc = esc_get_cluster_resources(c, &s, NULL);
+        if (rc != ESC_OK)
+            return rc;
+        esc_batch *b = esc_batch_new();
+        size_t added = add_present_deletes(c, s, names, n, b);
+        esc_cluster_status_free(s);
+        rc = added ? esc_batch_commit(c, b, NULL, NULL) : ESC_OK;
+        esc_batch_free(b);
+        if (rc != ESC_NOT_FOUND && rc != ESC_INVALID_ARGUMENT)
+            return rc;
+    }
+    return rc;
+}

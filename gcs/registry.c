@@ -148,15 +148,39 @@ typedef struct {
     size_t nbacking;
 } op_args;
 
+/* An ADD to a live bounded row must keep the total within [-ESC_QTY_MAX, ESC_QTY_MAX]:
+ * the shared rule (capacity.h) would saturate it, silently dropping part of the delta,
+ * so the GCS refuses the batch instead and no raylet ever sees a saturating ADD. Both
+ * operands are within that range, so their sum can not overflow int64. */
+static int check_add_range(const plan_row *r, const op_args *o, esc_status *st)
+{
+    if (o->kind != ESC_CAP_ADD || !r->cap.present || r->cap.unbounded || o->unbounded)
+        return ESC_OK;
+    int64_t sum = r->cap.total + o->value;
+    if (sum <= ESC_QTY_MAX && sum >= -ESC_QTY_MAX)
+        return ESC_OK;
+    char d[32], t[32], m[32];
+    return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                          "add %s to %.130s on node %.40s (total %s) leaves the range of "
+                          "quantities (magnitude at most %s)",
+                          esc_qty_format(o->value, d, sizeof d), r->name, r->node_id,
+                          esc_qty_format(r->cap.total, t, sizeof t),
+                          esc_qty_format(ESC_QTY_MAX, m, sizeof m));
+}
+
 /* Plans one op on one node. Returns ESC_OK, NOT_FOUND for a DELETE of a resource that
  * is absent (st untouched: the caller decides whether that is an error), or
- * INVALID_ARGUMENT for a SET naming another backing than the live row's. */
+ * INVALID_ARGUMENT for a SET naming another backing than the live row's or an ADD that
+ * leaves the range of quantities. */
 static int plan_op(gcs *g, plan *p, const char *node_id, const char *name, const char *ns,
                    const char *owner, const op_args *o, esc_status *st)
 {
     plan_row *r = plan_row_for(g, p, node_id, name, ns, owner);
     if (o->kind == ESC_CAP_DELETE && !r->cap.present)
         return ESC_NOT_FOUND;
+    int rc = check_add_range(r, o, st);
+    if (rc != ESC_OK)
+        return rc;
     bool was = r->cap.present;
     if (was && o->nbacking > 0 &&
         !same_amounts(r->backing, r->nbacking, o->backing, o->nbacking))
@@ -333,17 +357,59 @@ static bool node_available(const gcs_node *n, const char *name, int64_t *avail, 
     return false;
 }
 
-static bool node_covers(const gcs_node *n, const Escher__Amount *w, const char *ns)
-{
+/* One resource of a node that a selector asks for, under the name it resolved to, with
+ * the sum of every entry of the selector that resolved to it. */
+typedef struct {
     int64_t avail;
-    bool unb;
-    bool found = node_available(n, w->name, &avail, &unb);
-    if (!found && !strchr(w->name, '/') && !esc_name_is_physical(w->name)) {
+    bool unbounded;      /* the node's row is unbounded */
+    bool want_unbounded; /* some entry asked for inf */
+    __int128 need;       /* the entries' sum: a wide type, so no sum of int64s overflows */
+} sel_need;
+
+/* Resolves a selector name on node n: itself when the node has it, else a short
+ * ephemeral name in namespace ns. Writes the resolved name into out. */
+static bool node_resolve(const gcs_node *n, const char *name, const char *ns, char *out,
+                         size_t len, int64_t *avail, bool *unb)
+{
+    snprintf(out, len, "%s", name);
+    if (node_available(n, name, avail, unb))
+        return true;
+    if (strchr(name, '/') || esc_name_is_physical(name))
+        return false;
+    return esc_name_join(ns, name, out, len) == 0 && node_available(n, out, avail, unb);
+}
+
+/* Does node n have available what the selector asks? Entries resolving to the same
+ * resource are summed, as admission sums repeated names of a request (raylet/
+ * accounting.c), so CPU=1.5,CPU=1.5 needs 3 CPUs, not 1.5. */
+static bool node_covers(const gcs_node *n, const Escher__Target *t, const char *ns)
+{
+    esc_strmap *by_name = esc_strmap_new();
+    sel_need *needs = calloc(t->n_where + 1, sizeof *needs);
+    size_t used = 0;
+    bool ok = true;
+    for (size_t i = 0; i < t->n_where && ok; i++) {
+        const Escher__Amount *w = t->where[i];
         char full[ESC_FULLNAME_MAX];
-        if (esc_name_join(ns, w->name, full, sizeof full) == 0)
-            found = node_available(n, full, &avail, &unb);
+        int64_t avail;
+        bool unb;
+        ok = node_resolve(n, w->name, ns, full, sizeof full, &avail, &unb);
+        sel_need *s = ok ? esc_strmap_get(by_name, full) : NULL;
+        if (ok && !s) {
+            s = &needs[used++];
+            *s = (sel_need){.avail = avail, .unbounded = unb};
+            esc_strmap_put(by_name, full, s);
+        }
+        if (s) {
+            s->need += w->value;
+            s->want_unbounded |= w->unbounded;
+        }
     }
-    return found && (unb || w->unbounded ? unb : avail >= w->value);
+    for (size_t i = 0; i < used && ok; i++)
+        ok = needs[i].unbounded || (!needs[i].want_unbounded && needs[i].need <= needs[i].avail);
+    esc_strmap_free(by_name);
+    free(needs);
+    return ok;
 }
 
 typedef struct {
@@ -359,11 +425,7 @@ static int resolve_selector(gcs *g, const Escher__Target *t, const char *ns, nod
     const char **alive = alive_nodes(g, &n);
     out->ids = calloc(n + 1, sizeof *out->ids);
     for (size_t i = 0; i < n && out->n < want; i++) {
-        gcs_node *node = gcs_node_find(g, alive[i]);
-        bool ok = true;
-        for (size_t w = 0; w < t->n_where && ok; w++)
-            ok = node_covers(node, t->where[w], ns);
-        if (ok)
+        if (node_covers(gcs_node_find(g, alive[i]), t, ns))
             out->ids[out->n++] = alive[i];
     }
     free(alive);
@@ -477,25 +539,24 @@ static int check_backing(gcs *g, const Escher__ResourceOp *op, const char *node_
     return ESC_OK;
 }
 
-/* Plans one request op on each of its nodes. */
+/* Plans one request op on each of its nodes. A DELETE of a resource absent on any one
+ * of them rejects the whole batch (docs/resources.md), whatever the target: with
+ * --all-nodes too, since a batch commits all of its ops or none. */
 static int plan_on_nodes(gcs *g, plan *p, const Escher__ResourceOp *op, const char *full,
                          const char *ns, const char *owner, const node_list *nodes,
                          esc_status *st)
 {
     op_args o = {(int)op->kind, op->value, op->unbounded, op->backing, op->n_backing};
-    size_t hits = 0;
     for (size_t k = 0; k < nodes->n; k++) {
         int rc = check_backing(g, op, nodes->ids[k], st);
         if (rc == ESC_OK)
             rc = plan_op(g, p, nodes->ids[k], full, ns, owner, &o, st);
-        if (rc == ESC_OK)
-            hits++;
-        else if (rc != ESC_NOT_FOUND)
+        if (rc == ESC_NOT_FOUND)
+            return esc_status_set(st, ESC_NOT_FOUND, "%.130s does not exist on node %.40s",
+                                  full, nodes->ids[k]);
+        if (rc != ESC_OK)
             return rc;
     }
-    if (hits == 0)
-        return esc_status_set(st, ESC_NOT_FOUND, "%.130s does not exist on the target node",
-                              full);
     return ESC_OK;
 }
 

@@ -6,7 +6,8 @@
  *  - ADD on an absent resource: a SET of max(delta, 0);
  *  - ADD on a live bounded resource: total + delta, saturating but not clamped at 0,
  *    so deltas commute and concurrent writers never lose updates (a negative total
- *    just admits nothing);
+ *    just admits nothing); the GCS refuses an ADD that would saturate, so the
+ *    saturation only guards a table against a log it did not write;
  *  - ADD on an unbounded resource, or an ADD flagged unbounded: unbounded;
  *  - DELETE: absent.
  * An unbounded capacity always has total 0, so equal states compare equal.

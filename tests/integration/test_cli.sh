@@ -313,6 +313,12 @@ for nid in (HEAD, JOIN):
     assert res(d, nid, "default/every")["total"] == 2, (nid, res(d, nid, "default/every"))
 assert res(d, JOIN, "default/tag")["total"] == 1.25, res(d, JOIN, "default/tag")
 assert res(d, HEAD, "default/tag")["total"] == 0.25, res(d, HEAD, "default/tag")'
+# foo is only on the head: a delete on all nodes is a delete of an absent resource on
+# the joined one, which rejects it whole (docs/resources.md).
+expect_err 1 "escher: NOT_FOUND: default/foo does not exist on node $JOIN_ID" \
+  resource delete foo --all-nodes
+status_json
+jcheck "$T/status.json" 'assert res(d, HEAD, "default/foo")["total"] == 1.5, res(d, HEAD, "default/foo")'
 ok resource list --json
 cp "$T/out" "$T/list.json"
 jcheck "$T/list.json" '

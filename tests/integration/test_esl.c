@@ -442,7 +442,18 @@ static void test_priority_queues(void **state)
     if (l3 < l2) { t = l2; l2 = l3; l3 = t; }
     for (int i = 0; i < 3; i++)
         assert_true(h[i].start < l2);
+    /* Freeing removes the queues wherever they are, also when a node lacks one (as a
+     * node that joined after the last capacity change does): a delete aimed at all
+     * nodes would be refused then and leave every row behind. */
+    esc_target n2 = ESC_NODE(C.raylets[2].node_id);
+    assert_int_equal(esc_resource_delete(cl, "pq_0", &n2, NULL, &st), ESC_OK);
     esl_queues_free(qs);
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_resources(cl, &s, &st), ESC_OK);
+    for (size_t k = 0; k < s->nnodes; k++)
+        for (size_t r = 0; r < s->nodes[k].nresources; r++)
+            assert_null(strstr(s->nodes[k].resources[r].name, "esl_pq/pq_"));
+    esc_cluster_status_free(s);
     esl_request_clear(&one);
     esc_disconnect(cl);
 }

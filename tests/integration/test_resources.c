@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "qty.h"
 #include "raylet.pb-c.h"
 
 static h_cluster C;
@@ -381,6 +382,143 @@ static void test_unbounded(void **state)
     esc_disconnect(cl);
 }
 
+/* Selector entries naming one resource are summed, as admission sums a request's
+ * repeated names: static_a=1.5 twice needs 3 of raylet 0's 2. */
+static void test_selector_sums_repeated_names(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "sum", -1, false);
+    uint64_t seq;
+    esc_status st;
+    esc_amount over[] = {{.name = "static_a", .value = ESC_QTY(1.5)},
+                         {.name = "static_a", .value = ESC_QTY(1.5)}};
+    esc_target t = {.kind = ESC_TARGET_SELECTOR, .where = over, .nwhere = 2, .num_nodes = 1};
+    assert_int_equal(esc_resource_set(cl, "no", ESC_QTY(1), &t, &seq, &st),
+                     ESC_FAILED_PRECONDITION);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(total_of(cl, i, "sum/no"), -1);
+
+    esc_amount exact[] = {{.name = "static_a", .value = ESC_QTY(1)},
+                          {.name = "static_a", .value = ESC_QTY(1)}};
+    t.where = exact;
+    assert_int_equal(esc_resource_set(cl, "yes", ESC_QTY(1), &t, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_int_equal(total_of(cl, 0, "sum/yes"), 10000);
+    esc_disconnect(cl);
+}
+
+typedef struct {
+    esc_client *cl;
+    esc_target *t;
+} selector_probe;
+
+/* Does a write through the selector find a node? (Selectors read the availability the
+ * raylets last reported, which trails the write that created a resource.) */
+static bool selector_matches(void *arg)
+{
+    selector_probe *p = arg;
+    return esc_resource_set(p->cl, "probe", ESC_QTY(1), p->t, NULL, NULL) == ESC_OK;
+}
+
+/* A short and a full name of the same ephemeral resource are one resource: summed. */
+static void test_selector_sums_short_and_full_names(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "sumf", -1, false);
+    uint64_t seq;
+    esc_target n1 = ESC_NODE(C.raylets[1].node_id);
+    assert_int_equal(esc_resource_set(cl, "sq", ESC_QTY(2), &n1, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    esc_amount fits[] = {{.name = "sq", .value = ESC_QTY(1)},
+                         {.name = "sumf/sq", .value = ESC_QTY(1)}};
+    esc_target t = {.kind = ESC_TARGET_SELECTOR, .where = fits, .nwhere = 2, .num_nodes = 1};
+    selector_probe p = {cl, &t};
+    assert_true(h_wait_until(selector_matches, &p, 10000));
+    esc_cluster_status *s = NULL; /* the probe's write landed on raylet 1 */
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    applied(cl, s->committed_seq);
+    esc_cluster_status_free(s);
+    assert_int_equal(total_of(cl, 1, "sumf/probe"), 10000);
+
+    esc_amount over[] = {{.name = "sq", .value = ESC_QTY(1.5)},
+                         {.name = "sumf/sq", .value = ESC_QTY(1.5)}};
+    t.where = over;
+    esc_status st;
+    assert_int_equal(esc_resource_set(cl, "no", ESC_QTY(1), &t, NULL, &st),
+                     ESC_FAILED_PRECONDITION);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(total_of(cl, i, "sumf/no"), -1);
+    esc_disconnect(cl);
+}
+
+/* A delete aimed at all nodes of a resource that some node lacks is a delete of an
+ * absent resource: the batch is refused, naming the node, and nothing is deleted. */
+static void test_delete_all_nodes_absent_somewhere(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "delall", -1, false);
+    uint64_t seq;
+    esc_target n0 = ESC_NODE(C.raylets[0].node_id), n1 = ESC_NODE(C.raylets[1].node_id);
+    assert_int_equal(esc_resource_set(cl, "part", ESC_QTY(1), &n0, NULL, NULL), ESC_OK);
+    assert_int_equal(esc_resource_set(cl, "part", ESC_QTY(1), &n1, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    esc_target all = ESC_ALL_NODES;
+    esc_status st;
+    assert_int_equal(esc_resource_delete(cl, "part", &all, &seq, &st), ESC_NOT_FOUND);
+    assert_non_null(strstr(st.message, C.raylets[2].node_id));
+    assert_int_equal(total_of(cl, 0, "delall/part"), 10000);
+    assert_int_equal(total_of(cl, 1, "delall/part"), 10000);
+
+    /* Present everywhere: deleted everywhere. */
+    esc_target n2 = ESC_NODE(C.raylets[2].node_id);
+    assert_int_equal(esc_resource_set(cl, "part", ESC_QTY(1), &n2, NULL, NULL), ESC_OK);
+    assert_int_equal(esc_resource_delete(cl, "part", &all, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(total_of(cl, i, "delall/part"), -1);
+    esc_disconnect(cl);
+}
+
+/* An add whose result leaves [-ESC_QTY_MAX, ESC_QTY_MAX] is refused and commits
+ * nothing, alone or in a batch (where ops see each other's results). */
+static void test_add_out_of_range(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "rng", 0, false);
+    uint64_t seq;
+    esc_status st;
+    assert_int_equal(esc_resource_set(cl, "big", ESC_QTY_MAX - 10, NULL, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_resource_set(cl, "low", 0, NULL, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_resource_add(cl, "low", -ESC_QTY_MAX, NULL, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    esc_cluster_status *before = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &before, NULL), ESC_OK);
+
+    assert_int_equal(esc_resource_add(cl, "big", 11, NULL, NULL, &st), ESC_INVALID_ARGUMENT);
+    assert_non_null(strstr(st.message, "range"));
+    assert_int_equal(esc_resource_add(cl, "low", -1, NULL, NULL, &st), ESC_INVALID_ARGUMENT);
+    esc_batch *b = esc_batch_new();
+    esc_batch_set(b, "other", ESC_QTY(1), NULL);
+    esc_batch_add(b, "big", 5, NULL);
+    esc_batch_add(b, "big", 6, NULL); /* 5 + 6 > 10 left */
+    assert_int_equal(esc_batch_commit(cl, b, NULL, &st), ESC_INVALID_ARGUMENT);
+    esc_batch_free(b);
+
+    esc_cluster_status *after = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &after, NULL), ESC_OK);
+    assert_int_equal(after->committed_seq, before->committed_seq);
+    esc_cluster_status_free(before);
+    esc_cluster_status_free(after);
+    assert_int_equal(total_of(cl, 0, "rng/big"), ESC_QTY_MAX - 10);
+    assert_int_equal(total_of(cl, 0, "rng/low"), -ESC_QTY_MAX);
+    assert_int_equal(total_of(cl, 0, "rng/other"), -1);
+    /* Up to the maximum itself is fine. */
+    assert_int_equal(esc_resource_add(cl, "big", 10, NULL, &seq, NULL), ESC_OK);
+    applied(cl, seq);
+    assert_int_equal(total_of(cl, 0, "rng/big"), ESC_QTY_MAX);
+    esc_disconnect(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +530,10 @@ int main(void)
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_shrink_and_delete_while_held),
         cmocka_unit_test(test_unbounded),
+        cmocka_unit_test(test_selector_sums_repeated_names),
+        cmocka_unit_test(test_selector_sums_short_and_full_names),
+        cmocka_unit_test(test_delete_all_nodes_absent_somewhere),
+        cmocka_unit_test(test_add_out_of_range),
     };
     int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
