@@ -186,10 +186,14 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
         /* Started by escher for a job: join it (see esc_connect in escher.h). */
         const char *job = o->new_job ? NULL : getenv("ESCHER_JOB_ID");
         c->attached = job && *job;
-        rc = register_job(c, o->namespace_, c->attached ? job : NULL, st);
+        if (o->no_job) {
+            c->job_id = esc_client_strdup(""); /* the GCS knows no such job */
+            c->namespace_ = esc_client_strdup(o->namespace_ ? o->namespace_ : "");
+        } else
+            rc = register_job(c, o->namespace_, c->attached ? job : NULL, st);
     }
     c->token = token;
-    if (rc == ESC_OK && !o->short_lived && !c->attached) {
+    if (rc == ESC_OK && !o->short_lived && !c->attached && !o->no_job) {
         c->live = esc_subscription_start(c->gcs, NULL, c->job_id, 0, on_event, c, NULL);
         if (!c->live)
             rc = esc_status_set(st, ESC_INTERNAL, "cannot start the liveness thread");
@@ -226,7 +230,7 @@ void esc_disconnect(esc_client *c)
     esc_owner_free(c->owner); /* what is queued goes out before the job ends */
     pthread_mutex_destroy(&c->owner_mu);
     pthread_mutex_destroy(&c->watch_mu);
-    if (c->job_id && !c->attached)
+    if (c->job_id && *c->job_id && !c->attached)
         finish_job(c);
     esc_rpc_channel_free(c->gcs);
     esc_client_raylets_free(c);

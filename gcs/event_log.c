@@ -33,9 +33,58 @@ void gcs_put_msg(esc_storage_batch *b, const char *table, const char *key,
     free(buf);
 }
 
-int gcs_write(gcs *g, esc_storage_batch *b, char *err, size_t errlen)
+/* One commit on its way to storage. ev is NULL for gcs_write. */
+typedef struct {
+    gcs *g;
+    Escher__Event *ev;
+    uint64_t seq;
+    gcs_apply_fn apply;
+    gcs_done_fn done;
+    void *ud;
+} commit_ctx;
+
+static void publish(gcs *g, commit_ctx *c);
+
+/* Storage has the batch (err NULL) or refused it: memory changes and anyone hears
+ * of the change only now, then the next write may be planned. */
+static void commit_done(void *ud, const char *err)
 {
-    return esc_storage_commit(g->store, b, err, errlen);
+    commit_ctx *c = ud;
+    gcs *g = c->g;
+    if (err) {
+        ESC_ERROR("storage write failed, change not committed: %s", err);
+        if (c->ev)
+            protobuf_c_message_free_unpacked(&c->ev->base, NULL);
+        c->done(g, 0, err, c->ud);
+    } else if (c->ev) {
+        publish(g, c);
+    } else {
+        c->done(g, 0, NULL, c->ud);
+    }
+    free(c);
+    gcs_write_end(g);
+}
+
+static void start_commit(gcs *g, commit_ctx *c, esc_storage_batch *b)
+{
+    if (!gcs_write_begin(g)) {
+        /* A bug: a second commit would be planned without the first's effects. */
+        esc_storage_batch_free(b);
+        if (c->ev)
+            protobuf_c_message_free_unpacked(&c->ev->base, NULL);
+        c->done(g, 0, "internal error: a commit was started while another was in flight",
+                c->ud);
+        free(c);
+        return;
+    }
+    esc_storage_commit_async(g->store, b, gcs_write_time_left(g), commit_done, c);
+}
+
+void gcs_write(gcs *g, esc_storage_batch *b, gcs_done_fn done, void *ud)
+{
+    commit_ctx *c = calloc(1, sizeof *c);
+    *c = (commit_ctx){.g = g, .done = done, .ud = ud};
+    start_commit(g, c, b);
 }
 
 void gcs_ring_init(gcs_ring *r, size_t cap)
@@ -93,23 +142,27 @@ long gcs_ring_since(const gcs *g, uint64_t from, size_t *first)
     return (long)(g->seq - from);
 }
 
-uint64_t gcs_commit(gcs *g, Escher__Event *ev, esc_storage_batch *b, gcs_apply_fn apply,
-                    void *ud, char *err, size_t errlen)
+static void publish(gcs *g, commit_ctx *c)
 {
+    Escher__Event *ev = c->ev;
+    g->seq = c->seq;
+    ev->seq = c->seq;
+    if (c->apply)
+        c->apply(g, c->ud);
+    gcs_broadcast(g, ev);
+    ring_push(&g->ring, ev);
+    c->done(g, c->seq, NULL, c->ud);
+}
+
+void gcs_commit(gcs *g, Escher__Event *ev, esc_storage_batch *b, gcs_apply_fn apply,
+                gcs_done_fn done, void *ud)
+{
+    /* The next number is safe to take: no other commit is in flight (write_queue.c). */
     uint64_t seq = g->seq + 1;
     char text[32];
     snprintf(text, sizeof text, "%" PRIu64, seq);
     esc_storage_put(b, GCS_T_META, "seq", text, strlen(text));
-    if (esc_storage_commit(g->store, b, err, errlen) != 0) {
-        ESC_ERROR("storage write failed, change not committed: %s", err);
-        protobuf_c_message_free_unpacked(&ev->base, NULL);
-        return 0;
-    }
-    g->seq = seq;
-    ev->seq = seq;
-    if (apply)
-        apply(g, ud);
-    gcs_broadcast(g, ev);
-    ring_push(&g->ring, ev);
-    return seq;
+    commit_ctx *c = calloc(1, sizeof *c);
+    *c = (commit_ctx){g, ev, seq, apply, done, ud};
+    start_commit(g, c, b);
 }

@@ -3,6 +3,7 @@
  * Everything here is owned by the event-loop thread: gRPC threads only post handlers to
  * it (rpc.h), so no table needs a lock. Each module owns one table or concern:
  *   event_log.c   sequence numbers, durable commit, the replay ring, broadcast
+ *   write_queue.c table writes one at a time, each with a storage deadline
  *   pubsub.c      Subscribe streams and snapshots
  *   load.c        EV_NODE_LOAD: the nodes' reported availability, beside the log
  *   registry.c    the ephemeral-resource registry and UpdateResources
@@ -43,6 +44,7 @@ typedef struct {
     int heartbeat_ms;
     int job_timeout_ms;
     long max_resources_per_job;
+    int storage_timeout_ms;           /* a write's deadline for reaching storage */
 } gcs_config;
 
 typedef struct {
@@ -55,17 +57,22 @@ typedef struct {
     bool load_dirty;                  /* reported since the last advertisement */
     bool needs_snapshot;              /* (re)registered in this life: its next subscription
                                          starts from a snapshot, whatever seq it names */
+    bool death_unstored;              /* declared dead in memory; the event is not yet in
+                                         storage (node_table.c retries it) */
+    bool death_queued;                /* that event's write is queued or in flight */
 } gcs_node;
 
 typedef struct {
     Escher__JobInfo *info;            /* owned */
     int streams;                      /* live driver streams */
     uint64_t orphan_since_ms;         /* when the last stream dropped (or registration) */
+    bool end_queued;                  /* the sweep queued its end (write_queue.c) */
 } gcs_job;
 
 typedef struct gcs_sub gcs_sub;
 typedef struct gcs_waiter gcs_waiter;
 typedef struct gcs_objdir gcs_objdir;
+typedef struct gcs_writes gcs_writes;
 
 typedef struct {
     Escher__Event **events;           /* circular, owned */
@@ -88,20 +95,25 @@ typedef struct gcs {
     gcs_sub *subs;
     gcs_waiter *waiters;
     gcs_objdir *objdir;     /* object directory (object_dir.c) */
+    gcs_writes *writes;     /* writes waiting for their turn (write_queue.c) */
     ev_timer sweep;
     ev_timer load_timer;    /* load.c: coalesces advertisements */
 } gcs;
 
 /* ---- event_log.c ---- */
-/* Commits ev (owned; its seq is assigned here) with the table writes in b: writes the
- * batch and the new sequence number durably, then runs `apply` (the in-memory change,
- * may be NULL) and broadcasts ev. Returns the seq, or 0 when storage failed (nothing
- * applied; err says why; ev and b are freed either way). */
+/* Commits ev (owned; its seq is assigned here) with the table writes in b (owned):
+ * once storage has the batch and the new sequence number, runs `apply` (the in-memory
+ * change, may be NULL), broadcasts ev, then calls done(g, seq, NULL, ud). When storage
+ * fails or misses the write's deadline, nothing is applied and done(g, 0, reason, ud)
+ * runs instead. done may run before gcs_commit returns (memory storage). Only from a
+ * write run by write_queue.c: one commit at a time. */
 typedef void (*gcs_apply_fn)(gcs *g, void *ud);
-uint64_t gcs_commit(gcs *g, Escher__Event *ev, esc_storage_batch *b, gcs_apply_fn apply,
-                    void *ud, char *err, size_t errlen);
-/* Writes only the table changes of b (no event). Returns 0 or -1 with err. */
-int gcs_write(gcs *g, esc_storage_batch *b, char *err, size_t errlen);
+typedef void (*gcs_done_fn)(gcs *g, uint64_t seq, const char *err, void *ud);
+void gcs_commit(gcs *g, Escher__Event *ev, esc_storage_batch *b, gcs_apply_fn apply,
+                gcs_done_fn done, void *ud);
+/* Writes only the table changes of b (no event), then done(g, 0, NULL or reason, ud);
+ * the caller applies its change in done. Same rules as gcs_commit. */
+void gcs_write(gcs *g, esc_storage_batch *b, gcs_done_fn done, void *ud);
 /* Adds "table[key] = packed msg" to b. */
 void gcs_put_msg(esc_storage_batch *b, const char *table, const char *key,
                  const ProtobufCMessage *msg);
@@ -112,6 +124,28 @@ void gcs_ring_free(gcs_ring *r);
 long gcs_ring_since(const gcs *g, uint64_t from, size_t *first);
 Escher__Event *gcs_ring_at(const gcs *g, size_t i);
 Escher__Event *gcs_event_new(Escher__EventKind kind);
+
+/* ---- write_queue.c ---- */
+typedef void (*gcs_write_fn)(gcs *g, void *ud);
+void gcs_writes_init(gcs *g);
+/* Registers a method of the Gcs service whose handler may commit: each call runs only
+ * when every write before it is over, or is answered UNAVAILABLE once it waited past
+ * --storage-timeout-ms. */
+void gcs_handle_write(gcs *g, const char *method, esc_rpc_handler fn);
+/* The same for one call of a handler that writes only on some paths: fn(call, req, g)
+ * runs in its turn. */
+void gcs_write_call(gcs *g, esc_rpc_ctx *call, const ProtobufCMessage *req, esc_rpc_handler fn);
+/* Queues an internal write: run(g, ud) in its turn, or expire(g, ud) instead when it
+ * waited past the storage timeout or the GCS is shutting down. */
+void gcs_queue_write(gcs *g, gcs_write_fn run, gcs_write_fn expire, void *ud);
+/* Milliseconds left before the deadline of the write now running (at least 1). */
+int gcs_write_time_left(gcs *g);
+/* event_log.c: a commit starts (false when one is already in flight) and ends. */
+bool gcs_write_begin(gcs *g);
+void gcs_write_end(gcs *g);
+/* Closes the store: the commit in flight fails, waiting writes expire. */
+void gcs_writes_close_all(gcs *g);
+void gcs_writes_free(gcs *g);
 
 /* ---- pubsub.c ---- */
 void gcs_pubsub_register(gcs *g);
@@ -137,10 +171,11 @@ void gcs_registry_register(gcs *g);
 /* The registry key of (node, full name) into out (ESC_FULLNAME_MAX + 40 bytes). */
 void gcs_registry_key(const char *node_id, const char *name, char *out, size_t len);
 /* Commits the removal of every registry row matching (node_id or NULL, owner job or
- * NULL) as one event of `kind` (node/job fields filled by the caller in ev). */
-uint64_t gcs_registry_remove_where(gcs *g, const char *node_id, const char *owner_job,
-                                   Escher__Event *ev, esc_storage_batch *b, char *err,
-                                   size_t errlen);
+ * NULL) as one event of `kind` (node/job fields filled by the caller in ev), then
+ * done as gcs_commit's. */
+void gcs_registry_remove_where(gcs *g, const char *node_id, const char *owner_job,
+                               Escher__Event *ev, esc_storage_batch *b, gcs_done_fn done,
+                               void *ud);
 /* Adds a loaded row to the registry (startup). */
 void gcs_registry_load(gcs *g, Escher__RegistryEntry *e);
 void gcs_registry_free(gcs *g);

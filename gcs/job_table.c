@@ -60,19 +60,34 @@ static void attach(gcs *g, esc_rpc_ctx *call, const Escher__RegisterJobRequest *
     esc_rpc_reply(call, &rep.base);
 }
 
-static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+typedef struct {
+    esc_rpc_ctx *call;
+    Escher__JobInfo *info; /* owned */
+} job_call;
+
+/* Answers RegisterJob once storage has the job (or failed). */
+static void job_registered(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    (void)seq;
+    job_call *c = ud;
+    if (err) {
+        protobuf_c_message_free_unpacked(&c->info->base, NULL);
+        esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);
+    } else {
+        job_put(g, c->info);
+        Escher__RegisterJobReply rep = ESCHER__REGISTER_JOB_REPLY__INIT;
+        rep.job_id = c->info->job_id;
+        rep.namespace_ = c->info->namespace_;
+        esc_rpc_reply(c->call, &rep.base);
+    }
+    free(c);
+}
+
+/* A new job is a write: it waits for its turn (write_queue.c). */
+static void register_new(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     gcs *g = ud;
     const Escher__RegisterJobRequest *req = (const Escher__RegisterJobRequest *)msg;
-    if (*req->namespace_ && !esc_name_valid(req->namespace_)) {
-        esc_rpc_finish(call, ESC_INVALID_ARGUMENT,
-                       "invalid namespace (1-64 of A-Z a-z 0-9 _ . -)");
-        return;
-    }
-    if (*req->attach_job_id) {
-        attach(g, call, req);
-        return;
-    }
     Escher__JobInfo *info = malloc(sizeof *info);
     escher__job_info__init(info);
     info->job_id = malloc(ESC_ID_HEX + 1);
@@ -89,39 +104,70 @@ static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
     info->state = ESCHER__JOB_STATE__JOB_RUNNING;
     esc_storage_batch *b = esc_storage_batch_new();
     gcs_put_msg(b, GCS_T_JOBS, info->job_id, &info->base);
-    char err[256];
-    if (gcs_write(g, b, err, sizeof err) != 0) {
-        protobuf_c_message_free_unpacked(&info->base, NULL);
-        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
-        return;
-    }
-    job_put(g, info);
-    Escher__RegisterJobReply rep = ESCHER__REGISTER_JOB_REPLY__INIT;
-    rep.job_id = info->job_id;
-    rep.namespace_ = info->namespace_;
-    esc_rpc_reply(call, &rep.base);
+    job_call *c = malloc(sizeof *c);
+    *c = (job_call){call, info};
+    gcs_write(g, b, job_registered, c);
 }
 
-/* Ends a running job: marks it, removes its resources, tells everyone. Returns the
- * event's seq, or 0 when storage failed (the job stays running). */
-static uint64_t job_end(gcs *g, gcs_job *j, bool failed, char *err, size_t errlen)
+/* A job's end on its way to storage. */
+typedef struct {
+    esc_rpc_ctx *call;     /* FinishJob to answer, or NULL (the sweep) */
+    char *job_id;
+    bool failed;
+    Escher__JobInfo *done; /* the ended job's row, owned until applied */
+} end_ctx;
+
+static void end_ctx_free(end_ctx *c)
+{
+    if (c->done)
+        protobuf_c_message_free_unpacked(&c->done->base, NULL);
+    free(c->job_id);
+    free(c);
+}
+
+/* Storage has the end (or failed: the job stays running, and a lost driver's job is
+ * tried again by the next sweep). */
+static void job_ended(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    end_ctx *c = ud;
+    gcs_job *j = gcs_job_find(g, c->job_id);
+    if (j)
+        j->end_queued = false;
+    if (seq && j) {
+        protobuf_c_message_free_unpacked(&j->info->base, NULL);
+        j->info = c->done;
+        c->done = NULL;
+        gcs_objects_job_ended(g, c->job_id);
+    }
+    if (c->call && !seq) {
+        esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);
+    } else if (c->call) {
+        Escher__FinishJobReply rep = ESCHER__FINISH_JOB_REPLY__INIT;
+        esc_rpc_reply(c->call, &rep.base);
+    }
+    end_ctx_free(c);
+}
+
+/* Ends a running job: marks it, removes its resources, tells everyone; then
+ * job_ended. */
+static void job_end(gcs *g, gcs_job *j, end_ctx *c)
 {
     Escher__JobInfo *done = (Escher__JobInfo *)esc_pb_dup(&j->info->base);
-    done->state = failed ? ESCHER__JOB_STATE__JOB_FAILED : ESCHER__JOB_STATE__JOB_FINISHED;
+    done->state = c->failed ? ESCHER__JOB_STATE__JOB_FAILED : ESCHER__JOB_STATE__JOB_FINISHED;
     done->end_ms = esc_wall_ms();
+    c->done = done;
     esc_storage_batch *b = esc_storage_batch_new();
     gcs_put_msg(b, GCS_T_JOBS, done->job_id, &done->base);
     Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_JOB_FINISHED);
     ev->job_id = strdup(done->job_id);
-    uint64_t seq = gcs_registry_remove_where(g, NULL, j->info->job_id, ev, b, err, errlen);
-    if (!seq) {
-        protobuf_c_message_free_unpacked(&done->base, NULL);
-        return 0;
-    }
-    protobuf_c_message_free_unpacked(&j->info->base, NULL);
-    j->info = done;
-    gcs_objects_job_ended(g, done->job_id);
-    return seq;
+    gcs_registry_remove_where(g, NULL, j->info->job_id, ev, b, job_ended, c);
+}
+
+static end_ctx *end_ctx_new(esc_rpc_ctx *call, const char *job_id, bool failed)
+{
+    end_ctx *c = calloc(1, sizeof *c);
+    *c = (end_ctx){.call = call, .job_id = strdup(job_id), .failed = failed};
+    return c;
 }
 
 static void handle_finish(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
@@ -133,14 +179,30 @@ static void handle_finish(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
         esc_rpc_finish(call, ESC_NOT_FOUND, "unknown job");
         return;
     }
-    char err[256];
-    if (j->info->state == ESCHER__JOB_STATE__JOB_RUNNING &&
-        !job_end(g, j, req->failed, err, sizeof err)) {
-        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
+    if (j->info->state != ESCHER__JOB_STATE__JOB_RUNNING) {
+        Escher__FinishJobReply rep = ESCHER__FINISH_JOB_REPLY__INIT;
+        esc_rpc_reply(call, &rep.base);
         return;
     }
-    Escher__FinishJobReply rep = ESCHER__FINISH_JOB_REPLY__INIT;
-    esc_rpc_reply(call, &rep.base);
+    job_end(g, j, end_ctx_new(call, req->job_id, req->failed));
+}
+
+/* The sweep's end of a job whose driver is gone, in its turn among the writes. */
+static void lost_end_run(gcs *g, void *ud)
+{
+    end_ctx *c = ud;
+    gcs_job *j = gcs_job_find(g, c->job_id);
+    if (j && j->info->state == ESCHER__JOB_STATE__JOB_RUNNING && j->streams == 0) {
+        ESC_WARN("job %s lost its driver: ending it", c->job_id);
+        job_end(g, j, c);
+        return;
+    }
+    job_ended(g, 0, NULL, c); /* ended or reattached meanwhile */
+}
+
+static void lost_end_expire(gcs *g, void *ud)
+{
+    job_ended(g, 0, NULL, ud);
 }
 
 static void handle_list(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
@@ -182,13 +244,14 @@ void gcs_jobs_sweep(gcs *g, uint64_t now)
     while (esc_strmap_next(g->jobs, &pos, &k, &v)) {
         gcs_job *j = v;
         if (j->info->state == ESCHER__JOB_STATE__JOB_RUNNING && j->streams == 0 &&
+            !j->end_queued &&
             now - j->orphan_since_ms > (uint64_t)g->cfg.job_timeout_ms)
             lost[n++] = j;
     }
     for (size_t i = 0; i < n; i++) {
-        char err[256];
-        ESC_WARN("job %s lost its driver: ending it", lost[i]->info->job_id);
-        job_end(g, lost[i], true, err, sizeof err);
+        lost[i]->end_queued = true;
+        gcs_queue_write(g, lost_end_run, lost_end_expire,
+                        end_ctx_new(NULL, lost[i]->info->job_id, true));
     }
     free(lost);
 }
@@ -206,9 +269,25 @@ void gcs_jobs_free(gcs *g)
     esc_strmap_free(g->jobs);
 }
 
+/* Joining a running job reads only, so a slow storage does not delay it. */
+static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__RegisterJobRequest *req = (const Escher__RegisterJobRequest *)msg;
+    if (*req->namespace_ && !esc_name_valid(req->namespace_)) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT,
+                       "invalid namespace (1-64 of A-Z a-z 0-9 _ . -)");
+        return;
+    }
+    if (*req->attach_job_id)
+        attach(g, call, req);
+    else
+        gcs_write_call(g, call, msg, register_new);
+}
+
 void gcs_jobs_register(gcs *g)
 {
     esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "RegisterJob", handle_register, g);
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "FinishJob", handle_finish, g);
+    gcs_handle_write(g, "FinishJob", handle_finish);
     esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ListJobs", handle_list, g);
 }

@@ -49,6 +49,46 @@ void gcs_kv_load(gcs *g, const char *key, const void *value, size_t len)
     kv_set(g, key, value, len);
 }
 
+/* A put or delete on its way to storage; memory changes when storage has it. */
+typedef struct {
+    esc_rpc_ctx *call;
+    const Escher__KvPutRequest *put; /* valid until the call is answered; NULL: delete */
+    char *key;                       /* owned */
+    bool added;                      /* put: the key was new */
+} kv_call;
+
+static void kv_put_done(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    (void)seq;
+    kv_call *c = ud;
+    if (err) {
+        esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);
+    } else {
+        kv_set(g, c->key, c->put->value.data, c->put->value.len);
+        Escher__KvPutReply rep = ESCHER__KV_PUT_REPLY__INIT;
+        rep.added = c->added;
+        esc_rpc_reply(c->call, &rep.base);
+    }
+    free(c->key);
+    free(c);
+}
+
+static void kv_del_done(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    (void)seq;
+    kv_call *c = ud;
+    if (err) {
+        esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);
+    } else {
+        free(esc_strmap_del(g->kv, c->key));
+        Escher__KvDelReply rep = ESCHER__KV_DEL_REPLY__INIT;
+        rep.deleted = true;
+        esc_rpc_reply(c->call, &rep.base);
+    }
+    free(c->key);
+    free(c);
+}
+
 static void handle_put(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     gcs *g = ud;
@@ -61,14 +101,10 @@ static void handle_put(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
     if (!exists || req->overwrite) {
         esc_storage_batch *b = esc_storage_batch_new();
         esc_storage_put(b, GCS_T_KV, k, req->value.data, req->value.len);
-        char err[256];
-        if (gcs_write(g, b, err, sizeof err) != 0) {
-            free(k);
-            esc_rpc_finish(call, ESC_UNAVAILABLE, err);
-            return;
-        }
-        kv_set(g, k, req->value.data, req->value.len);
-        rep.added = !exists;
+        kv_call *c = malloc(sizeof *c);
+        *c = (kv_call){call, req, k, !exists};
+        gcs_write(g, b, kv_put_done, c);
+        return;
     }
     free(k);
     esc_rpc_reply(call, &rep.base);
@@ -103,14 +139,10 @@ static void handle_del(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
     if (esc_strmap_get(g->kv, k)) {
         esc_storage_batch *b = esc_storage_batch_new();
         esc_storage_del(b, GCS_T_KV, k);
-        char err[256];
-        if (gcs_write(g, b, err, sizeof err) != 0) {
-            free(k);
-            esc_rpc_finish(call, ESC_UNAVAILABLE, err);
-            return;
-        }
-        free(esc_strmap_del(g->kv, k));
-        rep.deleted = true;
+        kv_call *c = malloc(sizeof *c);
+        *c = (kv_call){call, NULL, k, true};
+        gcs_write(g, b, kv_del_done, c);
+        return;
     }
     free(k);
     esc_rpc_reply(call, &rep.base);
@@ -149,8 +181,8 @@ void gcs_kv_free(gcs *g)
 
 void gcs_kv_register(gcs *g)
 {
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvPut", handle_put, g);
+    gcs_handle_write(g, "KvPut", handle_put);
     esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvGet", handle_get, g);
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvDel", handle_del, g);
+    gcs_handle_write(g, "KvDel", handle_del);
     esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvKeys", handle_keys, g);
 }

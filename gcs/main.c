@@ -16,7 +16,8 @@ static int usage(const char *msg)
     fprintf(stderr, "escher-gcs: %s\n", msg);
     fprintf(stderr, "usage: escher-gcs [--bind HOST] [--port P] [--port-file F] [--token-file F]"
                     " [--storage memory|redis://HOST:PORT] [--node-timeout-ms N]"
-                    " [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]\n");
+                    " [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]"
+                    " [--storage-timeout-ms N]\n");
     return 2;
 }
 
@@ -55,7 +56,8 @@ static int parse_flags(int argc, char **argv, gcs_config *c, const char **token_
         {"port-file", required_argument, 0, 'f'},     {"token-file", required_argument, 0, 't'},
         {"storage", required_argument, 0, 's'},       {"node-timeout-ms", required_argument, 0, 'n'},
         {"heartbeat-ms", required_argument, 0, 'h'},  {"job-timeout-ms", required_argument, 0, 'j'},
-        {"max-resources-per-job", required_argument, 0, 'q'}, {0, 0, 0, 0}};
+        {"max-resources-per-job", required_argument, 0, 'q'},
+        {"storage-timeout-ms", required_argument, 0, 'w'}, {0, 0, 0, 0}};
     int o;
     long v;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -69,6 +71,7 @@ static int parse_flags(int argc, char **argv, gcs_config *c, const char **token_
         case 'h': if (!parse_int(optarg, 10, 60000, &v)) return usage("bad --heartbeat-ms"); c->heartbeat_ms = (int)v; break;
         case 'j': if (!parse_int(optarg, 50, 86400000, &v)) return usage("bad --job-timeout-ms"); c->job_timeout_ms = (int)v; break;
         case 'q': if (!parse_int(optarg, 1, 100000000, &v)) return usage("bad --max-resources-per-job"); c->max_resources_per_job = v; break;
+        case 'w': if (!parse_int(optarg, 10, 3600000, &v)) return usage("bad --storage-timeout-ms"); c->storage_timeout_ms = (int)v; break;
         default: return usage("unknown flag");
         }
     }
@@ -127,6 +130,12 @@ static int serve(gcs *g)
 {
     char err[512], addr[300];
     snprintf(addr, sizeof addr, "%s:%d", g->cfg.bind, g->cfg.port);
+    /* From here on writes reach storage from the loop, without blocking it; the loading
+     * before this point could stay synchronous, as nothing was served yet. */
+    if (esc_storage_attach(g->store, esc_loop_ev(g->loop), err, sizeof err) != 0) {
+        fprintf(stderr, "escher-gcs: %s\n", err);
+        return 1;
+    }
     g->server = esc_rpc_server_new(addr, g->cfg.token, esc_loop_post, g->loop, err, sizeof err);
     if (!g->server) {
         fprintf(stderr, "escher-gcs: %s\n", err);
@@ -162,7 +171,8 @@ int main(int argc, char **argv)
     memset(&g, 0, sizeof g);
     g.cfg = (gcs_config){.bind = "0.0.0.0", .port = 6380, .storage_uri = "memory",
                          .node_timeout_ms = 10000, .heartbeat_ms = 1000,
-                         .job_timeout_ms = 10000, .max_resources_per_job = 100000};
+                         .job_timeout_ms = 10000, .max_resources_per_job = 100000,
+                         .storage_timeout_ms = 5000};
     const char *token_file = NULL;
     int rc = parse_flags(argc, argv, &g.cfg, &token_file);
     if (rc)
@@ -187,15 +197,18 @@ int main(int argc, char **argv)
     g.jobs = esc_strmap_new();
     g.kv = esc_strmap_new();
     gcs_ring_init(&g.ring, 65536);
+    gcs_writes_init(&g);
     rc = gcs_persist_load(&g, err, sizeof err) == 0 ? serve(&g) : 1;
     if (rc && err[0] && !g.server)
         fprintf(stderr, "escher-gcs: %s\n", err);
+    gcs_writes_close_all(&g); /* closes the store */
     gcs_pubsub_close_all(&g);
     gcs_wait_close_all(&g);
     gcs_objects_close_all(&g);
     esc_rpc_server_free(g.server);
     esc_loop_drain(g.loop);
     gcs_free_tables(&g);
+    gcs_writes_free(&g);
     esc_loop_free(g.loop);
     esc_storage_close(g.store);
     free(g.cfg.token);

@@ -71,7 +71,8 @@ static int check_node_info(const Escher__NodeInfo *in, esc_status *st)
 }
 
 typedef struct {
-    Escher__NodeInfo *info;
+    esc_rpc_ctx *call;
+    Escher__NodeInfo *info; /* owned until applied, then the table's */
 } add_ctx;
 
 static void apply_node_added(gcs *g, void *ud)
@@ -79,6 +80,28 @@ static void apply_node_added(gcs *g, void *ud)
     add_ctx *c = ud;
     gcs_node *n = node_put(g, c->info);
     n->needs_snapshot = true;
+    /* Registered while a death declared in memory waited for storage: it is alive. */
+    n->death_unstored = false;
+}
+
+/* Answers RegisterNode once storage has the node (or failed). */
+static void node_added(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    add_ctx *c = ud;
+    if (!seq) {
+        protobuf_c_message_free_unpacked(&c->info->base, NULL);
+        esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);
+        free(c);
+        return;
+    }
+    ESC_INFO("node %s registered at %s (seq %llu)", c->info->node_id, c->info->address,
+             (unsigned long long)seq);
+    Escher__RegisterNodeReply rep = ESCHER__REGISTER_NODE_REPLY__INIT;
+    rep.node_id = c->info->node_id;
+    rep.seq = seq;
+    rep.heartbeat_ms = (uint32_t)g->cfg.heartbeat_ms;
+    esc_rpc_reply(c->call, &rep.base);
+    free(c);
 }
 
 static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
@@ -109,21 +132,9 @@ static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
     gcs_put_msg(b, GCS_T_NODES, info->node_id, &info->base);
     Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_NODE_ADDED);
     ev->node = (Escher__NodeInfo *)esc_pb_dup(&info->base);
-    add_ctx ctx = {info};
-    char err[256];
-    uint64_t seq = gcs_commit(g, ev, b, apply_node_added, &ctx, err, sizeof err);
-    if (!seq) {
-        protobuf_c_message_free_unpacked(&info->base, NULL);
-        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
-        return;
-    }
-    ESC_INFO("node %s registered at %s (seq %llu)", info->node_id, info->address,
-             (unsigned long long)seq);
-    Escher__RegisterNodeReply rep = ESCHER__REGISTER_NODE_REPLY__INIT;
-    rep.node_id = info->node_id;
-    rep.seq = seq;
-    rep.heartbeat_ms = (uint32_t)g->cfg.heartbeat_ms;
-    esc_rpc_reply(call, &rep.base);
+    add_ctx *c = malloc(sizeof *c);
+    *c = (add_ctx){call, info};
+    gcs_commit(g, ev, b, apply_node_added, node_added, c);
 }
 
 static void handle_report(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
@@ -151,6 +162,29 @@ static void handle_report(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
         gcs_wait_recheck(g);
 }
 
+typedef struct {
+    esc_rpc_ctx *call;
+    char *node_id;
+} drain_ctx;
+
+static void node_drained(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    (void)seq;
+    drain_ctx *c = ud;
+    gcs_node *n = gcs_node_find(g, c->node_id);
+    if (err) {
+        esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);
+    } else {
+        /* Not over a death declared while the write was out (its own write follows). */
+        if (gcs_node_alive(n))
+            n->info->state = ESCHER__NODE_STATE__NODE_DRAINING;
+        Escher__DrainNodeReply rep = ESCHER__DRAIN_NODE_REPLY__INIT;
+        esc_rpc_reply(c->call, &rep.base);
+    }
+    free(c->node_id);
+    free(c);
+}
+
 static void handle_drain(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     gcs *g = ud;
@@ -160,36 +194,76 @@ static void handle_drain(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
         esc_rpc_finish(call, ESC_INVALID_ARGUMENT, n ? "node is dead" : "unknown node");
         return;
     }
-    n->info->state = ESCHER__NODE_STATE__NODE_DRAINING;
+    Escher__NodeInfo *draining = (Escher__NodeInfo *)esc_pb_dup(&n->info->base);
+    draining->state = ESCHER__NODE_STATE__NODE_DRAINING;
     esc_storage_batch *b = esc_storage_batch_new();
-    gcs_put_msg(b, GCS_T_NODES, n->info->node_id, &n->info->base);
-    char err[256];
-    if (gcs_write(g, b, err, sizeof err) != 0) {
-        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
-        return;
-    }
-    Escher__DrainNodeReply rep = ESCHER__DRAIN_NODE_REPLY__INIT;
-    esc_rpc_reply(call, &rep.base);
+    gcs_put_msg(b, GCS_T_NODES, draining->node_id, &draining->base);
+    protobuf_c_message_free_unpacked(&draining->base, NULL);
+    drain_ctx *c = malloc(sizeof *c);
+    *c = (drain_ctx){call, strdup(req->node_id)};
+    gcs_write(g, b, node_drained, c);
 }
 
-/* Declares n dead: one event marks it and removes its ephemeral resources. */
-static void node_die(gcs *g, gcs_node *n)
+/* The durable half of a death already declared in memory (node_die): one event
+ * stores the node as dead and removes its ephemeral resources. */
+static void death_stored(gcs *g, uint64_t seq, const char *err, void *ud)
 {
-    ESC_WARN("node %s missed heartbeats for %d ms: declared dead", n->info->node_id,
-             g->cfg.node_timeout_ms);
+    (void)err; /* logged by the commit */
+    char *id = ud;
+    gcs_node *n = gcs_node_find(g, id);
+    if (n) {
+        n->death_queued = false;
+        if (seq)
+            n->death_unstored = false; /* else the next sweep tries again */
+    }
+    free(id);
+}
+
+static void death_run(gcs *g, void *ud)
+{
+    char *id = ud;
+    gcs_node *n = gcs_node_find(g, id);
+    if (!n || !n->death_unstored) { /* registered again meanwhile */
+        if (n)
+            n->death_queued = false;
+        free(id);
+        return;
+    }
     Escher__NodeInfo *dead = (Escher__NodeInfo *)esc_pb_dup(&n->info->base);
-    dead->state = ESCHER__NODE_STATE__NODE_DEAD;
     esc_storage_batch *b = esc_storage_batch_new();
     gcs_put_msg(b, GCS_T_NODES, dead->node_id, &dead->base);
     Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_NODE_DEAD);
     ev->node = dead;
-    char err[256];
-    if (gcs_registry_remove_where(g, n->info->node_id, NULL, ev, b, err, sizeof err) == 0)
-        return; /* storage is down: try again at the next sweep */
+    gcs_registry_remove_where(g, id, NULL, ev, b, death_stored, id);
+}
+
+static void death_expired(gcs *g, void *ud)
+{
+    death_stored(g, 0, NULL, ud);
+}
+
+static void queue_death(gcs *g, gcs_node *n)
+{
+    n->death_queued = true;
+    gcs_queue_write(g, death_run, death_expired, strdup(n->info->node_id));
+}
+
+/* Declares n dead. Everything the GCS decides alone happens at once, even while
+ * storage is slow or down: the node reads as dead, its reports are refused, writes to
+ * it fail, waiters stop waiting for it, its objects are dropped. The event that tells
+ * the raylets and removes its resources follows once storage has it. Declaring a
+ * death before it is stored acknowledges no write: a GCS restarted before that finds
+ * the node alive, gives it a fresh heartbeat window, and declares it dead again. */
+static void node_die(gcs *g, gcs_node *n)
+{
+    ESC_WARN("node %s missed heartbeats for %d ms: declared dead", n->info->node_id,
+             g->cfg.node_timeout_ms);
     n->info->state = ESCHER__NODE_STATE__NODE_DEAD;
+    n->death_unstored = true;
     gcs_objects_node_dead(g, n->info->node_id);
     gcs_load_forget(n);
     gcs_wait_recheck(g);
+    queue_death(g, n);
 }
 
 void gcs_nodes_sweep(gcs *g, uint64_t now)
@@ -204,6 +278,8 @@ void gcs_nodes_sweep(gcs *g, uint64_t now)
         gcs_node *node = v;
         if (gcs_node_alive(node) && now - node->last_seen_ms > (uint64_t)g->cfg.node_timeout_ms)
             late[n++] = node;
+        else if (node->death_unstored && !node->death_queued)
+            queue_death(g, node); /* storage failed it last time */
     }
     for (size_t i = 0; i < n; i++)
         node_die(g, late[i]);
@@ -222,7 +298,7 @@ void gcs_nodes_free(gcs *g)
 
 void gcs_nodes_register(gcs *g)
 {
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "RegisterNode", handle_register, g);
+    gcs_handle_write(g, "RegisterNode", handle_register);
     esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ReportNode", handle_report, g);
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "DrainNode", handle_drain, g);
+    gcs_handle_write(g, "DrainNode", handle_drain);
 }

@@ -297,16 +297,41 @@ static void plan_apply(gcs *g, void *ud)
     }
 }
 
-/* Moves the plan's ops into ev and commits both. */
-static uint64_t plan_commit(gcs *g, plan *p, Escher__Event *ev, esc_storage_batch *b,
-                            char *err, size_t errlen)
+/* A plan on its way to storage, with the caller's completion. The registry rows and
+ * request fields it borrows stay put meanwhile: no other write runs (write_queue.c)
+ * and the request lives until its call is answered, in done. */
+typedef struct {
+    plan p;
+    gcs_done_fn done;
+    void *ud;
+} plan_commit_ctx;
+
+static void plan_commit_apply(gcs *g, void *ud)
+{
+    plan_apply(g, &((plan_commit_ctx *)ud)->p);
+}
+
+static void plan_committed(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    plan_commit_ctx *c = ud;
+    plan_free(&c->p);
+    c->done(g, seq, err, c->ud);
+    free(c);
+}
+
+/* Moves the plan's ops into ev and commits both; the plan is taken (freed when the
+ * commit is over), and done runs as gcs_commit's. */
+static void plan_commit(gcs *g, plan *p, Escher__Event *ev, esc_storage_batch *b,
+                        gcs_done_fn done, void *ud)
 {
     plan_to_batch(p, b);
     ev->ops = p->ops;
     ev->n_ops = p->nops;
     p->ops = NULL;
     p->nops = p->cap = 0;
-    return gcs_commit(g, ev, b, plan_apply, p, err, errlen);
+    plan_commit_ctx *c = malloc(sizeof *c);
+    *c = (plan_commit_ctx){*p, done, ud};
+    gcs_commit(g, ev, b, plan_commit_apply, plan_committed, c);
 }
 
 /* ------------------------------------------------------------ target nodes */
@@ -589,6 +614,35 @@ static int plan_request(gcs *g, const Escher__UpdateResourcesRequest *req, const
     return ESC_OK;
 }
 
+typedef struct {
+    esc_rpc_ctx *call;
+    esc_strmap *touched; /* node ids the batch wrote to */
+} update_ctx;
+
+/* Answers UpdateResources once storage has the batch (or failed). */
+static void update_committed(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    (void)g;
+    update_ctx *c = ud;
+    if (!seq) {
+        esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);
+    } else {
+        Escher__UpdateResourcesReply rep = ESCHER__UPDATE_RESOURCES_REPLY__INIT;
+        rep.seq = seq;
+        rep.n_node_ids = esc_strmap_count(c->touched);
+        rep.node_ids = calloc(rep.n_node_ids + 1, sizeof *rep.node_ids);
+        size_t pos = 0, k = 0;
+        const char *key;
+        void *val;
+        while (esc_strmap_next(c->touched, &pos, &key, &val))
+            rep.node_ids[k++] = (char *)key;
+        esc_rpc_reply(c->call, &rep.base);
+        free(rep.node_ids);
+    }
+    esc_strmap_free(c->touched);
+    free(c);
+}
+
 static void handle_update(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     gcs *g = ud;
@@ -611,36 +665,19 @@ static void handle_update(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
         esc_rpc_finish(call, rc, st.message);
         return;
     }
-    Escher__UpdateResourcesReply rep = ESCHER__UPDATE_RESOURCES_REPLY__INIT;
     /* Node ids for the reply are collected before the ops move into the event. */
     esc_strmap *touched = esc_strmap_new();
     for (size_t i = 0; i < p.nops; i++)
         esc_strmap_put(touched, p.ops[i]->node_id, (void *)1);
-    char err[256];
-    uint64_t seq = plan_commit(g, &p, gcs_event_new(ESCHER__EVENT_KIND__EV_RESOURCES),
-                               esc_storage_batch_new(), err, sizeof err);
-    plan_free(&p);
-    if (!seq) {
-        esc_strmap_free(touched);
-        esc_rpc_finish(call, ESC_UNAVAILABLE, err);
-        return;
-    }
-    rep.seq = seq;
-    rep.n_node_ids = esc_strmap_count(touched);
-    rep.node_ids = calloc(rep.n_node_ids + 1, sizeof *rep.node_ids);
-    size_t pos = 0, k = 0;
-    const char *key;
-    void *val;
-    while (esc_strmap_next(touched, &pos, &key, &val))
-        rep.node_ids[k++] = (char *)key;
-    esc_rpc_reply(call, &rep.base);
-    free(rep.node_ids);
-    esc_strmap_free(touched);
+    update_ctx *c = malloc(sizeof *c);
+    *c = (update_ctx){call, touched};
+    plan_commit(g, &p, gcs_event_new(ESCHER__EVENT_KIND__EV_RESOURCES),
+                esc_storage_batch_new(), update_committed, c);
 }
 
-uint64_t gcs_registry_remove_where(gcs *g, const char *node_id, const char *owner_job,
-                                   Escher__Event *ev, esc_storage_batch *b, char *err,
-                                   size_t errlen)
+void gcs_registry_remove_where(gcs *g, const char *node_id, const char *owner_job,
+                               Escher__Event *ev, esc_storage_batch *b, gcs_done_fn done,
+                               void *ud)
 {
     plan p;
     plan_init(&p);
@@ -656,9 +693,7 @@ uint64_t gcs_registry_remove_where(gcs *g, const char *node_id, const char *owne
         op_args o = {.kind = ESC_CAP_DELETE};
         plan_op(g, &p, e->node_id, e->name, e->namespace_, e->owner_job, &o, NULL);
     }
-    uint64_t seq = plan_commit(g, &p, ev, b, err, errlen);
-    plan_free(&p);
-    return seq;
+    plan_commit(g, &p, ev, b, done, ud);
 }
 
 void gcs_registry_load(gcs *g, Escher__RegistryEntry *e)
@@ -686,5 +721,5 @@ void gcs_registry_free(gcs *g)
 
 void gcs_registry_register(gcs *g)
 {
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "UpdateResources", handle_update, g);
+    gcs_handle_write(g, "UpdateResources", handle_update);
 }

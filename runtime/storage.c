@@ -64,7 +64,7 @@ static void op_free(esc_storage_op *op)
     free(op->value);
 }
 
-static void batch_free(esc_storage_batch *b)
+void esc_storage_batch_free(esc_storage_batch *b)
 {
     if (b == NULL)
         return;
@@ -170,8 +170,52 @@ int esc_storage_commit(esc_storage *st, esc_storage_batch *b, char *err, size_t 
         rc = 0; /* nothing to apply; spare the backend a round trip */
     else
         rc = st->vt->commit(st, b, err, errlen);
-    batch_free(b);
+    esc_storage_batch_free(b);
     return rc;
+}
+
+int esc_storage_attach(esc_storage *st, struct ev_loop *loop, char *err, size_t errlen)
+{
+    if (st == NULL || loop == NULL) {
+        esc_storage_seterr(err, errlen, "storage: attach needs a store and a loop");
+        return -1;
+    }
+    return st->vt->attach ? st->vt->attach(st, loop, err, errlen) : 0;
+}
+
+/* The checks of esc_storage_commit; returns 1 when the batch needs the backend. */
+static int async_precheck(esc_storage *st, esc_storage_batch *b, char *err, size_t errlen)
+{
+    if (st == NULL)
+        esc_storage_seterr(err, errlen, "storage: commit on a NULL store");
+    else if (b == NULL)
+        esc_storage_seterr(err, errlen, "storage: commit of a NULL batch "
+                                        "(esc_storage_batch_new failed?)");
+    else if (b->invalid != NULL)
+        esc_storage_seterr(err, errlen, "storage: commit refused: %s", b->invalid);
+    else
+        return 1;
+    return 0;
+}
+
+void esc_storage_commit_async(esc_storage *st, esc_storage_batch *b, int timeout_ms,
+                              esc_storage_done_fn done, void *ud)
+{
+    char err[512] = "";
+    if (!async_precheck(st, b, err, sizeof err)) {
+        esc_storage_batch_free(b);
+        done(ud, err);
+        return;
+    }
+    /* Even an empty batch goes through the backend's queue: it must not complete
+     * ahead of commits made before it. */
+    if (st->vt->commit_async != NULL) {
+        st->vt->commit_async(st, b, timeout_ms, done, ud);
+        return;
+    }
+    /* A backend that completes at once (memory, or Redis not attached). */
+    int rc = esc_storage_commit(st, b, err, sizeof err);
+    done(ud, rc == 0 ? NULL : err);
 }
 
 int esc_storage_get(esc_storage *st, const char *table, const char *key, void **value,

@@ -44,6 +44,12 @@ typedef struct {
     /* Applies all of b->ops[0..count) or none of them. b is valid and non-empty;
      * storage.c frees it afterwards. Returns 0, or -1 with a reason in err. */
     int (*commit)(esc_storage *st, esc_storage_batch *b, char *err, size_t errlen);
+    /* Optional (NULL: commits complete at once through commit). attach: starts
+     * serving asynchronous commits from loop; 0 or -1 with err. commit_async:
+     * takes b (valid, non-empty) and calls done exactly once (storage.h). */
+    int (*attach)(esc_storage *st, struct ev_loop *loop, char *err, size_t errlen);
+    void (*commit_async)(esc_storage *st, esc_storage_batch *b, int timeout_ms,
+                         esc_storage_done_fn done, void *ud);
     int (*get)(esc_storage *st, const char *table, const char *key, void **value, size_t *len);
     /* fn may be NULL (count only). */
     long (*scan)(esc_storage *st, const char *table, esc_storage_scan_fn fn, void *ud);

@@ -26,25 +26,15 @@
 
 #include <hiredis/hiredis.h>
 
-#include "storage_backend.h"
+#include "storage_redis_internal.h"
 
 #define CONNECT_TIMEOUT_MS 2000
 #define COMMAND_TIMEOUT_MS 5000
 /* HSCAN page size: large enough to keep round trips few on big tables. */
 #define SCAN_COUNT "1000"
-#define HOST_MAX 255
+#define HOST_MAX ESC_REDIS_HOST_MAX
 
-typedef struct {
-    esc_storage base;
-    redisContext *ctx; /* NULL while disconnected (a reconnect failed) */
-    char host[HOST_MAX + 1];
-    int port;
-    int db;
-    char where[HOST_MAX + 32]; /* "redis HOST:PORT/DB", prefix of messages */
-    /* get and scan have no err parameter; their last reason is kept here so it
-     * can be seen in a debugger or core file. */
-    char last_error[256];
-} redis_store;
+typedef esc_redis_store redis_store;
 
 typedef enum { RS_OK, RS_FAIL, RS_LOST } rs_result;
 
@@ -116,10 +106,7 @@ static int parse_uri(redis_store *rs, const char *uri, char *err, size_t errlen)
  * around each operation and any instance it raised is discarded before the
  * old mask comes back; the failed write itself reports EPIPE. */
 
-typedef struct {
-    sigset_t old;
-    int was_pending;
-} sigpipe_guard;
+typedef esc_redis_sigpipe_guard sigpipe_guard;
 
 static void sigpipe_only(sigset_t *set)
 {
@@ -127,7 +114,7 @@ static void sigpipe_only(sigset_t *set)
     sigaddset(set, SIGPIPE);
 }
 
-static void sigpipe_block(sigpipe_guard *g)
+void esc_redis_sigpipe_block(sigpipe_guard *g)
 {
     sigset_t pipe_set, pending;
     sigpipe_only(&pipe_set);
@@ -136,7 +123,7 @@ static void sigpipe_block(sigpipe_guard *g)
     pthread_sigmask(SIG_BLOCK, &pipe_set, &g->old);
 }
 
-static void sigpipe_restore(const sigpipe_guard *g)
+void esc_redis_sigpipe_restore(const sigpipe_guard *g)
 {
     int saved = errno;
     sigset_t pipe_set, pending;
@@ -251,7 +238,7 @@ typedef rs_result (*rs_attempt_fn)(redis_store *rs, void *arg, char *err, size_t
 static int run_op(redis_store *rs, rs_attempt_fn attempt, void *arg, char *err, size_t errlen)
 {
     sigpipe_guard guard;
-    sigpipe_block(&guard);
+    esc_redis_sigpipe_block(&guard);
     int reconnected = 0, lost = 0, rc = -1;
     for (;;) {
         if (rs->ctx == NULL) {
@@ -267,7 +254,7 @@ static int run_op(redis_store *rs, rs_attempt_fn attempt, void *arg, char *err, 
         lost = 1;
         disconnect(rs);
     }
-    sigpipe_restore(&guard);
+    esc_redis_sigpipe_restore(&guard);
     return rc;
 }
 
@@ -308,7 +295,7 @@ static int append_transaction(redisContext *c, const esc_storage_batch *b)
 }
 
 /* Checks the reply to MULTI or to a queued command; keeps the first problem. */
-static void check_status(const redis_store *rs, const redisReply *r, const char *expect,
+void esc_redis_check_status(const redis_store *rs, const redisReply *r, const char *expect,
                          int *failed, char *err, size_t errlen)
 {
     if (*failed)
@@ -323,7 +310,7 @@ static void check_status(const redis_store *rs, const redisReply *r, const char 
                            rs->where, expect);
 }
 
-static void check_exec(const redis_store *rs, const redisReply *r, size_t n, int *failed,
+void esc_redis_check_exec(const redis_store *rs, const redisReply *r, size_t n, int *failed,
                        char *err, size_t errlen)
 {
     if (*failed)
@@ -359,11 +346,11 @@ static rs_result read_transaction(redis_store *rs, size_t n, char *err, size_t e
         if (read_reply(rs, "commit", &r, err, errlen) != RS_OK)
             return RS_LOST;
         if (i == 0)
-            check_status(rs, r, "OK", &failed, err, errlen);
+            esc_redis_check_status(rs, r, "OK", &failed, err, errlen);
         else if (i <= n)
-            check_status(rs, r, "QUEUED", &failed, err, errlen);
+            esc_redis_check_status(rs, r, "QUEUED", &failed, err, errlen);
         else
-            check_exec(rs, r, n, &failed, err, errlen);
+            esc_redis_check_exec(rs, r, n, &failed, err, errlen);
         freeReplyObject(r);
     }
     return failed ? RS_FAIL : RS_OK;
@@ -385,7 +372,34 @@ static rs_result commit_attempt(redis_store *rs, void *arg, char *err, size_t er
 
 static int redis_commit(esc_storage *st, esc_storage_batch *b, char *err, size_t errlen)
 {
-    return run_op((redis_store *)st, commit_attempt, b, err, errlen);
+    redis_store *rs = (redis_store *)st;
+    if (rs->async != NULL) {
+        /* It would go on another connection and could overtake a commit queued on
+         * the loop's, breaking the order of writes. */
+        esc_storage_seterr(err, errlen, "%s: synchronous commit on a store attached to a loop",
+                           rs->where);
+        return -1;
+    }
+    return run_op(rs, commit_attempt, b, err, errlen);
+}
+
+static int redis_attach(esc_storage *st, struct ev_loop *loop, char *err, size_t errlen)
+{
+    return esc_redis_attach((redis_store *)st, loop, err, errlen);
+}
+
+static void redis_commit_async(esc_storage *st, esc_storage_batch *b, int timeout_ms,
+                               esc_storage_done_fn done, void *ud)
+{
+    redis_store *rs = (redis_store *)st;
+    if (rs->async != NULL) {
+        esc_redis_commit_async(rs, b, timeout_ms, done, ud);
+        return;
+    }
+    char err[512] = "";
+    int rc = redis_commit(st, b, err, sizeof err);
+    esc_storage_batch_free(b);
+    done(ud, rc == 0 ? NULL : err);
 }
 
 /* ---- get ---- */
@@ -527,6 +541,7 @@ static long redis_scan(esc_storage *st, const char *table, esc_storage_scan_fn f
 static void redis_close(esc_storage *st)
 {
     redis_store *rs = (redis_store *)st;
+    esc_redis_detach(rs);
     disconnect(rs);
     free(rs);
 }
@@ -535,6 +550,8 @@ static const esc_storage_vtable redis_vtable = {
     .durable = 1,
     .close = redis_close,
     .commit = redis_commit,
+    .attach = redis_attach,
+    .commit_async = redis_commit_async,
     .get = redis_get,
     .scan = redis_scan,
 };
@@ -548,9 +565,9 @@ esc_storage *esc_storage_redis_open(const char *uri, char *err, size_t errlen)
     }
     rs->base.vt = &redis_vtable;
     sigpipe_guard guard;
-    sigpipe_block(&guard);
+    esc_redis_sigpipe_block(&guard);
     int rc = parse_uri(rs, uri, err, errlen) == 0 ? connect_ctx(rs, err, errlen) : -1;
-    sigpipe_restore(&guard);
+    esc_redis_sigpipe_restore(&guard);
     if (rc != 0) {
         free(rs);
         return NULL;

@@ -41,6 +41,11 @@ bool cli_pathf(char *out, size_t len, const char *fmt, ...) __attribute__((forma
  * GCS's default for a new job). Prints the error itself; returns an exit code. */
 int cli_connect(const cli_globals *g, const char *ns, esc_client **out);
 
+/* Connects a client that only reads (`escher status`): no job is registered, so it
+ * answers while the GCS's storage is slow or down. Prints the error itself; returns an
+ * exit code. */
+int cli_connect_reader(const cli_globals *g, esc_client **out);
+
 /* Connects as a job's driver (`escher job submit`): a long-lived client whose liveness
  * stream keeps the job running until esc_disconnect, or until this process dies and the
  * GCS's job timeout passes. Prints the error itself; returns an exit code. */

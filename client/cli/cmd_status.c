@@ -161,7 +161,7 @@ int cmd_status(const cli_globals *g, int argc, char **argv)
     if (rc != 0)
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
     esc_client *c;
-    if ((rc = cli_connect(g, NULL, &c)) != CLI_EXIT_OK)
+    if ((rc = cli_connect_reader(g, &c)) != CLI_EXIT_OK)
         return rc;
     esc_cluster_status *s = NULL;
     esc_status st;

@@ -93,6 +93,12 @@ int cli_connect(const cli_globals *g, const char *ns, esc_client **out)
     return connect_with(g, &o, out);
 }
 
+int cli_connect_reader(const cli_globals *g, esc_client **out)
+{
+    esc_connect_opts o = {.short_lived = true, .no_job = true};
+    return connect_with(g, &o, out);
+}
+
 int cli_connect_driver(const cli_globals *g, const char *ns, esc_client **out)
 {
     esc_connect_opts o = {.namespace_ = ns, .new_job = true}; /* `job submit` makes a job */

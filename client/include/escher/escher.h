@@ -56,6 +56,11 @@ typedef struct {
     int timeout_ms;
     /* Register a new job even in a process that escher runs for a job (see below). */
     bool new_job;
+    /* Register no job: for a client that only reads (cluster status, jobs, KV gets).
+     * Registering is a write, which waits for the GCS's storage; such a client does
+     * not, so it answers while storage is slow or down. Calls that need a job (writes,
+     * tasks, objects) fail with FAILED_PRECONDITION "unknown job". */
+    bool no_job;
 } esc_connect_opts;
 
 /* Connects to the cluster and registers a new job. On success *out owns the client
