@@ -24,7 +24,7 @@ step "$BUILD/examples/placement"
 step "$BUILD/examples/actor"
 step "$ESC" resource delete queue
 step "$ESC" status --json
-pids=$(cat "$SESSION"/pids/*.pid)
+pids=$(cut -d" " -f1 "$SESSION"/pids/*.pid)   # "PID START_TICKS EXE" (docs/cli.md)
 step "$ESC" stop
 for p in $pids; do
   # A pid that still runs and is not a zombie was left behind.

@@ -42,6 +42,22 @@ static int nothing_running(const char *dir)
     return CLI_EXIT_OK;
 }
 
+/* A pid file we can not parse is never guessed at: acting on a misread pid could
+ * signal someone else's process. One line each; the files are kept for the user. */
+static size_t report_malformed(const cli_proc *procs, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!procs[i].malformed)
+            continue;
+        cli_fail("malformed pid file %s (%s; want one line \"PID START_TICKS EXE\"): "
+                 "nothing signalled; remove it once its process is gone",
+                 procs[i].pidfile, procs[i].why);
+        bad++;
+    }
+    return bad;
+}
+
 int cmd_stop(const cli_globals *g, int argc, char **argv)
 {
     bool force = false;
@@ -64,13 +80,15 @@ int cmd_stop(const cli_globals *g, int argc, char **argv)
     char real[PATH_MAX];
     cli_proc *procs = NULL;
     size_t n = 0;
-    /* The symlink is resolved because the daemons' command lines name the real path. */
     if (!realpath(dir, real) || cli_procs_load(real, &procs, &n) != 0 || n == 0) {
         free(procs);
         return nothing_running(dir);
     }
-    size_t stopped = cli_procs_stop(procs, n, real, grace, force, true);
+    size_t bad = report_malformed(procs, n);
+    size_t stopped = cli_procs_stop(procs, n, grace, force, true);
     free(procs);
+    if (bad)
+        return CLI_EXIT_FAIL;
     if (stopped == 0)
         return nothing_running(real);
     return CLI_EXIT_OK;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int try_path(char *out, size_t len, const char *dir, const char *sub, const char *name)
@@ -49,8 +50,10 @@ int cli_daemon_find(const char *name, const char *subdir, char *out, size_t len)
     return search_path(name, out, len);
 }
 
-/* In the child: session, descriptors and signals as a daemon wants them, then exec. */
-static void exec_child(char *const argv[], int log_fd)
+/* In the child: session, descriptors and signals as a daemon wants them, then exec.
+ * A failed exec sends its errno down report_fd (close-on-exec: a successful exec
+ * closes it, which is how the parent learns that the daemon is running). */
+static void exec_child(char *const argv[], int log_fd, int report_fd)
 {
     setsid();
     int in = open("/dev/null", O_RDONLY);
@@ -66,37 +69,68 @@ static void exec_child(char *const argv[], int log_fd)
     signal(SIGCHLD, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
     execv(argv[0], argv);
-    dprintf(STDERR_FILENO, "escher: cannot run %s: %s\n", argv[0], strerror(errno));
+    int err = errno;
+    dprintf(STDERR_FILENO, "escher: cannot run %s: %s\n", argv[0], strerror(err));
+    ssize_t sent = write(report_fd, &err, sizeof err); /* nothing to do if it fails */
+    (void)sent;
     _exit(127);
 }
 
-static int write_pid(const char *path, pid_t pid)
+/* Waits until the child exec'd (the pipe closes) or reported why not. Returns 0, or
+ * the exec's errno. */
+static int wait_exec(int report_fd)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    fprintf(f, "%d\n", (int)pid);
-    return fclose(f);
+    int err = 0;
+    ssize_t n;
+    while ((n = read(report_fd, &err, sizeof err)) < 0 && errno == EINTR)
+        ;
+    return n == (ssize_t)sizeof err ? err : 0;
 }
 
-pid_t cli_daemon_spawn(char *const argv[], const char *log_path, const char *pid_path)
+/* Records the exec'd child in p and its pid file. The pid file is written only after
+ * the exec so that /proc/PID/exe names the daemon, not this CLI; until we reap the
+ * child its /proc entry stays, even when it has already exited. */
+static int record(pid_t pid, const char *exe, cli_proc *p)
+{
+    if (cli_proc_identify(p, pid, exe) != 0) {
+        errno = ESRCH;
+        return -1;
+    }
+    return cli_pidfile_write(p);
+}
+
+pid_t cli_daemon_spawn(char *const argv[], const char *log_path, cli_proc *p)
 {
     int log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0)
         return -1;
-    fflush(NULL); /* nothing buffered may be written twice by the child */
-    pid_t pid = fork();
-    if (pid == 0)
-        exec_child(argv, log_fd);
-    int saved = errno;
-    close(log_fd);
-    if (pid < 0) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        int saved = errno;
+        close(log_fd);
         errno = saved;
         return -1;
     }
-    if (write_pid(pid_path, pid) != 0) {
+    fflush(NULL); /* nothing buffered may be written twice by the child */
+    pid_t pid = fork();
+    if (pid == 0)
+        exec_child(argv, log_fd, report[1]);
+    int saved = errno;
+    close(log_fd);
+    close(report[1]);
+    int exec_err = pid > 0 ? wait_exec(report[0]) : 0;
+    close(report[0]);
+    if (pid < 0 || exec_err) {
+        if (pid > 0)
+            waitpid(pid, NULL, 0); /* it exits at once: no zombie left behind */
+        errno = pid < 0 ? saved : exec_err;
+        return -1;
+    }
+    p->pid = pid;
+    if (record(pid, argv[0], p) != 0) {
         saved = errno;
         kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
         errno = saved;
         return -1;
     }

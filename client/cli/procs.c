@@ -1,8 +1,10 @@
-/* procs.c: pid files of a session and stopping their processes, never by name. */
+/* procs.c: pid files of a session (format in procs.h) and stopping their processes,
+ * which are identified exactly, never by name. */
 #include "procs.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,16 +19,151 @@
 #define POLL_MS 20
 #define KILL_WAIT_MS 2000
 
-static bool read_pid(const char *path, pid_t *pid)
+/* ------------------------------------------------------------------ /proc */
+
+typedef struct {
+    char state;                 /* R, S, D, Z, X, ... */
+    long pgrp;
+    unsigned long long start;   /* field 22: start time, clock ticks since boot */
+} stat_info;
+
+/* Fields of /proc/pid/stat; false when unreadable (no such process). */
+static bool proc_stat(pid_t pid, stat_info *out)
 {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     FILE *f = fopen(path, "r");
     if (!f)
         return false;
-    long v = 0;
-    int ok = fscanf(f, "%ld", &v);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
-    *pid = (pid_t)v;
-    return ok == 1 && v > 1;
+    buf[n] = '\0';
+    /* The command name (field 2) may hold spaces and parentheses: fields 3.. follow
+     * the last ')'. Skipped: ppid, session, tty_nr, tpgid, flags, minflt, cminflt,
+     * majflt, cmajflt, utime, stime, cutime, cstime, priority, nice, num_threads,
+     * itrealvalue. */
+    const char *paren = strrchr(buf, ')');
+    return paren && sscanf(paren + 1,
+                           " %c %*d %ld %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d"
+                           " %*d %*d %*d %llu",
+                           &out->state, &out->pgrp, &out->start) == 3;
+}
+
+/* The executable of pid as the kernel names it (with " (deleted)" when the file was
+ * replaced since); false when unreadable (gone, a zombie, another user's). */
+static bool proc_exe(pid_t pid, char *out, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(path, out, len - 1);
+    if (n <= 0)
+        return false;
+    out[n] = '\0';
+    return true;
+}
+
+#define DELETED_SUFFIX " (deleted)"
+
+int cli_proc_identify(cli_proc *p, pid_t pid, const char *fallback_exe)
+{
+    stat_info st;
+    if (!proc_stat(pid, &st))
+        return -1;
+    p->pid = pid;
+    p->start_ticks = st.start;
+    if (!proc_exe(pid, p->exe, sizeof p->exe) &&
+        !(fallback_exe && realpath(fallback_exe, p->exe)))
+        return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ pid files */
+
+int cli_pidfile_write(const cli_proc *p)
+{
+    if (strchr(p->exe, '\n') || p->exe[0] != '/') {
+        errno = EINVAL; /* would not read back as one line */
+        return -1;
+    }
+    char tmp[PATH_MAX + 8];
+    if (!cli_pathf(tmp, sizeof tmp, "%s.tmp", p->pidfile)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "%d %llu %s\n", (int)p->pid, p->start_ticks, p->exe);
+    if (fclose(f) != 0 || rename(tmp, p->pidfile) != 0) {
+        int saved = errno;
+        unlink(tmp);
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
+/* A decimal of digits only (no sign, no spaces) up to max; advances *s. */
+static bool parse_decimal(const char **s, unsigned long long max, unsigned long long *out)
+{
+    const char *c = *s;
+    unsigned long long v = 0;
+    if (*c < '0' || *c > '9')
+        return false;
+    for (; *c >= '0' && *c <= '9'; c++) {
+        unsigned d = (unsigned)(*c - '0');
+        if (v > (max - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *s = c;
+    *out = v;
+    return true;
+}
+
+static int malformed(cli_proc *p, const char *why)
+{
+    p->malformed = true;
+    snprintf(p->why, sizeof p->why, "%s", why);
+    return 1;
+}
+
+/* Parses "PID START_TICKS EXE\n" (len bytes of text; more: the file goes on). */
+static int parse_pidfile(cli_proc *p, const char *text, size_t len, bool more)
+{
+    if (more || strlen(text) != len)
+        return malformed(p, "too long or not text");
+    if (len == 0 || text[len - 1] != '\n')
+        return malformed(p, "not one line ending in a newline");
+    if (memchr(text, '\n', len - 1))
+        return malformed(p, "more than one line");
+    unsigned long long pid, start;
+    const char *c = text;
+    if (!parse_decimal(&c, INT_MAX, &pid) || pid <= 1 || *c++ != ' ')
+        return malformed(p, "no valid pid first");
+    if (!parse_decimal(&c, ULLONG_MAX, &start) || *c++ != ' ')
+        return malformed(p, "no start time (clock ticks) after the pid");
+    size_t exe_len = (size_t)(text + len - 1 - c);
+    if (*c != '/' || exe_len >= sizeof p->exe)
+        return malformed(p, "no absolute executable path after the start time");
+    p->pid = (pid_t)pid;
+    p->start_ticks = start;
+    memcpy(p->exe, c, exe_len);
+    p->exe[exe_len] = '\0';
+    return 0;
+}
+
+int cli_pidfile_read(cli_proc *p)
+{
+    FILE *f = fopen(p->pidfile, "r");
+    if (!f)
+        return -1;
+    char buf[PATH_MAX + 64];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    bool more = fgetc(f) != EOF;
+    fclose(f);
+    buf[n] = '\0';
+    return parse_pidfile(p, buf, n, more);
 }
 
 /* "gcs.pid" -> "escher-gcs"; false when the name does not end in ".pid". */
@@ -54,10 +191,8 @@ int cli_procs_load(const char *dir, cli_proc **out, size_t *n)
             continue;
         if (!cli_pathf(p.pidfile, sizeof p.pidfile, "%s/%s", path, e->d_name))
             continue;
-        if (!read_pid(p.pidfile, &p.pid)) {
-            unlink(p.pidfile);
-            continue;
-        }
+        if (cli_pidfile_read(&p) < 0)
+            continue; /* gone meanwhile (a concurrent stop) */
         if (*n == cap) {
             cap = cap ? 2 * cap : 4;
             *out = realloc(*out, cap * sizeof **out);
@@ -68,29 +203,14 @@ int cli_procs_load(const char *dir, cli_proc **out, size_t *n)
     return 0;
 }
 
-/* State letter and process group of pid from /proc/pid/stat; false when unreadable. */
-static bool proc_stat(pid_t pid, char *state, long *pgrp)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')'); /* the command name may hold spaces */
-    long ppid;
-    return paren && sscanf(paren + 1, " %c %ld %ld", state, &ppid, pgrp) == 3;
-}
+/* ------------------------------------------------------------------ liveness */
 
 /* A zombie still answers kill(pid, 0) but is gone for every purpose here (and init
  * may take a while to reap one whose parent has exited). */
 static bool is_zombie(pid_t pid)
 {
-    char state;
-    long pgrp;
-    return proc_stat(pid, &state, &pgrp) && (state == 'Z' || state == 'X');
+    stat_info st;
+    return proc_stat(pid, &st) && (st.state == 'Z' || st.state == 'X');
 }
 
 /* Does process group pgid have a member that is not a zombie? kill(-pgid, 0) alone
@@ -106,32 +226,23 @@ static bool group_has_live_member(pid_t pgid)
     for (struct dirent *e; !live && (e = readdir(d));) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
-        char state;
-        long pgrp;
-        if (*end == '\0' && pid > 0 && proc_stat((pid_t)pid, &state, &pgrp))
-            live = pgrp == pgid && state != 'Z' && state != 'X';
+        stat_info st;
+        if (*end == '\0' && pid > 0 && proc_stat((pid_t)pid, &st))
+            live = st.pgrp == pgid && st.state != 'Z' && st.state != 'X';
     }
     closedir(d);
     return live;
 }
 
-/* Does /proc/pid/cmdline mention s? True when it can not be read (no /proc, another
- * user's process): the pid file is then all there is to go by. */
-static bool cmdline_mentions(pid_t pid, const char *s)
+/* Is pid's executable the recorded one? The kernel appends " (deleted)" when the file
+ * was replaced (a rebuild) after the exec; that is still the process we started. */
+static bool exe_matches(pid_t pid, const char *exe)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return true;
-    char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    for (size_t i = 0; i < n; i++)
-        if (buf[i] == '\0')
-            buf[i] = ' ';
-    buf[n] = '\0';
-    return strstr(buf, s) != NULL;
+    char now[PATH_MAX + 16];
+    if (!proc_exe(pid, now, sizeof now))
+        return false;
+    size_t l = strlen(exe);
+    return strncmp(now, exe, l) == 0 && (now[l] == '\0' || !strcmp(now + l, DELETED_SUFFIX));
 }
 
 /* Reaps pid if it is our child (escher start --block); harmless otherwise. */
@@ -149,9 +260,12 @@ static bool exists(pid_t pid)
     return (kill(pid, 0) == 0 || errno == EPERM) && !is_zombie(pid);
 }
 
-bool cli_proc_running(pid_t pid, const char *session_dir)
+bool cli_proc_running(const cli_proc *p)
 {
-    return exists(pid) && cmdline_mentions(pid, session_dir);
+    if (p->malformed || !exists(p->pid))
+        return false;
+    stat_info st;
+    return proc_stat(p->pid, &st) && st.start == p->start_ticks && exe_matches(p->pid, p->exe);
 }
 
 /* Our daemons lead their own process group (setsid), and workers they fork stay in
@@ -192,20 +306,28 @@ static void wait_gone(const cli_proc *procs, const bool *live, size_t n, uint64_
     }
 }
 
-size_t cli_procs_stop(const cli_proc *procs, size_t n, const char *session_dir, double grace_s,
-                      bool force, bool report)
+/* One line for a process that was not stopped: gone, or its pid is another's now. */
+static void report_stale(const cli_proc *p)
+{
+    if (exists(p->pid))
+        printf("%s: pid file is stale (pid %d is now another process, left alone); removed "
+               "it\n", p->name, (int)p->pid);
+    else
+        printf("%s (pid %d) was not running\n", p->name, (int)p->pid);
+}
+
+size_t cli_procs_stop(const cli_proc *procs, size_t n, double grace_s, bool force,
+                      bool report)
 {
     bool *live = calloc(n + 1, sizeof *live);
     size_t count = 0;
     for (size_t i = 0; i < n; i++) {
-        live[i] = cli_proc_running(procs[i].pid, session_dir);
+        live[i] = cli_proc_running(&procs[i]);
         if (live[i]) {
             signal_proc(procs[i].pid, force ? SIGKILL : SIGTERM);
             count++;
-        } else if (report) {
-            printf(exists(procs[i].pid) ? "%s: pid %d is not this session's process; left alone\n"
-                                        : "%s (pid %d) was not running\n",
-                   procs[i].name, (int)procs[i].pid);
+        } else if (report && !procs[i].malformed) {
+            report_stale(&procs[i]);
         }
     }
     if (!force)
@@ -217,7 +339,8 @@ size_t cli_procs_stop(const cli_proc *procs, size_t n, const char *session_dir, 
         if (live[i] && report)
             printf("stopped %s (pid %d)%s\n", procs[i].name, (int)procs[i].pid,
                    force ? " with SIGKILL" : late ? " with SIGKILL after the grace period" : "");
-        unlink(procs[i].pidfile);
+        if (!procs[i].malformed)
+            unlink(procs[i].pidfile);
     }
     /* SIGKILL is not instant either: return only once they are gone. */
     wait_gone(procs, live, n, esc_now_ms() + KILL_WAIT_MS);

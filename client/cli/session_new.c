@@ -30,7 +30,7 @@ bool cli_session_live(const char *dir)
         return false;
     bool live = false;
     for (size_t i = 0; i < n && !live; i++)
-        live = cli_proc_running(procs[i].pid, real);
+        live = cli_proc_running(&procs[i]);
     free(procs);
     return live;
 }

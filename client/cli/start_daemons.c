@@ -96,7 +96,7 @@ void start_stop_all(start_ctx *s, double grace_s, bool report)
 {
     /* Stop in reverse start order: the raylet before the GCS it reports to. */
     for (size_t i = s->nprocs; i-- > 0;) {
-        cli_procs_stop(&s->procs[i], 1, s->dir, grace_s, false, report);
+        cli_procs_stop(&s->procs[i], 1, grace_s, false, report);
         /* A daemon that died early may leave children in its group; the group is ours
          * (we made it with setsid moments ago), so nothing of it may outlive us. */
         kill(-s->procs[i].pid, SIGKILL);
@@ -166,7 +166,7 @@ static int spawn(start_ctx *s, const char *name, argv_buf *a)
         return cli_fail("session directory path too long: %s", s->dir);
     char log[PATH_MAX + 16];
     log_path(s, p, log, sizeof log);
-    p->pid = cli_daemon_spawn(a->v, log, p->pidfile);
+    p->pid = cli_daemon_spawn(a->v, log, p);
     if (p->pid < 0)
         return cli_fail("cannot start %s: %s", a->v[0], strerror(errno));
     s->nprocs++;

@@ -174,6 +174,16 @@ GCS_ADDR=$(cat "$HEAD_DIR/gcs_address")
 [ "${GCS_ADDR##*:}" != 0 ] || fail "--port 0 was not replaced by the bound port"
 grep -qF "escher start --address $GCS_ADDR --token" "$T/out" || fail "no join command printed"
 
+step "pid files"
+# One line each: "PID START_TICKS EXE" (docs/cli.md), matching the running daemon.
+for name in gcs raylet; do
+  read -r pid ticks exe <"$HEAD_DIR/pids/$name.pid" || fail "pids/$name.pid unreadable"
+  [ "$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f20)" = "$ticks" ] ||
+    fail "pids/$name.pid start time $ticks is not the process's"
+  [ "$(readlink "/proc/$pid/exe")" = "$exe" ] || fail "pids/$name.pid exe $exe is not the process's"
+  [ "$(basename "$exe")" = "escher-$name" ] || fail "pids/$name.pid names $exe"
+done
+
 step "token file"
 [ "$(stat -c %a "$HEAD_DIR/token")" = 600 ] || fail "token mode $(stat -c %a "$HEAD_DIR/token")"
 TOKEN=$(cat "$HEAD_DIR/token")
@@ -328,8 +338,8 @@ assert len(listed(d)) == 8, listed(d)'
 
 # ---------------------------------------------------------------------------- stop
 step "stop"
-HEAD_PIDS=$(cat "$HEAD_DIR"/pids/*.pid)
-JOIN_PIDS=$(cat "$JOIN_DIR"/pids/*.pid)
+HEAD_PIDS=$(cut -d' ' -f1 "$HEAD_DIR"/pids/*.pid)   # "PID START_TICKS EXE"
+JOIN_PIDS=$(cut -d' ' -f1 "$JOIN_DIR"/pids/*.pid)
 [ "$(wc -w <<<"$HEAD_PIDS")" -eq 2 ] || fail "head pids: $HEAD_PIDS"
 [ "$(wc -w <<<"$JOIN_PIDS")" -eq 1 ] || fail "join pids: $JOIN_PIDS"
 for p in $HEAD_PIDS; do pid_alive "$p" "$HEAD_DIR" || fail "head pid $p not running before stop"; done
