@@ -12,6 +12,7 @@
 #include "log.h"
 #include "names.h"
 #include "session.h"
+#include "utf8.h"
 
 #define DEFAULT_TIMEOUT_MS 10000
 /* Disconnect should not hang a process on a GCS that is gone: the job then ends by
@@ -57,6 +58,10 @@ static void read_entrypoint(char *out, size_t len)
     for (size_t i = 0; i + 1 < n; i++)
         if (out[i] == '\0')
             out[i] = ' ';
+    /* Arguments are bytes, the field is a protobuf string: the GCS refuses one that is
+     * not UTF-8, which must not keep such a program from connecting. The cut at len
+     * may also have split a character. */
+    esc_utf8_sanitize(out);
 }
 
 static int register_job(esc_client *c, const char *namespace_, const char *attach,

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "names.h"
 #include "pbutil.h"
+#include "utf8.h"
 
 gcs_job *gcs_job_find(gcs *g, const char *id)
 {
@@ -98,7 +99,9 @@ static void register_new(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
         info->namespace_ = malloc(ESC_ID_HEX + 5);
         snprintf(info->namespace_, ESC_ID_HEX + 5, "job-%s", info->job_id);
     }
-    info->entrypoint = strndup(req->entrypoint, 4096);
+    /* Cut at a character boundary: the request was checked to be UTF-8, the stored
+     * copy must stay so. */
+    info->entrypoint = strndup(req->entrypoint, esc_utf8_prefix(req->entrypoint, 4096));
     info->driver_pid = req->driver_pid;
     info->start_ms = esc_wall_ms();
     info->state = ESCHER__JOB_STATE__JOB_RUNNING;

@@ -141,6 +141,9 @@ static int serve(gcs *g)
         fprintf(stderr, "escher-gcs: %s\n", err);
         return 1;
     }
+    /* The GCS stores strings and echoes them back (entrypoints, KV keys, labels): one
+     * that is not UTF-8 would break every strict client reading it later. */
+    esc_rpc_server_require_utf8(g->server);
     register_services(g);
     gcs_load_init(g);
     if (esc_rpc_server_start(g->server) != 0) {

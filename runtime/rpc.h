@@ -91,6 +91,11 @@ int esc_rpc_server_port(const esc_rpc_server *s);
 int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *svc,
                           const char *method, esc_rpc_handler fn, void *ud);
 
+/* Refuses, with INVALID_ARGUMENT naming the field, every request that has a string
+ * field (nested ones included) that is not valid UTF-8, before its handler runs
+ * (utf8.h says why). Must be called before esc_rpc_server_start. */
+void esc_rpc_server_require_utf8(esc_rpc_server *s);
+
 /* Starts serving (spawns the completion-queue thread). Returns 0 or -1. */
 int esc_rpc_server_start(esc_rpc_server *s);
 

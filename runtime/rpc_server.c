@@ -17,6 +17,8 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/string_util.h>
 
+#include "utf8.h"
+
 typedef enum { TAG_NEW_CALL, TAG_UNKNOWN_CALL, TAG_CLOSE, TAG_SEND, TAG_SHUTDOWN, TAG_DONE } tag_kind;
 
 typedef struct tag {
@@ -87,6 +89,7 @@ struct esc_rpc_server {
     pthread_t thread;
     bool started;
     volatile int shutting_down;
+    bool require_utf8;   /* requests with a string that is not UTF-8 are refused */
     tag shutdown_tag;
     pthread_mutex_t live_mu;
     esc_rpc_ctx *live;   /* every call not yet freed, so shutdown can orphan them */
@@ -466,6 +469,11 @@ static void on_new_call(pending *p, bool ok)
         esc_rpc_finish(c, ESC_INVALID_ARGUMENT, msg);
         return;
     }
+    char why[300];
+    if (s->require_utf8 && !esc_pb_utf8_valid(c->req, why, sizeof why)) {
+        esc_rpc_finish(c, ESC_INVALID_ARGUMENT, why);
+        return;
+    }
     s->post(s->post_ud, dispatch, c);
 }
 
@@ -648,6 +656,11 @@ int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *s
     s->methods = realloc(s->methods, (s->nmethods + 1) * sizeof *s->methods);
     s->methods[s->nmethods++] = m;
     return 0;
+}
+
+void esc_rpc_server_require_utf8(esc_rpc_server *s)
+{
+    s->require_utf8 = true;
 }
 
 int esc_rpc_server_start(esc_rpc_server *s)

@@ -13,8 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gcs.pb-c.h"
 #include "harness.h"
 #include "qty.h"
+#include "utf8.h"
 #include "raylet.pb-c.h"
 
 static h_cluster C;
@@ -519,6 +521,51 @@ static void test_add_out_of_range(void **state)
     esc_disconnect(cl);
 }
 
+/* Strings the GCS would store and echo back must be UTF-8 (protobuf's rule, which
+ * protobuf-c does not enforce): a job registered with a Latin-1 entrypoint would break
+ * every strict client that lists jobs. Refused at the edge, naming the field. */
+static void test_strings_must_be_utf8(void **state)
+{
+    (void)state;
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    Escher__RegisterJobRequest rj = ESCHER__REGISTER_JOB_REQUEST__INIT;
+    rj.entrypoint = "python3 caf\xe9.py";
+    ProtobufCMessage *rep = NULL;
+    esc_status st;
+    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "RegisterJob", &rj.base, &rep,
+                                  5000, 0, &st),
+                     ESC_INVALID_ARGUMENT);
+    assert_string_equal(st.message, "RegisterJobRequest.entrypoint is not valid UTF-8");
+    Escher__KvPutRequest kv = ESCHER__KV_PUT_REQUEST__INIT;
+    kv.ns = "default";
+    kv.key = "k\xc0\xaf";
+    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "KvPut", &kv.base, &rep, 5000,
+                                  0, &st),
+                     ESC_INVALID_ARGUMENT);
+    assert_non_null(strstr(st.message, "KvPutRequest.key"));
+
+    /* Nothing was stored: every listed entrypoint is UTF-8. A valid one goes through. */
+    rj.entrypoint = "python3 caf\xc3\xa9.py";
+    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "RegisterJob", &rj.base, &rep,
+                                  5000, 0, &st),
+                     ESC_OK);
+    protobuf_c_message_free_unpacked(rep, NULL);
+    Escher__ListJobsRequest lj = ESCHER__LIST_JOBS_REQUEST__INIT;
+    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "ListJobs", &lj.base, &rep, 5000,
+                                  0, &st),
+                     ESC_OK);
+    const Escher__ListJobsReply *jobs = (const Escher__ListJobsReply *)rep;
+    int named = 0;
+    for (size_t i = 0; i < jobs->n_jobs; i++) {
+        const char *e = jobs->jobs[i]->entrypoint;
+        assert_true(esc_utf8_valid(e, strlen(e)));
+        named += strcmp(e, "python3 caf\xc3\xa9.py") == 0;
+    }
+    assert_int_equal(named, 1);
+    protobuf_c_message_free_unpacked(rep, NULL);
+    esc_rpc_channel_free(ch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -534,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_selector_sums_short_and_full_names),
         cmocka_unit_test(test_delete_all_nodes_absent_somewhere),
         cmocka_unit_test(test_add_out_of_range),
+        cmocka_unit_test(test_strings_must_be_utf8),
     };
     int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
