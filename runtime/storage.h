@@ -74,10 +74,11 @@ typedef void (*esc_storage_done_fn)(void *ud, const char *err);
 int esc_storage_attach(esc_storage *st, struct ev_loop *loop, char *err, size_t errlen);
 
 /* Applies the batch like esc_storage_commit, then calls done(ud, NULL); or, when it
- * fails or no answer comes within timeout_ms (> 0), done(ud, reason). Takes the
- * batch (freed, always). Commits complete in the order they were made, and one
- * that failed on its deadline is never sent again, so a write acknowledged after a
- * failed one never sits under it. done may run before this returns. */
+ * fails or no answer comes within timeout_ms (> 0: from this call), done(ud, reason).
+ * Takes the batch (freed, always). Commits reach the backend and complete in the
+ * order they were made. A commit that failed is not applied: one that Redis
+ * applies after its deadline is undone before any later commit (storage_redis.c
+ * says when that cannot be known). done may run before this returns. */
 void esc_storage_commit_async(esc_storage *st, esc_storage_batch *b, int timeout_ms,
                               esc_storage_done_fn done, void *ud);
 

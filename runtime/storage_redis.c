@@ -1,12 +1,27 @@
-/* storage_redis.c: the Redis backend, through the synchronous hiredis API.
+/* storage_redis.c: the Redis backend: the store, its URI, and the synchronous
+ * hiredis connection.
  *
  * Table T is the Redis hash "escher:T"; each key is a field. A commit is one
  * pipeline MULTI, HSET/HDEL..., EXEC, and succeeds only when every reply is as
- * expected. Every operation runs with a socket timeout, so a hung Redis turns
- * into an error instead of stalling the GCS event loop, and an operation that
- * loses the connection reconnects once and runs again. Running a commit again
- * is safe: it is only sets and deletes, so applying it twice (if the first EXEC
- * did land) leaves the same state, and the GCS is the only writer.
+ * expected.
+ *
+ * Two connections serve a store. The synchronous one here does open, get, scan
+ * and the commits of a store not attached to a loop: the GCS's loading at start,
+ * before its loop serves anything, and tools and tests. It runs every operation
+ * with a socket timeout, so a hung Redis turns into an error, and an operation
+ * that loses the connection reconnects once and runs again. Once the store is
+ * attached to an event loop (esc_storage_attach), commits go through hiredis's
+ * asynchronous API on that loop instead (storage_redis_async.c): a slow, hung or
+ * dead Redis then delays only the commits waiting for it, each fails with a
+ * reason when no reply came within its deadline, and a synchronous commit is
+ * refused (it could overtake one queued on the loop).
+ *
+ * Running a commit again is safe: it is only sets and deletes, so applying it
+ * twice (if the first EXEC did land) leaves the same state, and the GCS is the
+ * only writer. The converse is the limit of deadlines: a commit that failed on
+ * its deadline after it was sent may still be applied when Redis resumes; the
+ * loop's connection then undoes it before anything else (storage_redis_async.c),
+ * unless the connection ended first. Nothing acknowledged is ever missing.
  *
  * Limit: Redis does not roll back a transaction whose queued commands fail at
  * run time. The only such failure for HSET/HDEL is WRONGTYPE, which needs a

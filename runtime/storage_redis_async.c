@@ -10,9 +10,12 @@
  *     can never be applied;
  *   - in flight when it passes: it fails, but Redis may still apply it when it
  *     resumes. The connection is kept, and nothing else is sent until its reply
- *     (or the connection's end) says what happened: a commit acknowledged later
- *     is then never sent before it (see storage_redis.c for what a late success
- *     means).
+ *     (or the connection's end) says what happened. Every commit also reads, in
+ *     the same transaction, the values it replaces (HGET before its writes), so
+ *     when the late reply says it was applied, an undo that puts them back goes
+ *     first, before any later commit: Redis ends as if it had failed, which is
+ *     what its caller was told and what the GCS's memory holds. Only when the
+ *     connection ends with such a commit unanswered is its outcome unknown.
  * A connection that drops is replaced at once in the background; the commit in
  * flight (not given up) is sent again on the new one, which is safe because a
  * commit is only sets and deletes and the GCS is the only writer. A connection
@@ -45,6 +48,8 @@ struct rwrite {
     int given_up; /* done already ran on the deadline; the reply is only logged */
     int failed;   /* a reply so far was not the expected one */
     size_t replies; /* replies read so far (the first answers MULTI) */
+    int undo;       /* puts back what a late commit overwrote: never expires or fails
+                       while waiting, goes before every other commit */
     char err[256];
     rwrite *next;
 };
@@ -132,12 +137,23 @@ static void queue_remove(esc_redis_async *ra, rwrite *w)
         ra->tail = prev;
 }
 
-/* Fails every commit still waiting (they were never sent). */
-static void fail_waiting(esc_redis_async *ra, const char *why)
+/* Fails every commit still waiting (they were never sent); an undo stays queued
+ * unless the store closes. */
+static void fail_waiting(esc_redis_async *ra, const char *why, int closing)
 {
-    rwrite *w;
-    while ((w = queue_pop(ra)) != NULL)
-        write_finish(w, why);
+    rwrite *keep = NULL, *w;
+    while ((w = queue_pop(ra)) != NULL) {
+        if (w->undo && !closing) {
+            w->next = keep;
+            keep = w;
+        } else {
+            write_finish(w, why);
+        }
+    }
+    while ((w = keep) != NULL) { /* back in front (there is at most one) */
+        keep = w->next;
+        queue_push_front(ra, w);
+    }
 }
 
 static void on_deadline(struct ev_loop *loop, ev_timer *t, int revents)
@@ -182,6 +198,64 @@ static void log_late(const esc_redis_async *ra, const rwrite *w)
                  ra->rs->where, w->batch->count);
 }
 
+/* EXEC answers the n HGETs (the values before the commit), then the n writes. */
+static void check_reply(const esc_redis_async *ra, rwrite *w, const redisReply *r)
+{
+    size_t n = w->batch->count;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        esc_redis_check_exec(ra->rs, r, n, &w->failed, w->err, sizeof w->err);
+        return;
+    }
+    if (r->elements != 2 * n) {
+        if (!w->failed)
+            esc_storage_seterr(w->err, sizeof w->err, "%s: commit failed: unexpected reply "
+                               "to EXEC", ra->rs->where);
+        w->failed = 1;
+        return;
+    }
+    redisReply writes = *r; /* the second half, as check_exec expects it */
+    writes.elements = n;
+    writes.element = r->element + n;
+    esc_redis_check_exec(ra->rs, &writes, n, &w->failed, w->err, sizeof w->err);
+}
+
+static void undo_done(void *ud, const char *err)
+{
+    esc_redis_async *ra = ud;
+    if (err)
+        ESC_ERROR("%s: could not undo a commit applied after its deadline: %s", ra->rs->where,
+                  err);
+    else
+        ESC_WARN("%s: undid a commit applied after its deadline", ra->rs->where);
+}
+
+/* A commit that failed on its deadline was applied late. Its caller was told it
+ * failed and the GCS did not apply it in memory, so Redis gets back the values it
+ * overwrote, before any later commit (none was sent after it). */
+static void queue_undo(esc_redis_async *ra, const rwrite *late, const redisReply *r)
+{
+    esc_storage_batch *b = esc_storage_batch_new();
+    for (size_t i = 0; b && i < late->batch->count; i++) {
+        const esc_storage_op *op = &late->batch->ops[i];
+        const redisReply *old = r->element[i];
+        if (old->type == REDIS_REPLY_STRING)
+            esc_storage_put(b, op->table, op->key, old->str, old->len);
+        else
+            esc_storage_del(b, op->table, op->key);
+    }
+    rwrite *w = calloc(1, sizeof *w);
+    if (b == NULL || w == NULL) {
+        esc_storage_batch_free(b);
+        free(w);
+        undo_done(ra, "out of memory");
+        return;
+    }
+    *w = (rwrite){.ra = ra, .batch = b, .done = undo_done, .ud = ra, .undo = 1};
+    ev_timer_init(&w->deadline, on_deadline, 0.0, 0.0); /* never started */
+    w->deadline.data = w;
+    queue_push_front(ra, w);
+}
+
 static void on_exec(redisAsyncContext *ac, void *reply, void *privdata)
 {
     (void)ac;
@@ -189,12 +263,22 @@ static void on_exec(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     rwrite *w = privdata;
     esc_redis_async *ra = w->ra;
-    esc_redis_check_exec(ra->rs, reply, w->batch->count, &w->failed, w->err, sizeof w->err);
+    check_reply(ra, w, reply);
     ra->inflight = NULL;
-    if (w->given_up)
+    if (w->given_up) {
         log_late(ra, w);
+        if (!w->failed)
+            queue_undo(ra, w, reply);
+    }
     write_finish(w, w->failed ? w->err : NULL);
     pump(ra);
+}
+
+/* Reads the value a write is about to replace, inside the transaction: if the
+ * commit is applied after its deadline, this is what an undo puts back. */
+static int send_read(redisAsyncContext *ac, rwrite *w, const esc_storage_op *op)
+{
+    return redisAsyncCommand(ac, on_queued, w, "HGET escher:%s %s", op->table, op->key);
 }
 
 static int send_op(redisAsyncContext *ac, rwrite *w, const esc_storage_op *op)
@@ -215,6 +299,10 @@ static int send_write(esc_redis_async *ra, rwrite *w)
     w->err[0] = '\0';
     if (redisAsyncCommand(ra->ac, on_queued, w, "MULTI") != REDIS_OK)
         return -1;
+    for (size_t i = 0; i < w->batch->count; i++) {
+        if (send_read(ra->ac, w, &w->batch->ops[i]) != REDIS_OK)
+            return -1;
+    }
     for (size_t i = 0; i < w->batch->count; i++) {
         if (send_op(ra->ac, w, &w->batch->ops[i]) != REDIS_OK)
             return -1;
@@ -277,7 +365,7 @@ static void on_link_lost(esc_redis_async *ra, const char *why, int was_ready)
     esc_storage_seterr(msg, sizeof msg, "%s: %s", ra->rs->where, why);
     schedule_retry(ra, ra->backoff_ms);
     ra->backoff_ms = ra->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ra->backoff_ms * 2;
-    fail_waiting(ra, msg);
+    fail_waiting(ra, msg, 0);
 }
 
 /* Closes the connection on our side (never from inside onConnect/onDisconnect,
@@ -456,7 +544,7 @@ void esc_redis_detach(esc_redis_store *rs)
     if (ra->inflight != NULL)
         write_finish(ra->inflight, why);
     ra->inflight = NULL;
-    fail_waiting(ra, why);
+    fail_waiting(ra, why, 1);
     rs->async = NULL;
     free(ra);
 }

@@ -3,8 +3,8 @@
  * While Redis is paused, reads (status, KV gets, `escher status`) answer at once,
  * heartbeats go on (no node is declared dead although the pause outlasts the node
  * timeout), and a write fails UNAVAILABLE after the GCS's --storage-timeout-ms. Once
- * Redis resumes, writes succeed again and a restarted GCS finds every acknowledged
- * one. With Redis dead, a silent raylet is still declared dead about one node timeout
+ * Redis resumes, writes succeed again, and a restarted GCS finds every acknowledged
+ * one but not the failed one (Redis applied it late; the GCS undid it). With Redis dead, a silent raylet is still declared dead about one node timeout
  * after it stopped, and status keeps answering. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -155,15 +155,20 @@ static void test_redis_paused_then_dead(void **state)
 
     paused_redis(cl);
 
-    /* Resumed: writes succeed again, in order after the failed one. */
-    assert_int_equal(esc_resource_set(cl, "a", ESC_QTY(3), &all, &seq, NULL), ESC_OK);
+    /* Resumed: writes succeed again. This one is acknowledged after the failed one's
+     * late reply was read (commits go in order), so by now Redis has applied that one
+     * and the GCS has undone it. */
     assert_int_equal(esc_kv_put(cl, "rf", "key", "v2", 2, true, NULL, NULL), ESC_OK);
-    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
 
-    /* Nothing acknowledged was lost: a GCS restarted on the same Redis has it all. */
+    /* A GCS restarted on the same Redis has everything acknowledged, and not the
+     * write that failed. */
     h_kill(&C.gcs_pid, SIGKILL);
     assert_int_equal(h_gcs_start(&C), 0);
     assert_kv(cl, "v2");
+    probe p1 = {cl, 0, "rf/a", ESC_QTY(1)};
+    assert_true(h_wait_until(total_is, &p1, 5000));
+    assert_int_equal(esc_resource_set(cl, "a", ESC_QTY(3), &all, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
     probe p3 = {cl, 0, "rf/a", ESC_QTY(3)};
     assert_true(h_wait_until(total_is, &p3, 5000));
 
@@ -175,8 +180,8 @@ static void test_redis_paused_then_dead(void **state)
     print_message("write with Redis dead: failed after %.1f ms\n", h_now_ms() - t0);
     h_kill(&C.raylets[1].pid, SIGKILL);
     double killed_at = h_now_ms();
-    probe p1 = {cl, 1, NULL, 0};
-    assert_true(h_wait_until(node_dead, &p1, NODE_TIMEOUT_MS + 2000));
+    probe dead = {cl, 1, NULL, 0};
+    assert_true(h_wait_until(node_dead, &dead, NODE_TIMEOUT_MS + 2000));
     double after = h_now_ms() - killed_at;
     print_message("node declared dead %.0f ms after its raylet was killed (timeout %d ms)\n",
                   after, NODE_TIMEOUT_MS);
