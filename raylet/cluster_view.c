@@ -32,6 +32,7 @@ typedef struct {
 
 struct cluster_view {
     esc_strmap *nodes;  /* node id -> view_node */
+    const esc_strmap *suspects; /* addresses to skip (peers.h); may be NULL */
     uint64_t rng;       /* xorshift state: ties between equally idle nodes */
 };
 
@@ -186,6 +187,17 @@ void cluster_view_apply(cluster_view *v, const Escher__Event *ev)
         apply_op(v, ev->ops[i]);
 }
 
+/* A node tasks may be sent to: alive for the GCS and not suspect here. */
+static bool usable(const cluster_view *v, const view_node *n)
+{
+    return n->alive && !(v->suspects && esc_strmap_get(v->suspects, n->address));
+}
+
+void cluster_view_set_suspects(cluster_view *v, const esc_strmap *suspects)
+{
+    v->suspects = suspects;
+}
+
 static bool covers(const view_node *n, const esc_acct_req *req, size_t k)
 {
     for (size_t i = 0; i < k; i++) {
@@ -205,7 +217,7 @@ const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
     void *val;
     while (esc_strmap_next(v->nodes, &pos, &id, &val)) {
         const view_node *node = val;
-        if (!node->alive || (self && strcmp(id, self) == 0) || !covers(node, req, n))
+        if (!usable(v, node) || (self && strcmp(id, self) == 0) || !covers(node, req, n))
             continue;
         if (!best_id || strcmp(id, best_id) < 0) {
             best_id = id;
@@ -294,7 +306,7 @@ const char *cluster_view_find_available(cluster_view *v, const char *self,
     void *val;
     while (esc_strmap_next(v->nodes, &pos, &id, &val)) {
         view_node *node = val;
-        if (!node->alive || (self && !strcmp(id, self)) ||
+        if (!usable(v, node) || (self && !strcmp(id, self)) ||
             (exclude_node && !strcmp(id, exclude_node)))
             continue;
         double h = headroom(node, req, n, now);

@@ -21,6 +21,7 @@
 
 #include "accounting.h"
 #include "gcs.pb-c.h"
+#include "strmap.h"
 
 typedef struct cluster_view cluster_view;
 
@@ -50,6 +51,11 @@ const char *cluster_view_find_available(cluster_view *v, const char *self,
 /* This raylet sent a task holding req to node_id: count it against that node's
  * availability until the node advertises again. */
 void cluster_view_debit(cluster_view *v, const char *node_id, const esc_acct_req *req, size_t n);
+
+/* Nodes whose raylet address is a key of suspects (may be NULL; the map is owned by the
+ * caller, peers.h, and read at each search) are skipped by both searches above: this
+ * raylet could not reach them lately. */
+void cluster_view_set_suspects(cluster_view *v, const esc_strmap *suspects);
 
 /* The id of the node whose raylet listens at address; NULL when none is known. */
 const char *cluster_view_node_at(const cluster_view *v, const char *address);

@@ -32,7 +32,9 @@ static const char usage[] =
     "  --node-id-file F            write the node id here once registered\n"
     "  --log-dir DIR               task output (worker-ID.out/.err/.idx) and worker logs\n"
     "                              (default /tmp/escher/logs/raylet-PID)\n"
-    "  --node-id ID                reuse a node id\n";
+    "  --node-id ID                reuse a node id\n"
+    "  --forward-timeout-ms MS     deadline of a call to another raylet (forwarding a\n"
+    "                              task); one that misses it is suspect (500)\n";
 
 const char *raylet_usage(void)
 {
@@ -83,12 +85,25 @@ static int parse_bytes(const char *flag, const char *v, uint64_t *out, char *err
 
 static int parse_port(const char *flag, const char *v, int *out, char *err, size_t errlen)
 {
+    *out = 0; /* set on every path: GCC at -O3 can not see that a failure is never read */
     char *end;
     errno = 0;
     long p = strtol(v, &end, 10);
     if (!*v || *end || errno || p < 0 || p > 65535)
         return fail(err, errlen, "%s: expected a port 0..65535, got '%s'", flag, v);
     *out = (int)p;
+    return 0;
+}
+
+/* Milliseconds, 1 .. one hour. */
+static int parse_ms(const char *flag, const char *v, int *out, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long ms = strtol(v, &end, 10);
+    if (!*v || *end || errno || ms < 1 || ms > 3600000)
+        return fail(err, errlen, "%s: expected milliseconds 1..3600000, got '%s'", flag, v);
+    *out = (int)ms;
     return 0;
 }
 
@@ -248,6 +263,7 @@ enum {
     OPT_NODE_ID_FILE,
     OPT_NODE_ID,
     OPT_LOG_DIR,
+    OPT_FORWARD_TIMEOUT_MS,
     OPT_HELP,
 };
 
@@ -266,6 +282,7 @@ static const struct option long_opts[] = {
     {"node-id-file", required_argument, NULL, OPT_NODE_ID_FILE},
     {"node-id", required_argument, NULL, OPT_NODE_ID},
     {"log-dir", required_argument, NULL, OPT_LOG_DIR},
+    {"forward-timeout-ms", required_argument, NULL, OPT_FORWARD_TIMEOUT_MS},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -328,6 +345,8 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
             return fail(err, errlen, "%s: empty path", flag);
         set_str(&cfg->log_dir, v);
         return 0;
+    case OPT_FORWARD_TIMEOUT_MS:
+        return parse_ms(flag, v, &cfg->forward_timeout_ms, err, errlen);
     case OPT_HELP:
         cfg->help = true;
         return 0;
@@ -340,6 +359,7 @@ int raylet_config_parse(int argc, char **argv, raylet_config *cfg, char *err, si
     memset(cfg, 0, sizeof *cfg);
     cfg->bind = strdup("0.0.0.0");
     cfg->node_ip = strdup("127.0.0.1");
+    cfg->forward_timeout_ms = RAYLET_FORWARD_TIMEOUT_MS;
     char *token_file = NULL;
     int rc = 0;
 

@@ -19,6 +19,7 @@
  * (raylet_flush). */
 #include "raylet.h"
 #include "cluster_view.h"
+#include "peers.h"
 #include "task_manager.h"
 
 #include <inttypes.h>
@@ -121,8 +122,10 @@ void raylet_apply_event(raylet *r, Escher__Event *ev)
         else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node &&
                  !strcmp(ev->node->node_id, r->node_id))
             ESC_WARN("the GCS declared this node dead at seq %" PRIu64, ev->seq);
-        else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node)
+        else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node) {
+            peers_node_dead(r->peers, ev->node->address);
             task_manager_node_dead(r->tasks, ev->node->node_id);
+        }
         r->applied_seq = ev->seq;
     }
     keep_spent(r, ev);

@@ -20,6 +20,7 @@
 
 #include "actor_manager.h"
 #include "cluster_view.h"
+#include "peers.h"
 #include "ids.h"
 #include "log.h"
 #include "object_fetch.h"
@@ -219,6 +220,7 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->async = esc_rpc_async_new(esc_loop_post, r->loop); /* before the objects: they use it */
     r->objects = raylet_objects_new(r, store_capacity(&r->node));
     r->view = cluster_view_new();
+    r->peers = peers_new(r, r->cfg.forward_timeout_ms);
     r->tasks = task_manager_new(r);
     r->actors = actor_manager_new(r);
     r->fetcher = object_fetcher_new(r);
@@ -280,6 +282,8 @@ int raylet_shutdown(raylet *r)
         esc_loop_drain(r->loop);
     task_manager_free(r->tasks);
     r->tasks = NULL;
+    peers_free(r->peers);
+    r->peers = NULL;
     actor_manager_free(r->actors);
     r->actors = NULL;
     object_fetcher_free(r->fetcher);

@@ -42,6 +42,10 @@ typedef struct {
     char *value;
 } raylet_label;
 
+/* A loopback or LAN peer answers a forward in well under this; one that does not is
+ * suspect (peers.h). */
+#define RAYLET_FORWARD_TIMEOUT_MS 500
+
 /* The command line (docs/processes.md), parsed by config.c. */
 typedef struct {
     char *gcs_address;
@@ -61,6 +65,7 @@ typedef struct {
     char *node_id_file;
     char *node_id;               /* NULL: let the GCS assign one */
     char *log_dir;               /* NULL: /tmp/escher/logs/raylet-<pid> */
+    int forward_timeout_ms;      /* calls to other raylets (peers.h) */
     bool help;
 } raylet_config;
 
@@ -130,6 +135,7 @@ typedef struct worker_pool worker_pool;
 typedef struct cluster_view cluster_view;
 typedef struct task_manager task_manager;
 typedef struct esc_rpc_async esc_rpc_async;
+typedef struct peers peers;
 
 typedef struct raylet {
     raylet_config cfg;
@@ -142,6 +148,7 @@ typedef struct raylet {
     worker_pool *pool;           /* escher-worker processes */
     cluster_view *view;          /* the other nodes, from the event stream */
     task_manager *tasks;         /* TaskService: placement, queue, execution */
+    peers *peers;                /* calls to other raylets, suspect peers */
     struct actor_manager *actors;/* the actors hosted here */
     esc_rpc_async *async;        /* outbound calls that must not block the loop */
     struct object_fetcher *fetcher; /* argument objects from other nodes */

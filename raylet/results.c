@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "peers.h"
 #include "strmap.h"
 
 #define STREAM_BATCH_BYTES (4u << 20) /* inline bytes per stream message, at most */
@@ -26,15 +27,15 @@ typedef struct owner {
 
 /* Notices for one peer raylet, sent as one TasksDone. */
 typedef struct {
-    esc_rpc_channel *ch;
+    peer *to;
     Escher__TaskDone **done;
     size_t n, cap;
 } peer_batch;
 
 struct results {
-    esc_rpc_async *sender;
+    peers *peers;
     esc_strmap *owners;         /* owner id -> owner */
-    esc_strmap *peers;          /* peer target -> peer_batch */
+    esc_strmap *batches;        /* peer address -> peer_batch */
 };
 
 static void *grow(void *v, size_t *cap, size_t need, size_t elem)
@@ -179,23 +180,22 @@ static void peer_send(results *rs, peer_batch *p)
     Escher__TasksDoneRequest req = ESCHER__TASKS_DONE_REQUEST__INIT;
     req.done = p->done;
     req.n_done = p->n;
-    esc_rpc_async_call(rs->sender, p->ch, &escher__task_service__descriptor, "TasksDone",
-                       &req.base, DONE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, on_done_sent, NULL);
+    peers_call(rs->peers, p->to, "TasksDone", &req.base, DONE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
+               on_done_sent, NULL);
     for (size_t i = 0; i < p->n; i++)
         protobuf_c_message_free_unpacked(&p->done[i]->base, NULL);
     p->n = 0;
 }
 
-static void send_back(results *rs, esc_rpc_channel *ch, const char *task_id,
+static void send_back(results *rs, peer *to, const char *task_id,
                       const char *owner_id, Escher__ReadyObject **objs, size_t n)
 {
-    const char *target = esc_rpc_channel_target(ch);
-    peer_batch *p = esc_strmap_get(rs->peers, target);
+    peer_batch *p = esc_strmap_get(rs->batches, peer_address(to));
     if (!p) {
         p = calloc(1, sizeof *p);
-        esc_strmap_put(rs->peers, target, p);
+        esc_strmap_put(rs->batches, peer_address(to), p);
     }
-    p->ch = ch;
+    p->to = to;
     Escher__TaskDone *d = malloc(sizeof *d);
     escher__task_done__init(d);
     d->task_id = strdup(task_id);
@@ -208,11 +208,11 @@ static void send_back(results *rs, esc_rpc_channel *ch, const char *task_id,
 
 /* ------------------------------------------------------------ api */
 
-void results_deliver(results *rs, esc_rpc_channel *peer, const char *task_id,
+void results_deliver(results *rs, peer *back, const char *task_id,
                      const char *owner_id, Escher__ReadyObject **objs, size_t n)
 {
-    if (peer) {
-        send_back(rs, peer, task_id, owner_id, objs, n);
+    if (back) {
+        send_back(rs, back, task_id, owner_id, objs, n);
         return;
     }
     owner *w = owner_id[0] ? esc_strmap_get(rs->owners, owner_id) : NULL;
@@ -236,19 +236,19 @@ void results_flush(results *rs)
             owner_send(w);
     }
     pos = 0;
-    while (esc_strmap_next(rs->peers, &pos, &k, &v)) {
+    while (esc_strmap_next(rs->batches, &pos, &k, &v)) {
         peer_batch *p = v;
         if (p->n)
             peer_send(rs, p);
     }
 }
 
-results *results_new(esc_rpc_async *sender)
+results *results_new(peers *ps)
 {
     results *rs = calloc(1, sizeof *rs);
-    rs->sender = sender;
+    rs->peers = ps;
     rs->owners = esc_strmap_new();
-    rs->peers = esc_strmap_new();
+    rs->batches = esc_strmap_new();
     return rs;
 }
 
@@ -281,13 +281,13 @@ void results_free(results *rs)
     size_t pos = 0;
     const char *k;
     void *v;
-    while (esc_strmap_next(rs->peers, &pos, &k, &v)) {
+    while (esc_strmap_next(rs->batches, &pos, &k, &v)) {
         peer_batch *p = v;
         for (size_t i = 0; i < p->n; i++)
             protobuf_c_message_free_unpacked(&p->done[i]->base, NULL);
         free(p->done);
         free(p);
     }
-    esc_strmap_free(rs->peers);
+    esc_strmap_free(rs->batches);
     free(rs);
 }

@@ -21,8 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "peers.h"
 #include "rpc.h"
-#include "rpc_async.h"
 #include "task.pb-c.h"
 
 /* Values up to this size travel inline in the notice. */
@@ -30,8 +30,9 @@
 
 typedef struct results results;
 
-/* Creates the registry; calls go out through sender (it must outlive the registry). */
-results *results_new(esc_rpc_async *sender);
+/* Creates the registry; notices to peer raylets go out through ps (it must outlive the
+ * registry). */
+results *results_new(peers *ps);
 /* Registers the WatchResults handler. Returns 0 or -1. */
 int results_serve(results *rs, esc_rpc_server *srv);
 
@@ -42,9 +43,9 @@ Escher__ReadyObject *results_object_new(const char *id, const void *data, size_t
                                         const char *address);
 
 /* Delivers a finished task's returns (taking objs[0..n) and the array): sent back to
- * the raylet behind peer when peer is not NULL, else pushed to owner_id's stream when
- * it watches here, else dropped. */
-void results_deliver(results *rs, esc_rpc_channel *peer, const char *task_id,
+ * the raylet `back` when it is not NULL, else pushed to owner_id's stream when it
+ * watches here, else dropped. */
+void results_deliver(results *rs, peer *back, const char *task_id,
                      const char *owner_id, Escher__ReadyObject **objs, size_t n);
 
 /* Sends what collected since the last flush. */

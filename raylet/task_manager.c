@@ -13,6 +13,7 @@
 #include "gpu_slots.h"
 #include "log.h"
 #include "object_fetch.h"
+#include "peers.h"
 #include "names.h"
 #include "pbutil.h"
 #include "qty.h"
@@ -23,13 +24,16 @@
 #include "worker_pool.h"
 
 #define MAX_RETURNS 1024
-#define FORWARD_TIMEOUT_MS 30000
+/* The operations a task carries for its success go to the GCS; a write there may wait
+ * for durable storage. */
+#define GCS_OPS_TIMEOUT_MS 30000
 
 typedef struct task_entry {
     struct task_entry *prev, *next; /* the queue, while waiting */
     task_manager *tm;
     char *spilled_to;               /* node id, while forwarded */
     char *spilled_addr;             /* and that node's raylet */
+    unsigned forwards;              /* forwards made: tells a stale forward's outcome */
     Escher__TaskSpec *spec;         /* owned */
     esc_acct_req *req;              /* names point into spec */
     size_t nreq;
@@ -42,17 +46,16 @@ struct task_manager {
     task_entry *head, *tail;        /* FIFO of waiting tasks */
     size_t nqueued;
     esc_strmap *running;            /* task id -> task_entry */
-    esc_strmap *peers;              /* raylet address -> esc_rpc_channel */
-    /* Tasks this raylet forwarded, by task id, kept until their node dies (then they are
-     * submitted again while retries remain: their returns died with the node) or their
-     * job ends. */
+    /* Tasks this raylet forwarded and that have not ended, by task id, from the moment
+     * the forward goes out: when their node dies they are submitted again while retries
+     * remain. A task leaves when its end is reported (TasksDone: its results exist, and
+     * it never runs again for a node death), when its forward fails, or when its job
+     * ends. An actor's creation stays while the actor lives: its node's death restarts
+     * it. */
     esc_strmap *spilled;
     esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
     gpu_slots *gpus;                /* which GPU instance each running task holds */
     esc_strmap *actors;             /* actor id -> creation entry holding its resources */
-    /* Spilled tasks go out on their own queue: a forward waiting for a slow or dead peer
-     * must not hold up the raylet's other outbound calls (object locations). */
-    esc_rpc_async *forwarder;
     results *results;               /* owners' streams and notices to forwarders */
     esc_rpc_channel *gcs;           /* for the operations tasks carry (on_success) */
 };
@@ -113,14 +116,9 @@ static void dequeue(task_manager *tm, task_entry *e)
 
 /* ------------------------------------------------------------ results */
 
-static esc_rpc_channel *peer(task_manager *tm, const char *address)
+static peer *peer_at(task_manager *tm, const char *address)
 {
-    esc_rpc_channel *ch = esc_strmap_get(tm->peers, address);
-    if (!ch) {
-        ch = esc_rpc_channel_new(address, tm->r->cfg.token);
-        esc_strmap_put(tm->peers, address, ch);
-    }
-    return ch;
+    return peers_get(tm->r->peers, address);
 }
 
 /* The returns' notice goes back the way the task came: to the raylet that forwarded
@@ -130,7 +128,7 @@ static void notify(task_manager *tm, const Escher__TaskSpec *spec, Escher__Ready
 {
     /* A reply_to naming this raylet (an actor call from a local owner) is local. */
     bool away = spec->reply_to && spec->reply_to[0] && strcmp(spec->reply_to, tm->r->address);
-    esc_rpc_channel *back = away ? peer(tm, spec->reply_to) : NULL;
+    peer *back = away ? peer_at(tm, spec->reply_to) : NULL;
     results_deliver(tm->results, back, spec->task_id, spec->owner_id ? spec->owner_id : "",
                     objs, n);
 }
@@ -180,7 +178,7 @@ static void commit_on_success(task_manager *tm, const Escher__TaskSpec *spec)
     req.detached = false;
     /* Not idempotent: an add must not be applied twice. */
     esc_rpc_async_call(tm->r->async, tm->gcs, &escher__gcs__descriptor, "UpdateResources",
-                       &req.base, FORWARD_TIMEOUT_MS, 0, on_ops_done, strdup(spec->task_id));
+                       &req.base, GCS_OPS_TIMEOUT_MS, 0, on_ops_done, strdup(spec->task_id));
 }
 
 static void store_returns(task_manager *tm, const Escher__TaskSpec *spec,
@@ -346,34 +344,42 @@ static void run(task_manager *tm, task_entry *e)
     }
 }
 
+/* A forward's outcome finds its task by id and forward count: the entry may have ended,
+ * or been placed again, before the peer answered. */
 typedef struct {
     task_manager *tm;
-    task_entry *e;
+    char task_id[ESC_OBJECT_ID_MAX];
+    unsigned forwards;
 } forward_ctx;
 
-/* The peer did not take the task: keep it here, without spilling it again. */
+/* The peer did not take the task (it is suspect now: peers.h): it goes back to the queue
+ * here, from where the re-examination places it on another node or keeps it. */
 static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
 {
     forward_ctx *f = ud;
+    task_manager *tm = f->tm;
     if (reply)
         protobuf_c_message_free_unpacked(reply, NULL);
-    if (code == ESC_OK) {
-        esc_strmap_put(f->tm->spilled, f->e->spec->task_id, f->e);
-    } else {
-        /* It waits here; the next event or release re-examines it and may spill it again
-         * (the hop it did not make is not counted). */
-        ESC_WARN("spilling task %s failed (%s %s); it waits here", f->e->spec->task_id,
-                 esc_status_name(code), st->message);
-        if (f->e->spec->spill_hops > 0)
-            f->e->spec->spill_hops--;
-        free(f->e->spilled_to);
-        f->e->spilled_to = NULL;
-        enqueue(f->tm, f->e);
-        raylet_changed(f->tm->r, true);
+    task_entry *e = esc_strmap_get(tm->spilled, f->task_id);
+    if (code != ESC_OK && e && e->forwards == f->forwards) {
+        esc_strmap_del(tm->spilled, f->task_id);
+        ESC_WARN("forwarding task %s to %s failed (%s %s); it is placed again",
+                 e->spec->task_id, e->spilled_addr, esc_status_name(code), st->message);
+        /* The hop it did not make is not counted. */
+        if (e->spec->spill_hops > 0)
+            e->spec->spill_hops--;
+        free(e->spilled_to);
+        e->spilled_to = NULL;
+        enqueue(tm, e);
+        raylet_changed(tm->r, true);
     }
     free(f);
 }
 
+/* Sends the task to the raylet at address, on that peer's own queue, with a short
+ * deadline and no retry: a peer that does not answer in time is suspect, and the task
+ * is placed again. A timeout can hide a task that did arrive (an overloaded but live
+ * peer): then it may run twice, as a retried task may (docs/tasks.md). */
 static void forward(task_manager *tm, task_entry *e, const char *address, const char *node_id)
 {
     ESC_DEBUG("task %s forwarded to node %s (hop %u)", e->spec->task_id, node_id,
@@ -385,17 +391,18 @@ static void forward(task_manager *tm, task_entry *e, const char *address, const 
     e->spilled_to = strdup(node_id);
     free(e->spilled_addr);
     e->spilled_addr = strdup(address);
+    e->forwards++;
+    /* Kept from now on: its end may be reported before the forward's own answer. */
+    esc_strmap_put(tm->spilled, e->spec->task_id, e);
     forward_ctx *f = malloc(sizeof *f);
-    *f = (forward_ctx){tm, e};
-    /* Retried while the peer is unreachable: a task may then run twice (at least once,
-     * like any retried task; its return ids are the same). */
+    *f = (forward_ctx){.tm = tm, .forwards = e->forwards};
+    snprintf(f->task_id, sizeof f->task_id, "%s", e->spec->task_id);
     /* The copy that goes out says to tell this raylet when it ends; the spec kept here
-     * still says whom this raylet tells (esc_rpc_async_call copies the request). */
+     * still says whom this raylet tells (the call copies the request). */
     char *reply_to = e->spec->reply_to;
     e->spec->reply_to = tm->r->address;
-    esc_rpc_async_call(tm->forwarder, peer(tm, address), &escher__task_service__descriptor,
-                       "SubmitTask", &e->spec->base, FORWARD_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
-                       on_forwarded, f);
+    peers_call(tm->r->peers, peer_at(tm, address), "SubmitTask", &e->spec->base, 0, 0,
+               on_forwarded, f);
     e->spec->reply_to = reply_to;
 }
 
@@ -617,8 +624,11 @@ static void handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, vo
         for (size_t k = 0; k < d->n_returns; k++)
             objs[k] = (Escher__ReadyObject *)esc_pb_dup(&d->returns[k]->base);
         const char *back = e ? e->spec->reply_to : "";
-        results_deliver(tm->results, back[0] ? peer(tm, back) : NULL, d->task_id,
+        results_deliver(tm->results, back[0] ? peer_at(tm, back) : NULL, d->task_id,
                         e ? e->spec->owner_id : d->owner_id, objs, d->n_returns);
+        /* It ended: its results exist, so its node's death must not run it again. */
+        if (e && !e->spec->actor_creation)
+            entry_free(esc_strmap_del(tm->spilled, d->task_id));
     }
     Escher__TasksDoneReply rep = ESCHER__TASKS_DONE_REPLY__INIT;
     esc_rpc_reply(call, &rep.base);
@@ -681,9 +691,8 @@ static void withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_id)
         Escher__CancelTaskRequest fwd = ESCHER__CANCEL_TASK_REQUEST__INIT;
         fwd.task_id = w->task_id;
         fwd.if_queued = true;
-        esc_rpc_async_call(tm->forwarder, peer(tm, e->spilled_addr),
-                           &escher__task_service__descriptor, "CancelTask", &fwd.base,
-                           FORWARD_TIMEOUT_MS, 0, on_withdrawn_there, w);
+        peers_call(tm->r->peers, peer_at(tm, e->spilled_addr), "CancelTask", &fwd.base, 0, 0,
+                   on_withdrawn_there, w);
         return;
     }
     esc_rpc_reply(call, &rep.base);
@@ -737,13 +746,11 @@ task_manager *task_manager_new(raylet *r)
     task_manager *tm = calloc(1, sizeof *tm);
     tm->r = r;
     tm->running = esc_strmap_new();
-    tm->peers = esc_strmap_new();
     tm->spilled = esc_strmap_new();
     tm->fetching = esc_strmap_new();
     tm->gpus = gpu_slots_new(node_gpus(r));
     tm->actors = esc_strmap_new();
-    tm->forwarder = esc_rpc_async_new(esc_loop_post, r->loop);
-    tm->results = results_new(tm->forwarder);
+    tm->results = results_new(r->peers);
     tm->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
     return tm;
 }
@@ -752,8 +759,7 @@ void task_manager_stop(task_manager *tm)
 {
     if (tm) {
         results_stop(tm->results);
-        esc_rpc_async_free(tm->forwarder);
-        tm->forwarder = NULL;
+        peers_stop(tm->r->peers);
     }
 }
 
@@ -927,11 +933,7 @@ void task_manager_free(task_manager *tm)
     size_t pos = 0;
     const char *k;
     void *v;
-    while (esc_strmap_next(tm->peers, &pos, &k, &v))
-        esc_rpc_channel_free(v);
-    esc_strmap_free(tm->peers);
     esc_strmap_free(tm->running);
-    pos = 0;
     while (esc_strmap_next(tm->spilled, &pos, &k, &v))
         entry_free(v);
     esc_strmap_free(tm->spilled);

@@ -118,6 +118,26 @@ void esc_rpc_async_call(esc_rpc_async *a, esc_rpc_channel *ch,
     pthread_mutex_unlock(&a->mu);
 }
 
+/* Detaches the calls not made yet (under the lock) and posts each with code. */
+static void fail_list(esc_rpc_async *a, pending_call *head, int code, const char *msg)
+{
+    while (head) {
+        pending_call *p = head;
+        head = p->next;
+        p->code = esc_status_set(&p->st, code, "%s", msg);
+        a->post(a->post_ud, deliver, p);
+    }
+}
+
+void esc_rpc_async_fail_queued(esc_rpc_async *a, int code, const char *msg)
+{
+    pthread_mutex_lock(&a->mu);
+    pending_call *head = a->head;
+    a->head = a->tail = NULL;
+    pthread_mutex_unlock(&a->mu);
+    fail_list(a, head, code, msg);
+}
+
 void esc_rpc_async_free(esc_rpc_async *a)
 {
     if (!a)
@@ -128,12 +148,7 @@ void esc_rpc_async_free(esc_rpc_async *a)
     pthread_mutex_unlock(&a->mu);
     pthread_join(a->thread, NULL);
     /* Calls never made end as UNAVAILABLE, so every callback still runs once. */
-    while (a->head) {
-        pending_call *p = a->head;
-        a->head = p->next;
-        p->code = esc_status_set(&p->st, ESC_UNAVAILABLE, "shutting down");
-        a->post(a->post_ud, deliver, p);
-    }
+    fail_list(a, a->head, ESC_UNAVAILABLE, "shutting down");
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
     free(a);

@@ -25,6 +25,11 @@ void esc_rpc_async_call(esc_rpc_async *a, esc_rpc_channel *ch,
                         const ProtobufCMessage *req, int timeout_ms, int flags,
                         esc_rpc_async_fn fn, void *ud);
 
+/* Ends every call not made yet with code and msg (their callbacks are posted); the call
+ * in flight, if any, goes on. For a destination known to be gone: what waits behind a
+ * failed call would only wait for its own failure. */
+void esc_rpc_async_fail_queued(esc_rpc_async *a, int code, const char *msg);
+
 /* Lets the call in flight end, joins the thread and frees it; calls not made yet end
  * with ESC_UNAVAILABLE. Every callback is posted (exactly once), so the owner drains its
  * loop afterwards. */
