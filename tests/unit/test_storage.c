@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ev.h>
 #include <hiredis/hiredis.h>
 
 #include "storage.h"
@@ -697,6 +698,114 @@ static void test_redis_stalled_server_times_out(void **state)
     esc_storage_close(st);
 }
 
+/* ---- asynchronous commits on a loop ---- */
+
+typedef struct {
+    int order[8]; /* completion order: the tag of each done, in turn */
+    char err[8][256];
+    int n;
+} async_log;
+
+typedef struct {
+    async_log *log;
+    int tag;
+} async_tag;
+
+static void async_done(void *ud, const char *err)
+{
+    async_tag *t = ud;
+    async_log *l = t->log;
+    snprintf(l->err[l->n], sizeof l->err[0], "%s", err ? err : "");
+    l->order[l->n++] = t->tag;
+}
+
+static void async_put(esc_storage *st, const char *key, const char *val, int timeout_ms,
+                      async_tag *t)
+{
+    esc_storage_batch *b = esc_storage_batch_new();
+    esc_storage_put(b, "t", key, val, strlen(val));
+    esc_storage_commit_async(st, b, timeout_ms, async_done, t);
+}
+
+/* Runs the loop until want completions were logged, or fails after 10 s. */
+static void run_until(struct ev_loop *loop, const async_log *l, int want)
+{
+    double end = now_s() + 10.0;
+    while (l->n < want && now_s() < end)
+        ev_run(loop, EVRUN_ONCE);
+    assert_int_equal(l->n, want);
+}
+
+/* Commits complete in order; with Redis stopped, one fails on its deadline while the
+ * loop keeps turning, and when Redis resumes and applies it late, it is undone. */
+static void test_redis_async_commits(void **state)
+{
+    (void)state;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    char err[512] = "";
+    esc_storage *st = esc_storage_open(redis_backend.uri, err, sizeof err);
+    assert_non_null(st);
+    put_str(st, "t", "k", "before");
+    assert_int_equal(esc_storage_attach(st, loop, err, sizeof err), 0);
+
+    async_log l = { .n = 0 };
+    async_tag tags[4] = { { &l, 0 }, { &l, 1 }, { &l, 2 }, { &l, 3 } };
+    async_put(st, "a", "1", 5000, &tags[0]);
+    async_put(st, "b", "2", 5000, &tags[1]);
+    run_until(loop, &l, 2);
+    assert_int_equal(l.order[0], 0);
+    assert_int_equal(l.order[1], 1);
+    assert_string_equal(l.err[0], "");
+    assert_str(st, "t", "b", "2");
+
+    /* A synchronous commit would overtake the loop's queue: refused. */
+    esc_storage_batch *b = esc_storage_batch_new();
+    esc_storage_put(b, "t", "x", "y", 1);
+    assert_int_equal(esc_storage_commit(st, b, err, sizeof err), -1);
+    assert_one_line(err);
+
+    assert_int_equal(kill(redis_pid, SIGSTOP), 0);
+    double t0 = now_s();
+    async_put(st, "k", "late", 300, &tags[2]);
+    run_until(loop, &l, 3);
+    double took = now_s() - t0;
+    assert_true(took >= 0.25 && took < 2.0);
+    assert_non_null(strstr(l.err[2], "no reply within 300 ms"));
+    assert_one_line(l.err[2]);
+    kill(redis_pid, SIGCONT);
+
+    /* Queued behind the late reply and its undo: once it is done, both are. */
+    async_put(st, "c", "3", 5000, &tags[3]);
+    run_until(loop, &l, 4);
+    assert_string_equal(l.err[3], "");
+    assert_str(st, "t", "k", "before");
+    assert_str(st, "t", "c", "3");
+    esc_storage_close(st);
+    ev_loop_destroy(loop);
+}
+
+/* The memory store completes an asynchronous commit before it returns. */
+static void test_memory_async_commit_at_once(void **state)
+{
+    (void)state;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    char err[256];
+    esc_storage *st = esc_storage_open("memory", err, sizeof err);
+    assert_int_equal(esc_storage_attach(st, loop, err, sizeof err), 0);
+    async_log l = { .n = 0 };
+    async_tag t = { &l, 7 };
+    async_put(st, "a", "1", 1000, &t);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.err[0], "");
+    assert_str(st, "t", "a", "1");
+    esc_storage_commit_async(st, NULL, 1000, async_done, &t);
+    assert_int_equal(l.n, 2);
+    assert_one_line(l.err[1]);
+    assert_true(l.err[1][0] != '\0');
+    esc_storage_close(st);
+    ev_loop_destroy(loop);
+}
+
 /* ---- opening ---- */
 
 static void test_open_memory_forms(void **state)
@@ -799,6 +908,7 @@ int main(void)
         cmocka_unit_test(test_open_unreachable_redis),
         cmocka_unit_test(test_open_error_buffer_edges),
         cmocka_unit_test(test_batch_null_safety),
+        cmocka_unit_test(test_memory_async_commit_at_once),
     };
     const struct CMUnitTest memory_tests[] = {
         BATTERY(&memory_backend, NULL),
@@ -812,6 +922,7 @@ int main(void)
         REDIS_TEST(test_redis_reconnects_after_restart),
         REDIS_TEST(test_redis_dead_server_errors),
         REDIS_TEST(test_redis_stalled_server_times_out),
+        REDIS_TEST(test_redis_async_commits),
     };
     int failed = 0;
     failed += cmocka_run_group_tests_name("storage_open", open_tests, NULL, NULL);
