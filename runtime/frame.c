@@ -185,15 +185,22 @@ static void release(esc_frame_conn *c)
         really_free(c);
 }
 
-/* Ends the stream once and tells the owner; the owner frees it. */
-static void fail(esc_frame_conn *c, const char *why)
+/* Ends the stream once and tells the owner, who may free c: the caller holds a callback
+ * section (busy), which defers that free to the caller's release(). */
+static void close_held(esc_frame_conn *c, const char *why)
 {
     if (c->closed)
         return;
     c->closed = 1;
     stop_watchers(c);
-    c->busy++;
     c->on_close(c, why);
+}
+
+/* Ends the stream once and tells the owner; the owner frees it. */
+static void fail(esc_frame_conn *c, const char *why)
+{
+    c->busy++;
+    close_held(c, why);
     release(c);
 }
 
@@ -211,14 +218,17 @@ void esc_frame_conn_free(esc_frame_conn *c)
 }
 
 /* Delivers every complete frame in the buffer; stops early when a callback freed or
- * closed the connection. */
+ * closed the connection. The release() at the end is the only place c can be freed
+ * here: an oversized frame closes through close_held() inside this section. A nested
+ * fail() would not free c either (busy is held), but GCC cannot see that at -O3 and
+ * reports its release() followed by ours as a use after free. */
 static void dispatch(esc_frame_conn *c)
 {
     c->busy++;
     while (!c->closed && c->rlen - c->rpos >= ESC_FRAME_HEADER) {
         uint32_t flen = get_be32(c->rbuf + c->rpos);
         if (flen > ESC_FRAME_MAX) {
-            fail(c, "frame over the size limit");
+            close_held(c, "frame over the size limit");
             break;
         }
         if (c->rlen - c->rpos - ESC_FRAME_HEADER < flen)

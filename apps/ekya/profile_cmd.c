@@ -73,7 +73,7 @@ static int parse_args(int argc, char **argv, cmd_args *a)
     a->configs = "full";
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long long x;
+        long long x = 0; /* the assignments below read it even when parse_int failed */
         int rc = 0, takes = 1;
         if (!strcmp(o, "--streams"))
             rc = parse_int(o, v, 1, 100000, &x), a->streams = (int)x;
