@@ -45,6 +45,7 @@ typedef struct {
     int job_timeout_ms;
     long max_resources_per_job;
     int storage_timeout_ms;           /* a write's deadline for reaching storage */
+    int dead_node_retention_ms;       /* how long a dead node stays in the table */
 } gcs_config;
 
 typedef struct {
@@ -60,6 +61,8 @@ typedef struct {
     bool death_unstored;              /* declared dead in memory; the event is not yet in
                                          storage (node_table.c retries it) */
     bool death_queued;                /* that event's write is queued or in flight */
+    uint64_t dead_since_ms;           /* when it was declared (or loaded) dead */
+    bool forget_queued;               /* its removal from storage is queued (node_table.c) */
 } gcs_node;
 
 typedef struct {
@@ -86,6 +89,7 @@ typedef struct gcs {
     esc_storage *store;
     esc_rpc_server *server;
     esc_strmap *nodes;      /* node id -> gcs_node */
+    esc_strmap *forgotten;  /* ids of dead nodes removed from `nodes` (node_table.c) */
     esc_strmap *registry;   /* "node|ns/name" -> Escher__RegistryEntry (owned) */
     esc_strmap *ns_rows;    /* namespace -> (intptr_t) registry rows */
     esc_strmap *jobs;       /* job id -> gcs_job */
@@ -184,6 +188,8 @@ void gcs_registry_free(gcs *g);
 void gcs_nodes_register(gcs *g);
 gcs_node *gcs_node_find(gcs *g, const char *id);
 bool gcs_node_alive(const gcs_node *n);
+/* True for a node that died and was since removed from the table (this GCS's life). */
+bool gcs_node_forgotten(gcs *g, const char *id);
 void gcs_nodes_sweep(gcs *g, uint64_t now);
 void gcs_nodes_free(gcs *g);
 void gcs_node_load(gcs *g, Escher__NodeInfo *info);

@@ -17,7 +17,7 @@ static int usage(const char *msg)
     fprintf(stderr, "usage: escher-gcs [--bind HOST] [--port P] [--port-file F] [--token-file F]"
                     " [--storage memory|redis://HOST:PORT] [--node-timeout-ms N]"
                     " [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]"
-                    " [--storage-timeout-ms N]\n");
+                    " [--storage-timeout-ms N] [--dead-node-retention-ms N]\n");
     return 2;
 }
 
@@ -57,7 +57,8 @@ static int parse_flags(int argc, char **argv, gcs_config *c, const char **token_
         {"storage", required_argument, 0, 's'},       {"node-timeout-ms", required_argument, 0, 'n'},
         {"heartbeat-ms", required_argument, 0, 'h'},  {"job-timeout-ms", required_argument, 0, 'j'},
         {"max-resources-per-job", required_argument, 0, 'q'},
-        {"storage-timeout-ms", required_argument, 0, 'w'}, {0, 0, 0, 0}};
+        {"storage-timeout-ms", required_argument, 0, 'w'},
+        {"dead-node-retention-ms", required_argument, 0, 'r'}, {0, 0, 0, 0}};
     int o;
     long v;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -72,6 +73,7 @@ static int parse_flags(int argc, char **argv, gcs_config *c, const char **token_
         case 'j': if (!parse_int(optarg, 50, 86400000, &v)) return usage("bad --job-timeout-ms"); c->job_timeout_ms = (int)v; break;
         case 'q': if (!parse_int(optarg, 1, 100000000, &v)) return usage("bad --max-resources-per-job"); c->max_resources_per_job = v; break;
         case 'w': if (!parse_int(optarg, 10, 3600000, &v)) return usage("bad --storage-timeout-ms"); c->storage_timeout_ms = (int)v; break;
+        case 'r': if (!parse_int(optarg, 0, 86400000, &v)) return usage("bad --dead-node-retention-ms"); c->dead_node_retention_ms = (int)v; break;
         default: return usage("unknown flag");
         }
     }
@@ -175,7 +177,7 @@ int main(int argc, char **argv)
     g.cfg = (gcs_config){.bind = "0.0.0.0", .port = 6380, .storage_uri = "memory",
                          .node_timeout_ms = 10000, .heartbeat_ms = 1000,
                          .job_timeout_ms = 10000, .max_resources_per_job = 100000,
-                         .storage_timeout_ms = 5000};
+                         .storage_timeout_ms = 5000, .dead_node_retention_ms = 60000};
     const char *token_file = NULL;
     int rc = parse_flags(argc, argv, &g.cfg, &token_file);
     if (rc)

@@ -1,7 +1,9 @@
 /* node_table.c: raylets register, report (heartbeat plus applied sequence plus their
  * accounting), drain, and are declared dead after a silence. A dead node's ephemeral
  * resources are removed in the same event that announces its death; its object
- * locations are dropped from the directory. */
+ * locations are dropped from the directory. After --dead-node-retention-ms the dead
+ * node leaves the table too (storage, then memory), so a long-lived cluster does not
+ * list every raylet it ever lost; the event of its death stays in the log. */
 #include "gcs.h"
 
 #include <stdio.h>
@@ -21,6 +23,11 @@ gcs_node *gcs_node_find(gcs *g, const char *id)
 bool gcs_node_alive(const gcs_node *n)
 {
     return n && n->info->state != ESCHER__NODE_STATE__NODE_DEAD;
+}
+
+bool gcs_node_forgotten(gcs *g, const char *id)
+{
+    return g->forgotten && id && esc_strmap_get(g->forgotten, id);
 }
 
 static void node_free(gcs_node *n)
@@ -47,7 +54,10 @@ static gcs_node *node_put(gcs *g, Escher__NodeInfo *info)
 
 void gcs_node_load(gcs *g, Escher__NodeInfo *info)
 {
-    node_put(g, info);
+    gcs_node *n = node_put(g, info);
+    /* Its death time is not stored: the retention counts from the load. */
+    if (!gcs_node_alive(n))
+        n->dead_since_ms = esc_now_ms();
 }
 
 static int check_node_info(const Escher__NodeInfo *in, esc_status *st)
@@ -114,7 +124,7 @@ static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
         return;
     }
     gcs_node *known = gcs_node_find(g, req->node->node_id);
-    if (known && !gcs_node_alive(known)) {
+    if ((known && !gcs_node_alive(known)) || gcs_node_forgotten(g, req->node->node_id)) {
         esc_rpc_finish(call, ESC_FAILED_PRECONDITION,
                        "this node was declared dead; start a new raylet");
         return;
@@ -259,11 +269,77 @@ static void node_die(gcs *g, gcs_node *n)
     ESC_WARN("node %s missed heartbeats for %d ms: declared dead", n->info->node_id,
              g->cfg.node_timeout_ms);
     n->info->state = ESCHER__NODE_STATE__NODE_DEAD;
+    n->dead_since_ms = esc_now_ms();
     n->death_unstored = true;
     gcs_objects_node_dead(g, n->info->node_id);
     gcs_load_forget(n);
     gcs_wait_recheck(g);
     queue_death(g, n);
+}
+
+/* ------------------------------------------------------------------ forgetting */
+
+/* Removes a dead node from memory once storage no longer has it. Its id is kept, so
+ * that its raylet, should it come back, is still refused as dead. */
+static void forget_done(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    (void)seq; /* a plain write has none */
+    char *id = ud;
+    gcs_node *n = gcs_node_find(g, id);
+    if (n) {
+        n->forget_queued = false;
+        if (!err) { /* else the next sweep tries again */
+            ESC_INFO("node %s dead for %d ms: removed from the node table", id,
+                     g->cfg.dead_node_retention_ms);
+            if (!g->forgotten)
+                g->forgotten = esc_strmap_new();
+            esc_strmap_put(g->forgotten, id, (void *)1);
+            esc_strmap_del(g->nodes, id);
+            node_free(n);
+        }
+    }
+    free(id);
+}
+
+static void forget_run(gcs *g, void *ud)
+{
+    char *id = ud;
+    esc_storage_batch *b = esc_storage_batch_new();
+    esc_storage_del(b, GCS_T_NODES, id);
+    gcs_write(g, b, forget_done, id);
+}
+
+static void forget_expired(gcs *g, void *ud)
+{
+    forget_done(g, 0, "storage timeout", ud);
+}
+
+/* Dead long enough, and its death is stored (else a restarted GCS would find it
+ * alive with no node to refuse). */
+static bool due_to_forget(const gcs *g, const gcs_node *n, uint64_t now)
+{
+    return !gcs_node_alive(n) && !n->death_unstored && !n->death_queued && !n->forget_queued &&
+           now - n->dead_since_ms >= (uint64_t)g->cfg.dead_node_retention_ms;
+}
+
+/* Queues the removal of every node due; the writes may run at once and free nodes, so
+ * the ids are collected first. */
+static void forget_dead(gcs *g, uint64_t now)
+{
+    char **due = calloc(esc_strmap_count(g->nodes) + 1, sizeof *due);
+    size_t n = 0, pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->nodes, &pos, &k, &v)) {
+        gcs_node *node = v;
+        if (due_to_forget(g, node, now)) {
+            node->forget_queued = true;
+            due[n++] = strdup(k);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        gcs_queue_write(g, forget_run, forget_expired, due[i]);
+    free(due);
 }
 
 void gcs_nodes_sweep(gcs *g, uint64_t now)
@@ -284,6 +360,7 @@ void gcs_nodes_sweep(gcs *g, uint64_t now)
     for (size_t i = 0; i < n; i++)
         node_die(g, late[i]);
     free(late);
+    forget_dead(g, now);
 }
 
 void gcs_nodes_free(gcs *g)
@@ -294,6 +371,8 @@ void gcs_nodes_free(gcs *g)
     while (esc_strmap_next(g->nodes, &pos, &k, &v))
         node_free(v);
     esc_strmap_free(g->nodes);
+    if (g->forgotten)
+        esc_strmap_free(g->forgotten);
 }
 
 void gcs_nodes_register(gcs *g)

@@ -465,7 +465,7 @@ static int resolve_one(gcs *g, const char *id, node_list *out, esc_status *st)
     if (!id || !*id)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "no node given (client has no local node)");
     gcs_node *n = gcs_node_find(g, id);
-    if (!n)
+    if (!n && !gcs_node_forgotten(g, id))
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "unknown node %.40s", id);
     if (!gcs_node_alive(n))
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "node %.40s is dead", id);

@@ -121,7 +121,8 @@ static void handle_wait(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
         return;
     }
     for (size_t i = 0; i < req->n_node_ids; i++) {
-        if (!gcs_node_find(g, req->node_ids[i])) {
+        /* A node forgotten after its death is dead: never pending, as in the table. */
+        if (!gcs_node_find(g, req->node_ids[i]) && !gcs_node_forgotten(g, req->node_ids[i])) {
             esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "unknown node in wait list");
             return;
         }

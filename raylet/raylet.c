@@ -25,6 +25,7 @@
 #include "log.h"
 #include "object_fetch.h"
 #include "rpc_async.h"
+#include "stale_sockets.h"
 #include "task_manager.h"
 #include "worker_pool.h"
 #include "qty.h"
@@ -194,6 +195,10 @@ static int start_workers(raylet *r, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create %s or /tmp/escher/sockets: %s", logs, strerror(errno));
         return -1;
     }
+    /* Raylets killed with -9 leave their sockets here; nothing else removes them. */
+    size_t stale = esc_remove_stale_sockets(ESC_SOCKET_DIR);
+    if (stale)
+        ESC_INFO("removed %zu worker sockets of raylets that are gone", stale);
     worker_pool_config pc = {.worker_exe = exe, .socket_path = sock, .log_dir = logs};
     r->pool = worker_pool_new(esc_loop_ev(r->loop), &pc, err, errlen);
     return r->pool ? 0 : -1;

@@ -10,6 +10,7 @@
 
 #include "../session.h"
 #include "procs.h"
+#include "stale_sockets.h"
 
 static const char usage[] =
     "usage: escher stop [--force] [--grace-period S] [--session-dir DIR]\n"
@@ -87,6 +88,11 @@ int cmd_stop(const cli_globals *g, int argc, char **argv)
     size_t bad = report_malformed(procs, n);
     size_t stopped = cli_procs_stop(procs, n, grace, force, true);
     free(procs);
+    /* Our raylet is gone now; its socket, and those of raylets killed earlier, too. */
+    size_t sockets = esc_remove_stale_sockets(ESC_SOCKET_DIR);
+    if (sockets)
+        printf("removed %zu worker socket%s of raylets that are gone (%s)\n", sockets,
+               sockets == 1 ? "" : "s", ESC_SOCKET_DIR);
     if (bad)
         return CLI_EXIT_FAIL;
     if (stopped == 0)
