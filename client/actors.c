@@ -4,7 +4,8 @@
  * task (so it is placed by resources). Its host publishes its address in the GCS
  * key-value store (namespace "_actors"); a caller looks it up once and then sends every
  * method call straight to that raylet, one synchronous SubmitTask at a time, which is
- * what keeps a caller's calls in order. */
+ * what keeps a caller's calls in order. The host also publishes the actor's state line
+ * (namespace "_actor_state"), which esc_actor_get_info reads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "task.pb-c.h"
 
 #define ACTOR_KV_NS "_actors"
+#define ACTOR_STATE_NS "_actor_state"
 #define LOOKUP_TIMEOUT_MS 60000
 #define CALL_TIMEOUT_MS 10000
 
@@ -31,12 +33,19 @@ int esc_actor_create(esc_client *c, const esc_actor_spec *spec, esc_actor **out,
     *out = NULL;
     if (!spec->library || !*spec->library)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "an actor needs its task library");
+    /* The host keeps the init's arguments to run it again at each restart; a reference's
+     * value is only lent to the first run. */
+    for (size_t i = 0; i < spec->ninit_args; i++)
+        if (spec->init_args[i].ref)
+            return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                  "an actor's init arguments are bytes, not references");
     esc_actor *a = calloc(1, sizeof *a);
     esc_random_hex(a->id, ESC_ID_HEX);
     a->library = strdup(spec->library);
     esc_task_spec t = {.name = spec->name ? spec->name : "actor", .library = spec->library,
                        .symbol = spec->init_symbol, .resources = spec->resources,
-                       .nresources = spec->nresources};
+                       .nresources = spec->nresources, .args = spec->init_args,
+                       .nargs = spec->ninit_args};
     int rc = esc_client_submit(c, &t, a->id, true, spec->max_restarts, 0, &a->created, NULL, st);
     if (rc != ESC_OK) {
         esc_actor_free(a);
@@ -49,6 +58,50 @@ int esc_actor_create(esc_client *c, const esc_actor_spec *spec, esc_actor **out,
 const char *esc_actor_id(const esc_actor *a)
 {
     return a->id;
+}
+
+static const char *const STATE_NAMES[] = {"PENDING", "STARTING", "ALIVE", "RESTARTING",
+                                          "DEAD"};
+
+const char *esc_actor_state_name(esc_actor_state s)
+{
+    return (unsigned)s < sizeof STATE_NAMES / sizeof *STATE_NAMES ? STATE_NAMES[s] : "?";
+}
+
+/* Parses the host's line "<STATE> restarts=N max_restarts=M node=ID why=TEXT" (the
+ * raylet's actor_manager.c writes it). Returns false when it is not one. */
+static bool parse_info(const char *line, esc_actor_info *out)
+{
+    char state[16];
+    int used = 0;
+    if (sscanf(line, "%15s restarts=%u max_restarts=%u node=%127s why=%n", state,
+               &out->restarts, &out->max_restarts, out->node_id, &used) != 4 || !used)
+        return false;
+    snprintf(out->why, sizeof out->why, "%s", line + used);
+    for (size_t i = 1; i < sizeof STATE_NAMES / sizeof *STATE_NAMES; i++)
+        if (!strcmp(state, STATE_NAMES[i])) {
+            out->state = (esc_actor_state)i;
+            return true;
+        }
+    return false;
+}
+
+int esc_actor_get_info(esc_client *c, const esc_actor *a, esc_actor_info *out, esc_status *st)
+{
+    memset(out, 0, sizeof *out);
+    out->state = ESC_ACTOR_PENDING;
+    void *v = NULL;
+    size_t len = 0;
+    int rc = esc_kv_get(c, ACTOR_STATE_NS, a->id, &v, &len, st);
+    if (rc == ESC_NOT_FOUND)
+        return esc_status_set(st, ESC_OK, "%s", "not placed yet");
+    if (rc != ESC_OK)
+        return rc;
+    bool ok = parse_info(v, out); /* esc_kv_get ends the value with a NUL */
+    free(v);
+    if (!ok)
+        return esc_status_set(st, ESC_INTERNAL, "actor %s: unreadable state line", a->id);
+    return ESC_OK;
 }
 
 /* Finds the actor's raylet: waits for its address in the key-value store, giving up

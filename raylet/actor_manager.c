@@ -16,6 +16,7 @@
 
 #define LOCATION_TIMEOUT_MS 5000
 #define ACTOR_KV_NS "_actors"
+#define ACTOR_STATE_NS "_actor_state" /* docs/tasks.md, "Actors": its state line */
 
 typedef struct call {
     struct call *next;
@@ -30,8 +31,11 @@ typedef struct actor {
     call *head, *tail;           /* calls waiting, in arrival order */
     call *running;               /* the call (or init) on the worker now */
     bool initialized;
+    bool lost_running;           /* its worker was lost while `running` ran */
+    bool created_stored;         /* the creation's return is stored */
     bool dead;
     char why[512];               /* why it died */
+    char lost_why[256];          /* why it lost its last worker ("" if never) */
     unsigned restarts;
     actor_ended_fn ended;
     void *ud;
@@ -75,6 +79,40 @@ static void actor_free(actor *a)
     free(a);
 }
 
+/* Publishes the actor's state line in the GCS (namespace ACTOR_STATE_NS, key its id):
+ * "<STATE> restarts=<n> max_restarts=<m> node=<node id> why=<text>", where STATE is
+ * STARTING, ALIVE, RESTARTING or DEAD and why is why it died, else why it lost its last
+ * worker. Puts go out in order (rpc_async), so the last one written is the latest. */
+static void publish(actor *a, const char *state)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof line, "%s restarts=%u max_restarts=%u node=%s why=%s", state,
+                     a->restarts, a->creation->max_restarts,
+                     *a->am->r->node_id ? a->am->r->node_id : "-",
+                     a->dead ? a->why : a->lost_why);
+    Escher__KvPutRequest req = ESCHER__KV_PUT_REQUEST__INIT;
+    req.ns = ACTOR_STATE_NS;
+    req.key = a->creation->actor_id;
+    req.value.data = (uint8_t *)line;
+    req.value.len = n < (int)sizeof line ? (size_t)n : sizeof line - 1;
+    req.overwrite = true;
+    esc_rpc_async_call(a->am->r->async, a->am->gcs, &escher__gcs__descriptor, "KvPut", &req.base,
+                       LOCATION_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
+}
+
+/* The creation's return is stored once per start: the first init's result, or the
+ * death's error if it never became ready (callers waiting to locate it give up then). */
+static void store_creation(actor *a, const Escher__TaskResult *res, const char *why)
+{
+    if (a->created_stored)
+        return;
+    a->created_stored = true;
+    if (res)
+        task_manager_store_result(a->am->r->tasks, a->creation, res);
+    else
+        task_manager_store_error(a->am->r->tasks, a->creation, why);
+}
+
 /* The actor is gone for good: calls fail from now on and its resources go back. */
 static void actor_die(actor *a, const char *why)
 {
@@ -83,6 +121,8 @@ static void actor_die(actor *a, const char *why)
     a->dead = true;
     snprintf(a->why, sizeof a->why, "actor %.40s died: %.400s", a->creation->actor_id, why);
     ESC_WARN("%s", a->why);
+    store_creation(a, NULL, a->why);
+    publish(a, "DEAD");
     free_calls(a, a->why);
     worker_pool_actor_ended(a->am->r->pool, a->creation->actor_id);
     if (a->ended)
@@ -92,44 +132,71 @@ static void actor_die(actor *a, const char *why)
 
 /* ------------------------------------------------------------ calls */
 
-static bool worker_died(const Escher__TaskResult *res)
+/* Init ran (or there is none): calls can run. */
+static void actor_ready(actor *a, const Escher__TaskResult *res)
 {
-    return !res->ok && res->error && strncmp(res->error, "worker died", 11) == 0;
+    a->initialized = true;
+    store_creation(a, res, NULL);
+    publish(a, "ALIVE");
+}
+
+/* The init ended. When the worker was lost under it, the loss already decided (a restart
+ * runs it again, or the actor is dead); otherwise a failed init kills the actor. */
+static void init_done(actor *a, const Escher__TaskResult *res, bool lost)
+{
+    if (a->dead || lost)
+        return;
+    if (!res->ok) {
+        actor_die(a, res->error && *res->error ? res->error : "its init failed");
+        return;
+    }
+    actor_ready(a, res);
 }
 
 static void on_call_done(void *ud, const Escher__TaskResult *res)
 {
     actor *a = ud;
     call *c = a->running;
+    bool lost = a->lost_running;
     a->running = NULL;
-    bool is_init = c && c->spec == a->creation;
-    if (c && !is_init)
-        task_manager_store_result(a->am->r->tasks, c->spec, res);
-    if (is_init) {
-        if (res->ok)
-            a->initialized = true;
-        task_manager_store_result(a->am->r->tasks, a->creation, res);
-        free(c);
-        if (!res->ok && !worker_died(res)) {
-            actor_die(a, res->error);
-            return;
-        }
+    a->lost_running = false;
+    if (c && c->spec == a->creation) {
+        init_done(a, res, lost);
     } else if (c) {
+        task_manager_store_result(a->am->r->tasks, c->spec, res);
         protobuf_c_message_free_unpacked(&c->spec->base, NULL);
-        free(c);
     }
-    if (!a->dead && worker_died(res)) {
-        if (a->restarts >= a->creation->max_restarts) {
-            actor_die(a, res->error);
-            return;
-        }
-        a->restarts++;
-        a->initialized = false;
-        ESC_WARN("actor %s: %s; restarting it (%u of %u)", a->creation->actor_id, res->error,
-                 a->restarts, a->creation->max_restarts);
-    }
+    free(c);
     if (!a->dead)
         dispatch(a);
+}
+
+/* The actor's worker was lost (worker_pool_on_actor_lost), busy or idle alike: its state
+ * is gone. A restart, while max_restarts allows, is counted and logged here, and its
+ * init runs again before any further call: at once when it was idle, after the running
+ * call has ended (failed) otherwise. */
+static void on_worker_lost(void *ud, const char *actor_id, const char *why)
+{
+    actor_manager *am = ud;
+    actor *a = esc_strmap_get(am->actors, actor_id);
+    if (!a || a->dead)
+        return;
+    a->initialized = false;
+    a->lost_running = a->running != NULL;
+    snprintf(a->lost_why, sizeof a->lost_why, "%s", why);
+    unsigned max = a->creation->max_restarts;
+    if (a->restarts >= max) {
+        char dying[400];
+        snprintf(dying, sizeof dying, "%.200s; no restart left (%u of max_restarts %u used)",
+                 why, a->restarts, max);
+        actor_die(a, dying);
+        return;
+    }
+    a->restarts++;
+    ESC_WARN("actor %s (%s): %s; restarting it: restart %u of max_restarts %u, its init "
+             "runs again", actor_id, a->creation->name, why, a->restarts, max);
+    publish(a, "RESTARTING");
+    dispatch(a);
 }
 
 /* Runs the init (when not done) or the next call on the actor's worker. */
@@ -140,11 +207,10 @@ static void dispatch(actor *a)
     const Escher__TaskSpec *spec = NULL;
     if (!a->initialized) {
         if (!a->creation->function || !*a->creation->function->symbol) {
-            a->initialized = true; /* no init: ready at once */
+            /* No init: ready at once; the next call starts its worker. */
             Escher__TaskResult ok = ESCHER__TASK_RESULT__INIT;
             ok.ok = true;
-            if (a->restarts == 0)
-                task_manager_store_result(a->am->r->tasks, a->creation, &ok);
+            actor_ready(a, &ok);
         } else {
             a->running = calloc(1, sizeof *a->running);
             a->running->spec = a->creation;
@@ -228,8 +294,12 @@ void actor_start(actor_manager *am, const Escher__TaskSpec *creation, const char
     /* Started again after its node died: those restarts count against max_restarts. */
     a->restarts = creation->attempt;
     esc_strmap_put(am->actors, creation->actor_id, a);
-    ESC_INFO("actor %s (%s) starts here", creation->actor_id, creation->name);
+    /* Set here, not at actor_manager_new: the raylet starts its pool after the manager. */
+    worker_pool_on_actor_lost(am->r->pool, on_worker_lost, am);
+    ESC_INFO("actor %s (%s) starts here (restarts %u of max_restarts %u)", creation->actor_id,
+             creation->name, a->restarts, creation->max_restarts);
     announce(am, creation->actor_id);
+    publish(a, "STARTING");
     dispatch(a);
 }
 

@@ -6,10 +6,14 @@
  * actor run on the actor's worker only). Its method calls are sent by callers straight
  * to this raylet and run one at a time in arrival order. The actor's address is
  * published in the GCS key-value store (namespace "_actors"), where callers look it up.
- * A worker crash restarts the actor (its init runs again, its state is lost) while
- * max_restarts allows; after that, or after a kill, the actor is dead: its resources are
- * released and every later call ends as an error object ("actor ... died: why"), never
- * a hang.
+ * Every loss of the actor's worker that nobody asked for (a crash or kill -9, while a
+ * call runs or while it is idle: worker_pool_on_actor_lost) is handled the same way: while
+ * restarts remain (max_restarts) the restart is counted, logged, and a new worker runs
+ * the init again (its state is lost) before any further call; then, or after a kill or
+ * its job's end, the actor is dead: its resources are released and every later call and
+ * every waiting one ends as an error object ("actor ... died: why"), never a hang. The
+ * actor's state (STARTING, ALIVE, RESTARTING, DEAD, with its restart count) is published
+ * in the GCS key-value store (namespace "_actor_state"; docs/tasks.md).
  */
 #ifndef RAYLET_ACTOR_MANAGER_H
 #define RAYLET_ACTOR_MANAGER_H

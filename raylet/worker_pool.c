@@ -79,7 +79,12 @@ typedef struct worker {
     bool ready;           /* Hello received */
     bool lost;            /* its connection ended while it was not stopping */
     esc_frame_conn *conn; /* NULL before it connects and after the connection ends */
-    pool_task *task;      /* STARTING: to send after Hello; BUSY: running */
+    pool_task *task;      /* STARTING: to send after Hello; BUSY: running; STOPPING:
+                             what it ran, or a task of its actor that came after its
+                             loss (it fails when the worker is reaped) */
+    bool released;        /* actor worker: the pool was asked to end it (actor or job
+                             ended), so its loss is no news */
+    bool reported;        /* actor worker: its loss was reported (on_actor_lost) */
     ev_timer timer;       /* start timeout, idle timeout, or stop grace */
     int pidfd;
     ev_io exit_io; /* pidfd readable: the process exited */
@@ -98,6 +103,8 @@ struct worker_pool {
     worker *workers;
     size_t nworkers, nlive, nbusy; /* processes; not stopping; starting or busy */
     pool_task *qhead, *qtail;
+    worker_actor_lost_fn on_lost;
+    void *lost_ud;
 };
 
 /* Tasks taken out of the pool that are to be failed, in order. */
@@ -211,16 +218,29 @@ static void enqueue(worker_pool *p, pool_task *t)
     p->qtail = t;
 }
 
-/* Moves the queued tasks of job_id, or with task_id, or all when both are NULL, to out
- * with error why. */
-static void take_queued(worker_pool *p, const char *job_id, const char *task_id,
-                        task_list *out, const char *why)
+/* Which queued tasks take_queued takes: those of a job, of an actor, or one task; all
+ * when every field is NULL. */
+typedef struct {
+    const char *job_id, *actor_id, *task_id;
+} task_filter;
+
+static bool filter_match(const task_filter *f, const pool_task *t)
+{
+    if (!f->job_id && !f->actor_id && !f->task_id)
+        return true;
+    const char *actor = actor_of(t);
+    return (f->job_id && !strcmp(t->spec->job_id, f->job_id)) ||
+           (f->actor_id && actor && !strcmp(actor, f->actor_id)) ||
+           (f->task_id && !strcmp(t->spec->task_id, f->task_id));
+}
+
+/* Moves the queued tasks that f matches to out with error why. */
+static void take_queued(worker_pool *p, task_filter f, task_list *out, const char *why)
 {
     pool_task **pp = &p->qhead, *last = NULL;
     while (*pp) {
         pool_task *t = *pp;
-        bool match = (!job_id && !task_id) || (job_id && !strcmp(t->spec->job_id, job_id)) ||
-                     (task_id && !strcmp(t->spec->task_id, task_id));
+        bool match = filter_match(&f, t);
         if (!match) {
             last = t;
             pp = &t->next;
@@ -365,6 +385,28 @@ static void worker_free(worker *w)
     free(w);
 }
 
+/* --------------------------------------------------------------- actor losses */
+
+/* An actor's state lives in its worker, so its owner must hear of every loss it did not
+ * ask for: an actor that lost its worker silently would go on with fresh state and
+ * without its init. */
+static bool loss_unreported(const worker *w)
+{
+    return w->actor_id && !w->released && !w->reported;
+}
+
+/* Reports w's loss to the actor's owner, once. The pool must be consistent first (the
+ * callback may call back in); w stays allocated until it is reaped. */
+static void report_loss(worker *w, const char *why)
+{
+    if (!loss_unreported(w))
+        return;
+    w->reported = true;
+    worker_pool *p = w->pool;
+    if (p->on_lost)
+        p->on_lost(p->lost_ud, w->actor_id, why);
+}
+
 /* --------------------------------------------------------------------- exits */
 
 /* The process is gone (status from waitpid, or -1 when someone else reaped it). */
@@ -380,10 +422,11 @@ static void on_worker_exit(worker *w, int status)
     w->task = NULL;
     if (w->state != W_STOPPING)
         ESC_WARN("worker %d (job %s) died: %s", (int)w->pid, w->job_id, desc);
+    snprintf(why, sizeof why, "worker died: %s", desc);
     worker_unlink(w);
+    report_loss(w, why); /* before its task ends: the actor learns first why */
     worker_free(w);
     if (t) {
-        snprintf(why, sizeof why, "worker died: %s", desc);
         bool sig = status != -1 && WIFSIGNALED(status);
         bool code = status != -1 && WIFEXITED(status);
         task_fail(t, why, code ? WEXITSTATUS(status) : 0, sig ? WTERMSIG(status) : 0);
@@ -571,6 +614,19 @@ static worker *find_idle(worker_pool *p, const pool_task *t)
     return NULL;
 }
 
+/* The worker of t's actor that was lost (its connection ended while idle) but is not
+ * reaped yet, so its loss is not reported yet: t waits on it and fails with it, as if
+ * it had been running. A fresh worker instead would run t without the actor's init. */
+static worker *find_dying(worker_pool *p, const pool_task *t)
+{
+    if (!actor_of(t))
+        return NULL;
+    for (worker *w = p->workers; w; w = w->next)
+        if (w->state == W_STOPPING && !w->task && same_actor(w, t) && loss_unreported(w))
+            return w;
+    return NULL;
+}
+
 /* An idle worker that may be stopped to make room: never an actor's. */
 static worker *any_idle(worker_pool *p)
 {
@@ -586,6 +642,10 @@ static worker *any_idle(worker_pool *p)
 static int place(worker_pool *p, pool_task *t, char *err, size_t errlen)
 {
     worker *w = find_idle(p, t);
+    if (!w && (w = find_dying(p, t))) {
+        w->task = t; /* never sent: it fails when w is reaped */
+        return 1;
+    }
     if (!w) {
         if (p->nlive >= (size_t)p->max_workers) {
             worker *victim = any_idle(p);
@@ -629,6 +689,7 @@ static void worker_abort(worker *w, const char *why)
     pool_task *t = w->task;
     w->task = NULL;
     worker_kill(w);
+    report_loss(w, why);
     if (t)
         task_fail(t, why, 0, 0);
     pump(w->pool);
@@ -690,10 +751,15 @@ static void on_worker_close(esc_frame_conn *c, const char *why)
         return;
     ESC_DEBUG("worker %d: connection ended (%s)", (int)w->pid, why);
     w->lost = true;
-    if (w->state == W_IDLE)
+    if (w->state == W_IDLE) {
+        /* An actor's worker without its connection can never serve the actor again:
+         * end it now, so that the reap reports the loss (with how it died) soon. */
+        if (loss_unreported(w))
+            kill_group(w);
         set_state(w, W_STOPPING);
-    else
+    } else {
         arm_timer(w, STOP_GRACE_S);
+    }
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
@@ -867,16 +933,20 @@ bool worker_pool_cancel(worker_pool *p, const char *task_id)
     if (!p)
         return false; /* after worker_pool_free (shutdown) */
     task_list failed = {0};
-    take_queued(p, NULL, task_id, &failed, "cancelled");
+    take_queued(p, (task_filter){.task_id = task_id}, &failed, "cancelled");
+    worker *killed = NULL;
     for (worker *w = p->workers; w && !failed.head; w = w->next) {
         if (w->task && !strcmp(w->task->spec->task_id, task_id)) {
             push_failed(&failed, w->task, "cancelled");
             w->task = NULL;
             worker_kill(w);
+            killed = w;
         }
     }
     if (!failed.head)
         return false;
+    if (killed) /* a cancelled actor call took the actor's state with its worker */
+        report_loss(killed, "worker killed: its call was cancelled");
     fail_list(&failed);
     pump(p);
     return true;
@@ -887,8 +957,12 @@ void worker_pool_actor_ended(worker_pool *p, const char *actor_id)
     if (!p)
         return; /* after worker_pool_free (shutdown) */
     task_list failed = {0};
+    take_queued(p, (task_filter){.actor_id = actor_id}, &failed, "actor killed");
     for (worker *w = p->workers; w; w = w->next) {
-        if (!w->actor_id || strcmp(w->actor_id, actor_id) || w->state == W_STOPPING)
+        if (!w->actor_id || strcmp(w->actor_id, actor_id))
+            continue;
+        w->released = true;
+        if (w->state == W_STOPPING)
             continue;
         if (w->state == W_IDLE) {
             worker_stop(w);
@@ -909,9 +983,12 @@ void worker_pool_job_ended(worker_pool *p, const char *job_id)
     if (!p)
         return; /* after worker_pool_free (shutdown) */
     task_list failed = {0};
-    take_queued(p, job_id, NULL, &failed, "job ended");
+    take_queued(p, (task_filter){.job_id = job_id}, &failed, "job ended");
     for (worker *w = p->workers; w; w = w->next) {
-        if (strcmp(w->job_id, job_id) || w->state == W_STOPPING)
+        if (strcmp(w->job_id, job_id))
+            continue;
+        w->released = true;
+        if (w->state == W_STOPPING)
             continue;
         if (w->state == W_IDLE) {
             worker_stop(w);
@@ -924,6 +1001,14 @@ void worker_pool_job_ended(worker_pool *p, const char *job_id)
     }
     fail_list(&failed);
     pump(p);
+}
+
+void worker_pool_on_actor_lost(worker_pool *p, worker_actor_lost_fn fn, void *ud)
+{
+    if (!p)
+        return;
+    p->on_lost = fn;
+    p->lost_ud = ud;
 }
 
 size_t worker_pool_size(const worker_pool *p)
@@ -963,7 +1048,7 @@ void worker_pool_free(worker_pool *p)
     close(p->listen_fd);
     unlink(p->socket_path);
     task_list failed = {0};
-    take_queued(p, NULL, NULL, &failed, "raylet shutting down");
+    take_queued(p, (task_filter){0}, &failed, "raylet shutting down");
     reap_all(p, &failed);
     fail_list(&failed);
     free(p->exe);

@@ -79,8 +79,21 @@ bool worker_pool_cancel(worker_pool *p, const char *task_id);
 /* A task whose spec names an actor (actor_id) runs on that actor's own worker: the
  * first one starts it, later ones reuse it; it serves no other task and is never
  * stopped for being idle or to make room. This ends it: idle, it is asked to exit;
- * busy, it is killed and its task ends (before this returns) with "actor killed". */
+ * busy, it is killed and its task ends (before this returns) with "actor killed"; a
+ * task of the actor still queued in the pool ends the same way. */
 void worker_pool_actor_ended(worker_pool *p, const char *actor_id);
+
+/* Called when an actor's worker is lost although neither worker_pool_actor_ended nor
+ * worker_pool_job_ended asked for it: it died (crash, kill -9, busy or idle), lost its
+ * connection, never connected, or was killed by worker_pool_cancel. The actor's state
+ * is gone with it. Called once per worker, as soon as the pool knows, and always before
+ * the task it was running (if any) ends; why is one line ("worker died: signal 9
+ * (SIGKILL)"). A task of the actor given to the pool after the loss and before this
+ * call ends with that same error. May call worker_pool_run and _actor_ended. */
+typedef void (*worker_actor_lost_fn)(void *ud, const char *actor_id, const char *why);
+
+/* Sets (or, fn NULL, clears) the actor-loss callback. NULL p is a no-op. */
+void worker_pool_on_actor_lost(worker_pool *p, worker_actor_lost_fn fn, void *ud);
 
 /* Asks the idle workers of a job to exit, kills its busy ones, and drops its queued
  * tasks; running and queued tasks end (before this returns) with error "job ended".

@@ -208,3 +208,79 @@ ESC_TASK(append_node)
     fclose(f);
     return esc_buf_printf(ret, "%s", node ? node : "");
 }
+
+/* The "probe" actor (tests/integration/test_actor_faults.c): its init sets the state to
+ * INIT_STATE and counts its own runs in the file named by its argument (one line per
+ * run), which outlives the worker, so a restart that skipped the init shows. */
+#define PROBE_INIT_STATE 1000
+static long long probe_state;  /* 0 in a fresh worker whose init did not run */
+static long long probe_inits;  /* runs of the init so far, read back from the file */
+
+static long long count_lines(FILE *f)
+{
+    long long n = 0;
+    int ch;
+    while ((ch = fgetc(f)) != EOF)
+        n += ch == '\n';
+    return n;
+}
+
+ESC_TASK(probe_init)
+{
+    (void)ctx;
+    (void)ret;
+    char path[512] = {0};
+    memcpy(path, arg, len < sizeof path - 1 ? len : sizeof path - 1);
+    FILE *f = fopen(path, "a+");
+    if (!f)
+        return 1;
+    fprintf(f, "%d\n", (int)getpid());
+    fflush(f);
+    rewind(f);
+    probe_inits = count_lines(f);
+    fclose(f);
+    probe_state = PROBE_INIT_STATE;
+    return 0;
+}
+
+/* "<pid> <init runs> <state>". */
+ESC_TASK(probe_get)
+{
+    (void)ctx;
+    (void)arg;
+    (void)len;
+    return esc_buf_printf(ret, "%d %lld %lld", (int)getpid(), probe_inits, probe_state);
+}
+
+/* Adds its argument (decimal) to the state; returns the state. */
+ESC_TASK(probe_add)
+{
+    (void)ctx;
+    char buf[32] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    probe_state += atoll(buf);
+    return esc_buf_printf(ret, "%lld", probe_state);
+}
+
+/* Writes its pid to the file named by its argument (so a test knows the call runs),
+ * then sleeps a minute: a call to kill the actor under. */
+ESC_TASK(probe_block)
+{
+    (void)ctx;
+    (void)ret;
+    char path[512] = {0};
+    memcpy(path, arg, len < sizeof path - 1 ? len : sizeof path - 1);
+    char tmp[530];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return 1;
+    fprintf(f, "%d\n", (int)getpid());
+    fclose(f);
+    if (rename(tmp, path) != 0) /* whole or absent: the test never reads half a pid */
+        return 1;
+    struct timespec ts = {60, 0};
+    while (nanosleep(&ts, &ts) < 0)
+        ;
+    return 0;
+}

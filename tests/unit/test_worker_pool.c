@@ -772,6 +772,90 @@ static void test_job_ended(void **state)
     assert_int_equal(task_pid(f, "job-b", NULL, 0), other); /* untouched */
 }
 
+/* What the actor-loss callback heard. */
+typedef struct {
+    int losses;
+    char actor[64], why[128];
+    int done_calls_then; /* the running task's done calls when the loss was reported */
+    const outcome *running;
+} loss_log;
+
+static void on_lost(void *ud, const char *actor_id, const char *why)
+{
+    loss_log *l = ud;
+    l->losses++;
+    snprintf(l->actor, sizeof l->actor, "%s", actor_id);
+    snprintf(l->why, sizeof l->why, "%s", why);
+    l->done_calls_then = l->running ? l->running->calls : -1;
+}
+
+static bool pool_busy(void *p)
+{
+    return worker_pool_busy(p) > 0;
+}
+
+static bool lost_once_more(void *ud)
+{
+    loss_log *l = ud;
+    return l->losses > 0;
+}
+
+/* The pid an actor task ran in. */
+static pid_t actor_pid(fixture *f, const char *actor)
+{
+    spec_buf b;
+    outcome o;
+    Escher__TaskSpec *spec = fn1(f, &b, "job-a", "pid", NULL);
+    spec->actor_id = (char *)actor;
+    run_sync(f, spec, NULL, 0, &o);
+    assert_ok(&o);
+    char text[32] = {0};
+    memcpy(text, o.res->returns[0].data, o.res->returns[0].len < 31 ? o.res->returns[0].len : 31);
+    outcome_clear(&o);
+    return (pid_t)atoi(text);
+}
+
+/* An actor's worker killed while idle, or while its task runs, is reported once (before
+ * that task ends); one ended through worker_pool_actor_ended is not. */
+static void test_actor_worker_loss_reported(void **state)
+{
+    fixture *f = *state;
+    loss_log l = {0};
+    worker_pool_on_actor_lost(f->pool, on_lost, &l);
+
+    pid_t idle = actor_pid(f, "act-1");
+    assert_int_equal(kill(idle, SIGKILL), 0);
+    wait_until(f, lost_once_more, &l);
+    assert_int_equal(l.losses, 1);
+    assert_string_equal(l.actor, "act-1");
+    assert_non_null(strstr(l.why, "worker died: signal 9 (SIGKILL)"));
+
+    pid_t busy = actor_pid(f, "act-1");
+    assert_int_not_equal(busy, idle);
+    spec_buf b;
+    outcome o = {0};
+    Escher__TaskSpec *spec = fn1(f, &b, "job-a", "sleep_ms", "30000");
+    spec->actor_id = "act-1";
+    assert_int_equal(worker_pool_run(f->pool, spec, NULL, 0, on_done, &o), 0);
+    wait_until(f, pool_busy, f->pool); /* the sleep runs */
+    l.losses = 0;
+    l.running = &o;
+    assert_int_equal(kill(busy, SIGKILL), 0);
+    wait_done(f, &o);
+    assert_int_equal(l.losses, 1);
+    assert_int_equal(l.done_calls_then, 0); /* reported before the task ended */
+    assert_error_has(&o, "SIGKILL");
+    outcome_clear(&o);
+
+    l.losses = 0;
+    l.running = NULL;
+    pid_t ended = actor_pid(f, "act-1");
+    worker_pool_actor_ended(f->pool, "act-1");
+    wait_until(f, a_gone, &ended);
+    wait_until(f, pool_empty, f->pool);
+    assert_int_equal(l.losses, 0);
+}
+
 static void test_free_leaves_no_child(void **state)
 {
     fixture *f = *state;
@@ -857,6 +941,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_command_output_env_cwd, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_queued, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_actor_worker_loss_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_beyond_max_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_pool_evicts_idle_other_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),

@@ -441,7 +441,11 @@ typedef struct {
     const char *init_symbol;     /* run first, once per (re)start; NULL: none */
     const esc_amount *resources; /* held for the actor's life; placement as for tasks */
     size_t nresources;
-    unsigned max_restarts;       /* restarts after its worker dies (state is lost) */
+    unsigned max_restarts;       /* restarts after its worker dies (state is lost), busy or
+                                    idle alike; 0: the first death is final (dead) */
+    const esc_task_arg *init_args; /* the init's arguments (bytes only, no references),
+                                      the same at every (re)start */
+    size_t ninit_args;
 } esc_actor_spec;
 
 /* Creates an actor: placed like a task (it may wait for its resources); returns at once.
@@ -464,6 +468,30 @@ int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st);
 
 /* The actor's id (owned by the handle). */
 const char *esc_actor_id(const esc_actor *a);
+
+/* Where an actor is in its life, as its host last published it. */
+typedef enum {
+    ESC_ACTOR_PENDING,    /* not placed yet (no host has published anything) */
+    ESC_ACTOR_STARTING,   /* placed; its init runs */
+    ESC_ACTOR_ALIVE,      /* ready for calls */
+    ESC_ACTOR_RESTARTING, /* its worker was lost; a restart runs its init again */
+    ESC_ACTOR_DEAD,       /* killed, its job ended, or its worker lost with no restart left */
+} esc_actor_state;
+
+typedef struct {
+    esc_actor_state state;
+    unsigned restarts;     /* restarts so far (worker losses and node deaths together) */
+    unsigned max_restarts;
+    char node_id[128];     /* its host ("" while pending) */
+    char why[512];         /* DEAD: why it died; else why it lost its last worker, or "" */
+} esc_actor_info;
+
+/* Reads the actor's state as its host published it in the GCS (docs/tasks.md, "Actors").
+ * ESC_OK with state PENDING when nothing is published yet. */
+int esc_actor_get_info(esc_client *c, const esc_actor *a, esc_actor_info *out, esc_status *st);
+
+/* The state's name: "PENDING", "STARTING", "ALIVE", "RESTARTING", "DEAD". */
+const char *esc_actor_state_name(esc_actor_state s);
 
 /* Frees the handle (the actor is untouched). */
 void esc_actor_free(esc_actor *a);
