@@ -19,6 +19,7 @@
 #include "ids.h"
 #include "names.h"
 #include "object.pb-c.h"
+#include "task.pb-c.h"
 
 #define PUT_CHUNK (4u << 20)
 #define PULL_CHUNK 0              /* the raylet's default, 4 MiB */
@@ -61,17 +62,48 @@ static int store_call(esc_client *c, esc_rpc_channel *ch, const char *method,
                         ESC_RPC_IDEMPOTENT, st);
 }
 
-/* GetLocations, held at the GCS for up to wait_ms. */
-static int get_locations(esc_client *c, const char *id, int wait_ms,
-                         Escher__GetLocationsReply **out, esc_status *st)
+/* GetLocations, held at the GCS for up to wait_ms (report_lost: answered at once for an
+ * object whose every copy died with its node). */
+static int get_locations_ex(esc_client *c, const char *id, int wait_ms, bool report_lost,
+                            Escher__GetLocationsReply **out, esc_status *st)
 {
     Escher__GetLocationsRequest req = ESCHER__GET_LOCATIONS_REQUEST__INIT;
     req.object_id = (char *)id;
+    req.report_lost = report_lost;
     req.wait_ms = wait_ms > 0 ? (uint32_t)wait_ms : 0;
     ProtobufCMessage *m = NULL;
     int rc = esc_rpc_call(c->gcs, &escher__object_directory__descriptor, "GetLocations",
                           &req.base, &m, req.wait_ms + CALL_SLACK_MS, ESC_RPC_IDEMPOTENT, st);
     *out = (Escher__GetLocationsReply *)m;
+    return rc;
+}
+
+static int get_locations(esc_client *c, const char *id, int wait_ms,
+                         Escher__GetLocationsReply **out, esc_status *st)
+{
+    return get_locations_ex(c, id, wait_ms, false, out, st);
+}
+
+/* Every copy of the object died with its node: asks the raylet that keeps the lineage
+ * of the task that made it (origin) to run it again. ESC_OK when it does; NOT_FOUND when
+ * nobody can. */
+static int reconstruct(esc_client *c, const char *origin, const char *id, esc_status *st)
+{
+    if (!*origin)
+        return esc_status_set(st, ESC_NOT_FOUND, "object %s was lost with its node, and so "
+                              "was the node that kept its lineage", id);
+    esc_rpc_channel *ch = esc_rpc_channel_new(origin, c->token);
+    Escher__ReconstructRequest req = ESCHER__RECONSTRUCT_REQUEST__INIT;
+    req.object_id = (char *)id;
+    Escher__ReconstructReply *rep = NULL;
+    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "Reconstruct", &req.base,
+                          (ProtobufCMessage **)&rep, c->timeout_ms, ESC_RPC_IDEMPOTENT, st);
+    esc_rpc_channel_free(ch);
+    if (rc == ESC_OK && !rep->found)
+        rc = esc_status_set(st, ESC_NOT_FOUND, "object %s was lost with its node and %s keeps "
+                            "no lineage for it", id, origin);
+    if (rep)
+        protobuf_c_message_free_unpacked(&rep->base, NULL);
     return rc;
 }
 
@@ -305,11 +337,21 @@ static int get_from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
                               const deadline *dl, void **data, size_t *len, esc_status *st)
 {
     deadline d = *dl;
+    bool asked = false; /* a reconstruction was asked for: the next look waits for it */
     for (;;) {
         Escher__GetLocationsReply *r = NULL;
-        int rc = get_locations(c, ref->id, d.once ? 0 : left_ms(&d), &r, st);
+        int rc = get_locations_ex(c, ref->id, d.once ? 0 : left_ms(&d), !asked, &r, st);
         if (rc != ESC_OK)
             return rc;
+        asked = false;
+        if (r->lost) {
+            rc = reconstruct(c, r->origin_address, ref->id, st);
+            protobuf_c_message_free_unpacked(&r->base, NULL);
+            if (rc != ESC_OK)
+                return rc;
+            asked = true;
+            continue;
+        }
         bool found = r->found;
         if (found)
             rc = pull_any(c, ref, r, &d, data, len, st);
@@ -340,6 +382,9 @@ static int get_owned(esc_client *c, const esc_ref *ref, esc_owned_value *v, cons
         v->data = NULL;
         return esc_status_set(st, ESC_OK, NULL);
     }
+    /* Its node died: the value is lost or has copies elsewhere; the directory knows. */
+    if (esc_client_is_dead(c, v->address))
+        return ESC_UNAVAILABLE;
     int rc = pull_from(c, v->address, ref->id, d->forever ? 0 : d->once ? c->timeout_ms
                                                                         : left_ms(d),
                        data, len, st);

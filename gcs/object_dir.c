@@ -5,8 +5,13 @@
  * is freed. GetLocations with wait_ms holds the call until some node holds the object:
  * AddLocation wakes exactly the waiters of that id (event driven), a timer answers
  * found=false at the deadline, and a caller that goes away is dropped. Locations on a
- * node that dies go with it; an object with no location left leaves the directory (a
- * reader then waits: a retried task may put it again). A job's entries go when it ends.
+ * node that dies go with it. An object with no location left leaves the directory (a
+ * reader then waits: a retried task may put it again), except one that has an origin
+ * (TaskSpec.origin: the raylet keeping the lineage of the task that made it) and lost
+ * its last copy to a node's death: it stays as *lost*, so a reader that asks with
+ * report_lost learns at once that it must ask the origin to make it again
+ * (docs/tasks.md, "Lost results"); other readers wait for it as for any absent object.
+ * A job's entries go when it ends.
  *
  * Not persisted: an object lives in a raylet's memory and dies with it, so a stored
  * location could only outlive the thing it points to. A GCS that restarts starts with
@@ -38,6 +43,8 @@ struct dir_obj {
     char *job_id;                  /* "" when the object has no owner job */
     uint64_t size;
     bool is_error;
+    char *origin;                  /* node id that can make it again, "" none */
+    bool lost;                     /* every copy died with its node; no location */
     dir_loc *locs;
     dir_obj *prev_in_job, *next_in_job;
 };
@@ -119,11 +126,13 @@ static void obj_drop(gcs_objdir *d, dir_obj *o)
     esc_strmap_del(d->objects, o->id);
     free(o->id);
     free(o->job_id);
+    free(o->origin);
     free(o);
 }
 
-/* Removes one location; the object goes too when it was the last. */
-static void loc_remove(gcs_objdir *d, dir_loc *l)
+/* Removes one location; the object goes too when it was the last, unless the location
+ * died with its node and the object has an origin: then it stays, lost. */
+static void loc_remove(gcs_objdir *d, dir_loc *l, bool node_died)
 {
     dir_obj *o = l->obj;
     dir_loc **pp = &o->locs;
@@ -133,7 +142,9 @@ static void loc_remove(gcs_objdir *d, dir_loc *l)
     loc_unlink_node(d, l);
     free(l->node_id);
     free(l);
-    if (!o->locs)
+    if (!o->locs && node_died && *o->origin)
+        o->lost = true;
+    else if (!o->locs)
         obj_drop(d, o);
 }
 
@@ -146,6 +157,7 @@ static dir_obj *obj_new(gcs_objdir *d, const Escher__ObjectLocation *in)
     o->job_id = strdup(in->job_id);
     o->size = in->size;
     o->is_error = in->is_error;
+    o->origin = strdup(in->origin ? in->origin : "");
     dir_list *b = bucket(d->by_job, o->job_id);
     o->next_in_job = b->head;
     if (o->next_in_job)
@@ -169,6 +181,7 @@ static void loc_add(gcs_objdir *d, dir_obj *o, const char *node_id)
     if (!l)
         abort();
     l->obj = o;
+    o->lost = false;
     l->node_id = strdup(node_id);
     l->next_in_obj = o->locs;
     o->locs = l;
@@ -201,6 +214,10 @@ static void reply_locations(gcs *g, esc_rpc_ctx *call, const dir_obj *o)
         rep.size = o->size;
         rep.is_error = o->is_error;
     }
+    rep.lost = o && o->lost;
+    gcs_node *origin = rep.lost ? gcs_node_find(g, o->origin) : NULL;
+    if (gcs_node_alive(origin))
+        rep.origin_address = origin->info->address;
     esc_rpc_reply(call, &rep.base);
     free(rep.node_ids);
     free(rep.addresses);
@@ -302,12 +319,15 @@ static int check_add(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
         return st->code;
     if (*in->job_id && !esc_name_valid(in->job_id))
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "invalid job id");
+    if (*in->origin && !esc_name_valid(in->origin))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "invalid origin node id");
     gcs_job *j = gcs_job_find(g, in->job_id);
     /* A put racing with the end of its job: refused, so the raylet frees it too. */
     if (j && j->info->state != ESCHER__JOB_STATE__JOB_RUNNING)
         return esc_status_set(st, ESC_FAILED_PRECONDITION, "job %s has ended", in->job_id);
     const dir_obj *o = esc_strmap_get(g->objdir->objects, in->object_id);
-    if (o && (o->size != in->size || o->is_error != in->is_error || strcmp(o->job_id, in->job_id)))
+    /* A lost object made again may differ (a task need not be deterministic). */
+    if (o && !o->lost && (o->size != in->size || o->is_error != in->is_error || strcmp(o->job_id, in->job_id)))
         return esc_status_set(st, ESC_INVALID_ARGUMENT,
                               "object %s is known with another size, kind or job",
                               in->object_id);
@@ -321,8 +341,16 @@ static int add_one(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
         return st->code;
     gcs_objdir *d = g->objdir;
     dir_obj *o = esc_strmap_get(d->objects, in->object_id);
-    if (!o)
+    if (!o) {
         o = obj_new(d, in);
+    } else if (o->lost) {
+        o->size = in->size;
+        o->is_error = in->is_error;
+    }
+    if (!*o->origin && in->origin && *in->origin) {
+        free(o->origin);
+        o->origin = strdup(in->origin);
+    }
     if (!obj_has_node(o, in->node_id))
         loc_add(d, o, in->node_id);
     wake(g, o);
@@ -338,7 +366,7 @@ static int remove_one(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
     dir_obj *o = esc_strmap_get(g->objdir->objects, in->object_id);
     for (dir_loc *l = o ? o->locs : NULL; l; l = l->next_in_obj) {
         if (!strcmp(l->node_id, in->node_id)) {
-            loc_remove(g->objdir, l);
+            loc_remove(g->objdir, l, false);
             break;
         }
     }
@@ -412,7 +440,7 @@ static void handle_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
         return;
     }
     const dir_obj *o = esc_strmap_get(g->objdir->objects, rq->object_id);
-    if (o || rq->wait_ms == 0)
+    if ((o && (!o->lost || rq->report_lost)) || rq->wait_ms == 0)
         reply_locations(g, call, o);
     else
         wait_for(g, call, rq->object_id, rq->wait_ms);
@@ -427,7 +455,7 @@ void gcs_objects_node_dead(gcs *g, const char *node_id)
     dir_list *b;
     /* Looked up again each time: loc_remove frees the bucket with its last location. */
     while (d && (b = esc_strmap_get(d->by_node, node_id)) != NULL) {
-        loc_remove(d, b->head);
+        loc_remove(d, b->head, true);
         n++;
     }
     if (n)

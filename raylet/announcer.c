@@ -31,6 +31,7 @@ static void op_free(op *o)
 {
     free(o->loc.object_id);
     free(o->loc.job_id);
+    free(o->loc.origin);
     free(o);
 }
 
@@ -127,13 +128,18 @@ static op *op_new(bool add, const char *id, const char *job_id)
     o->add = add;
     o->loc.object_id = strdup(id);
     o->loc.job_id = strdup(job_id ? job_id : "");
+    o->loc.origin = strdup("");
     return o;
 }
 
-void announcer_add(announcer *a, const char *id, const char *job_id, uint64_t size,
-                   bool is_error, announce_fn done, void *ud)
+void announcer_add(announcer *a, const char *id, const char *job_id, const char *origin,
+                   uint64_t size, bool is_error, announce_fn done, void *ud)
 {
     op *o = op_new(true, id, job_id);
+    if (origin && *origin) {
+        free(o->loc.origin);
+        o->loc.origin = strdup(origin);
+    }
     o->loc.size = size;
     o->loc.is_error = is_error;
     o->done = done;

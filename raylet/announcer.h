@@ -28,9 +28,10 @@ typedef void (*announce_fn)(void *ud, int code, const char *why);
  * the channel must outlive the announcer's last call (see announcer_stop). */
 announcer *announcer_new(esc_rpc_async *sender, esc_rpc_channel *gcs, const char *node_id);
 
-/* Queues an add; done (may be NULL) runs on the loop thread with the outcome. */
-void announcer_add(announcer *a, const char *id, const char *job_id, uint64_t size,
-                   bool is_error, announce_fn done, void *ud);
+/* Queues an add; done (may be NULL) runs on the loop thread with the outcome. origin
+ * (may be NULL) is the node that can make the object again (TaskSpec.origin). */
+void announcer_add(announcer *a, const char *id, const char *job_id, const char *origin,
+                   uint64_t size, bool is_error, announce_fn done, void *ud);
 /* Queues a removal of this node's copy. */
 void announcer_remove(announcer *a, const char *id);
 

@@ -12,11 +12,13 @@
 #include "object.pb-c.h"
 #include "raylet.h"
 #include "strmap.h"
+#include "task.pb-c.h"
 #include "task_manager.h"
 
 #define WAIT_ROUND_MS 1000   /* one held GetLocations; stop is noticed between rounds */
 #define RETRY_MS 200
 #define PULL_TIMEOUT_MS 600000
+#define RECONSTRUCT_TIMEOUT_MS 5000
 
 typedef struct fetch {
     struct fetch *next;
@@ -31,6 +33,8 @@ typedef struct fetch {
     bool is_error;
     char *obj_error;
     bool local;     /* the object turned up on this node: nothing to pull */
+    bool asked;     /* a reconstruction was asked for; the next round waits for it */
+    bool final;     /* the object cannot be had: stop trying */
 } fetch;
 
 struct object_fetcher {
@@ -103,20 +107,60 @@ static int pull(fetch *x, const char *address)
     return rc;
 }
 
+/* Every copy died with its node: asks the raylet at origin (the task's lineage) to make
+ * it again. Sets x->final when nobody can. */
+static int ask_reconstruct(fetch *x, const char *origin)
+{
+    if (!*origin) {
+        x->final = true;
+        snprintf(x->error, sizeof x->error, "object %.80s was lost with its node, and so was "
+                 "the node that kept its lineage", x->id);
+        return ESC_NOT_FOUND;
+    }
+    esc_rpc_channel *ch = esc_rpc_channel_new(origin, x->f->r->cfg.token);
+    Escher__ReconstructRequest req = ESCHER__RECONSTRUCT_REQUEST__INIT;
+    req.object_id = x->id;
+    Escher__ReconstructReply *rep = NULL;
+    esc_status st = {0};
+    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "Reconstruct", &req.base,
+                          (ProtobufCMessage **)&rep, RECONSTRUCT_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
+                          &st);
+    esc_rpc_channel_free(ch);
+    if (rc == ESC_OK && !rep->found) {
+        x->final = true;
+        snprintf(x->error, sizeof x->error, "object %.80s was lost with its node and %.100s "
+                 "keeps no lineage for it", x->id, origin);
+        rc = ESC_NOT_FOUND;
+    }
+    x->asked = rc == ESC_OK;
+    if (rep)
+        protobuf_c_message_free_unpacked(&rep->base, NULL);
+    return rc == ESC_OK ? ESC_UNAVAILABLE : rc; /* the next round waits for the new copy */
+}
+
 /* One round: ask where the object is (held up to a second), pull it from a node that is
- * not this one. Returns ESC_OK when x holds the value. */
+ * not this one. Returns ESC_OK when x holds the value. A lost object is reported at once
+ * (unless a reconstruction was just asked for: then the round waits for it) and its
+ * reconstruction asked for. */
 static int fetch_round(fetch *x)
 {
     object_fetcher *f = x->f;
     Escher__GetLocationsRequest req = ESCHER__GET_LOCATIONS_REQUEST__INIT;
     req.object_id = x->id;
     req.wait_ms = WAIT_ROUND_MS;
+    req.report_lost = !x->asked;
+    x->asked = false;
     Escher__GetLocationsReply *rep = NULL;
     esc_status st = {0};
     int rc = esc_rpc_call(f->gcs, &escher__object_directory__descriptor, "GetLocations", &req.base,
                           (ProtobufCMessage **)&rep, WAIT_ROUND_MS + 2000, ESC_RPC_IDEMPOTENT, &st);
     if (rc != ESC_OK)
         return rc;
+    if (rep->lost) {
+        rc = ask_reconstruct(x, rep->origin_address);
+        protobuf_c_message_free_unpacked(&rep->base, NULL);
+        return rc;
+    }
     rc = ESC_NOT_FOUND;
     for (size_t i = 0; rep->found && i < rep->n_node_ids && rc != ESC_OK; i++) {
         if (strcmp(rep->node_ids[i], f->r->node_id) == 0) {
@@ -155,7 +199,7 @@ static void deliver(void *arg)
         task_manager_object_arrived(r->tasks, x->id);
     } else if (x->code == ESC_OK) {
         r->pulled_bytes += x->len; /* moved between nodes, for Stats */
-        int rc = raylet_store_object(r, x->id, x->job_id, x->data, x->len, x->is_error,
+        int rc = raylet_store_object(r, x->id, x->job_id, NULL, x->data, x->len, x->is_error,
                                      x->obj_error);
         if (rc == ESC_OK || rc == ESC_ALREADY_EXISTS)
             task_manager_object_arrived(r->tasks, x->id);
@@ -184,6 +228,10 @@ static void *fetch_main(void *arg)
         }
         if (fetch_round(x) == ESC_OK) {
             x->code = ESC_OK;
+            break;
+        }
+        if (x->final) {
+            x->code = ESC_NOT_FOUND;
             break;
         }
         nap(RETRY_MS);

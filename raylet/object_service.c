@@ -99,7 +99,8 @@ static void on_added(void *arg, int code, const char *why)
     free(c);
 }
 
-static void announce_add(raylet_objects *o, const object_view *v, esc_rpc_ctx *call)
+static void announce_add(raylet_objects *o, const object_view *v, const char *origin,
+                         esc_rpc_ctx *call)
 {
     /* Tasks here waiting for this object as an argument can go now. */
     if (o->r->tasks)
@@ -110,7 +111,7 @@ static void announce_add(raylet_objects *o, const object_view *v, esc_rpc_ctx *c
     c->o = o;
     c->call = call;
     snprintf(c->id, sizeof c->id, "%s", v->id);
-    announcer_add(o->announcer, v->id, v->job_id, v->size, v->is_error, on_added, c);
+    announcer_add(o->announcer, v->id, v->job_id, origin, v->size, v->is_error, on_added, c);
 }
 
 /* ------------------------------------------------------------ partial puts */
@@ -213,7 +214,7 @@ static void on_put_chunk(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     }
     object_view v;
     object_store_get(o->store, c->object_id, &v);
-    announce_add(o, &v, call);
+    announce_add(o, &v, NULL, call);
 }
 
 /* ------------------------------------------------------------ Pull */
@@ -347,8 +348,8 @@ static void on_stats(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 
 /* ------------------------------------------------------------ the raylet's own calls */
 
-int raylet_store_object(raylet *r, const char *id, const char *job_id, const void *data,
-                        size_t len, bool is_error, const char *error)
+int raylet_store_object(raylet *r, const char *id, const char *job_id, const char *origin,
+                        const void *data, size_t len, bool is_error, const char *error)
 {
     raylet_objects *o = r->objects;
     if (!o)
@@ -361,7 +362,7 @@ int raylet_store_object(raylet *r, const char *id, const char *job_id, const voi
     }
     object_view v;
     object_store_get(o->store, id, &v);
-    announce_add(o, &v, NULL);
+    announce_add(o, &v, origin, NULL);
     return ESC_OK;
 }
 
@@ -385,7 +386,8 @@ void raylet_objects_job_finished(raylet_objects *o, const char *job_id)
 
 static void reannounce_one(void *ud, const object_view *v)
 {
-    announce_add(ud, v, NULL);
+    /* Without origin: a directory that restarted has no lost objects to rebuild. */
+    announce_add(ud, v, NULL, NULL);
 }
 
 void raylet_objects_reannounce(raylet_objects *o)

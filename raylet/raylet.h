@@ -215,12 +215,13 @@ raylet_objects *raylet_objects_new(raylet *r, uint64_t capacity);
  * in batches through r->async (announcer.h). */
 int raylet_objects_serve(raylet_objects *o, esc_rpc_server *srv);
 /* Stores a sealed object (a task's return value, or with is_error its error text) and
- * announces its location to the GCS. data is copied. Returns ESC_OK, or the store's
+ * announces its location to the GCS, with origin (may be NULL: none), the node that can
+ * make it again if every copy is lost (TaskSpec.origin). data is copied. Returns ESC_OK, or the store's
  * code (RESOURCE_EXHAUSTED when full, ALREADY_EXISTS), logged; UNAVAILABLE once
  * raylet_objects_free ran (so whatever stores results must be freed before it). Loop
  * thread. */
-int raylet_store_object(raylet *r, const char *id, const char *job_id, const void *data,
-                        size_t len, bool is_error, const char *error);
+int raylet_store_object(raylet *r, const char *id, const char *job_id, const char *origin,
+                        const void *data, size_t len, bool is_error, const char *error);
 /* A read-only view of a sealed object in this node's store (valid until the store
  * changes); false when this node does not hold it. */
 bool raylet_object_get(raylet *r, const char *id, object_view *out);

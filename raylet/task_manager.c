@@ -24,6 +24,9 @@
 #include "worker_pool.h"
 
 #define MAX_RETURNS 1024
+/* Lineage kept per raylet: the specs of this many ended forwarded tasks at most, the
+ * oldest forgotten first (their lost returns can then no longer be made again). */
+#define LINEAGE_MAX 100000
 /* The operations a task carries for its success go to the GCS; a write there may wait
  * for durable storage. */
 #define GCS_OPS_TIMEOUT_MS 30000
@@ -53,6 +56,13 @@ struct task_manager {
      * ends. An actor's creation stays while the actor lives: its node's death restarts
      * it. */
     esc_strmap *spilled;
+    /* Lineage: ended tasks that this raylet forwarded as their origin (TaskSpec.origin),
+     * by task id, so a return lost with the node that held it can be made again when a
+     * reader asks (Reconstruct), never before. Gone when the job ends; bounded by
+     * LINEAGE_MAX, oldest first (lineage_order is a ring of their ids, possibly stale). */
+    esc_strmap *lineage;
+    char **lineage_order;
+    size_t lineage_next;
     esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
     gpu_slots *gpus;                /* which GPU instance each running task holds */
     esc_strmap *actors;             /* actor id -> creation entry holding its resources */
@@ -141,7 +151,7 @@ static Escher__ReadyObject *store_one(task_manager *tm, const Escher__TaskSpec *
     esc_return_id(spec->task_id, i, id, sizeof id);
     const void *data = b ? b->data : NULL;
     size_t len = b ? b->len : 0;
-    raylet_store_object(tm->r, id, spec->job_id, data, len, why != NULL, why);
+    raylet_store_object(tm->r, id, spec->job_id, spec->origin, data, len, why != NULL, why);
     return results_object_new(id, data, len, why != NULL, why, tm->r->address);
 }
 
@@ -553,6 +563,8 @@ static int accept_spec(task_manager *tm, Escher__TaskSpec *spec, task_entry **re
         protobuf_c_message_free_unpacked(&spec->base, NULL);
         return ESC_OK;
     }
+    if (!*spec->origin) /* from its owner: this raylet keeps its lineage */
+        spec->origin = strdup(tm->r->node_id);
     *ready = entry_new(tm, spec);
     return ESC_OK;
 }
@@ -611,6 +623,59 @@ static void handle_submit_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, 
     free(ready);
 }
 
+/* ------------------------------------------------------------ lineage */
+
+static task_entry *find_queued(task_manager *tm, const char *task_id);
+
+/* Keeps an ended task's spec for reconstruction, forgetting the oldest past the bound. */
+static void lineage_keep(task_manager *tm, task_entry *e)
+{
+    char **slot = &tm->lineage_order[tm->lineage_next];
+    tm->lineage_next = (tm->lineage_next + 1) % LINEAGE_MAX;
+    if (*slot) {
+        task_entry *old = esc_strmap_del(tm->lineage, *slot);
+        if (old)
+            entry_free(old);
+        free(*slot);
+    }
+    *slot = strdup(e->spec->task_id);
+    free(e->spilled_to);
+    e->spilled_to = NULL;
+    esc_strmap_put(tm->lineage, e->spec->task_id, e);
+}
+
+/* True while the task is somewhere in this raylet: queued, fetching, running, forwarded. */
+static bool in_progress(task_manager *tm, const char *task_id)
+{
+    return esc_strmap_get(tm->spilled, task_id) || esc_strmap_get(tm->running, task_id) ||
+           esc_strmap_get(tm->fetching, task_id) || find_queued(tm, task_id);
+}
+
+/* A reader found every copy of a return gone with its node: the task that made it runs
+ * again, from its lineage, once however many readers ask. */
+static void handle_reconstruct(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__ReconstructRequest *req = (const Escher__ReconstructRequest *)msg;
+    Escher__ReconstructReply rep = ESCHER__RECONSTRUCT_REPLY__INIT;
+    size_t n = strlen(req->object_id);
+    if (!esc_object_id_valid(req->object_id) || n <= 4) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "invalid object id");
+        return;
+    }
+    char task_id[ESC_OBJECT_ID_MAX];
+    snprintf(task_id, sizeof task_id, "%.*s", (int)(n - 4), req->object_id); /* esc_return_id */
+    task_entry *e = esc_strmap_del(tm->lineage, task_id);
+    rep.found = e || in_progress(tm, task_id);
+    esc_rpc_reply(call, &rep.base);
+    if (!e)
+        return;
+    ESC_WARN("object %s was lost with its node; running task %s (%s) again from its lineage",
+             req->object_id, task_id, e->spec->name);
+    e->spec->spill_hops = 0;
+    schedule(tm, e);
+}
+
 /* A raylet this one forwarded tasks to says they ended: the notice goes on the way the
  * task came here (the spec kept at forwarding says whom to tell), or to the owner. */
 static void handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
@@ -626,9 +691,15 @@ static void handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, vo
         const char *back = e ? e->spec->reply_to : "";
         results_deliver(tm->results, back[0] ? peer_at(tm, back) : NULL, d->task_id,
                         e ? e->spec->owner_id : d->owner_id, objs, d->n_returns);
-        /* It ended: its results exist, so its node's death must not run it again. */
-        if (e && !e->spec->actor_creation)
-            entry_free(esc_strmap_del(tm->spilled, d->task_id));
+        /* It ended: its results exist, so its node's death must not run it again; its
+         * origin keeps it as lineage, in case a reader finds them lost. */
+        if (e && !e->spec->actor_creation) {
+            esc_strmap_del(tm->spilled, d->task_id);
+            if (!strcmp(e->spec->origin, tm->r->node_id))
+                lineage_keep(tm, e);
+            else
+                entry_free(e);
+        }
     }
     Escher__TasksDoneReply rep = ESCHER__TASKS_DONE_REPLY__INIT;
     esc_rpc_reply(call, &rep.base);
@@ -747,6 +818,8 @@ task_manager *task_manager_new(raylet *r)
     tm->r = r;
     tm->running = esc_strmap_new();
     tm->spilled = esc_strmap_new();
+    tm->lineage = esc_strmap_new();
+    tm->lineage_order = calloc(LINEAGE_MAX, sizeof *tm->lineage_order);
     tm->fetching = esc_strmap_new();
     tm->gpus = gpu_slots_new(node_gpus(r));
     tm->actors = esc_strmap_new();
@@ -879,7 +952,24 @@ int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
            esc_rpc_server_handle(srv, d, "TasksDone", handle_tasks_done, tm) |
            results_serve(tm->results, srv) |
            esc_rpc_server_handle(srv, d, "CancelTask", handle_cancel, tm) |
-           esc_rpc_server_handle(srv, d, "KillActor", handle_kill_actor, tm);
+           esc_rpc_server_handle(srv, d, "KillActor", handle_kill_actor, tm) |
+           esc_rpc_server_handle(srv, d, "Reconstruct", handle_reconstruct, tm);
+}
+
+/* Forgets the lineage of the job (every job's when job_id is NULL). The ring keeps the
+ * ids: stale ones are skipped when their slot comes round. */
+static void drop_lineage(task_manager *tm, const char *job_id)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(tm->lineage, &pos, &k, &v)) {
+        task_entry *e = v;
+        if (!job_id || !strcmp(e->spec->job_id, job_id)) {
+            esc_strmap_del(tm->lineage, k); /* deleting the entry just returned is allowed */
+            entry_free(e);
+        }
+    }
 }
 
 void task_manager_job_finished(task_manager *tm, const char *job_id)
@@ -889,6 +979,7 @@ void task_manager_job_finished(task_manager *tm, const char *job_id)
     for (size_t i = 0; i < n; i++)
         entry_free(done[i]);
     free(done);
+    drop_lineage(tm, job_id);
     done = take_fetching(tm, of_job, job_id, &n);
     for (size_t i = 0; i < n; i++)
         entry_free(done[i]);
@@ -937,6 +1028,11 @@ void task_manager_free(task_manager *tm)
     while (esc_strmap_next(tm->spilled, &pos, &k, &v))
         entry_free(v);
     esc_strmap_free(tm->spilled);
+    drop_lineage(tm, NULL);
+    esc_strmap_free(tm->lineage);
+    for (size_t i = 0; i < LINEAGE_MAX; i++)
+        free(tm->lineage_order[i]);
+    free(tm->lineage_order);
     pos = 0;
     while (esc_strmap_next(tm->fetching, &pos, &k, &v))
         entry_free(v);

@@ -6,7 +6,9 @@
  *   task elsewhere; 100 tasks of 0.5 s on two live nodes of 2 CPUs then take about
  *   what two nodes need, not minutes.
  * - Re-execution: when the node that ran forwarded tasks dies, the tasks that finished
- *   there (their results read) do not run again; the one still running there does. */
+ *   there (their results read) do not run again; the one still running there does.
+ * - Lineage: a result that only the dead node held, and that is asked for afterwards (as
+ *   a task's argument, then by esc_get), is made again by running its task again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -197,11 +199,94 @@ static void test_finished_tasks_do_not_rerun(void **state)
     h_stop(&C);
 }
 
+typedef struct {
+    esc_client *cl;
+    const esc_ref *ref;
+    char node[80];
+} located;
+
+static bool is_located(void *p)
+{
+    located *l = p;
+    esc_object_locations *locs = NULL;
+    if (esc_ref_locations(l->cl, l->ref, &locs, NULL) != ESC_OK)
+        return false;
+    bool found = locs->n > 0;
+    if (found)
+        snprintf(l->node, sizeof l->node, "%s", locs->node_ids[0]);
+    esc_object_locations_free(locs);
+    return found;
+}
+
+#define BIG (200 * 1024) /* over the inline limit: the owner gets a location, not bytes */
+
+/* Issue: a task that ran on a dead node is run again only if its results are still
+ * needed: here they are (never read), and they are made again when asked for. */
+static void test_lost_result_made_again(void **state)
+{
+    (void)state;
+    h_init(&C, 1000);
+    const char *extras[] = {"--num-cpus 2", "--num-cpus 2 --resources work=1",
+                            "--num-cpus 2 --resources work=1"};
+    assert_int_equal(h_start_cluster(&C, 3, extras), 0);
+    esc_client *cl = h_connect(&C, "lineage", 0, false);
+    char *payload = malloc(BIG);
+    for (size_t i = 0; i < BIG; i++)
+        payload[i] = (char)('a' + i % 26);
+    esc_amount work[] = {{.name = "work", .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = payload, .len = BIG};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .resources = work,
+                          .nresources = 1, .args = &arg, .nargs = 1, .max_retries = 1};
+    esc_ref *produced = NULL;
+    assert_int_equal(esc_task_submit(cl, &spec, &produced, NULL, NULL), ESC_OK);
+    located where = {cl, produced, ""};
+    assert_true(h_wait_until(is_located, &where, 20000));
+    int victim = !strcmp(where.node, C.raylets[1].node_id) ? 1 : 2;
+    assert_string_equal(where.node, C.raylets[victim].node_id);
+    h_kill(&C.raylets[victim].pid, SIGKILL);
+    node_probe np = {cl, where.node};
+    assert_true(h_wait_until(node_dead, &np, 10000));
+
+    /* A consumer on the survivor needs it as its argument: the survivor finds it lost and
+     * asks the producer's origin (raylet 0) to make it again. */
+    esc_task_arg by_ref = {.ref = produced};
+    esc_task_spec consume = {.library = h_tasks_lib(), .symbol = "echo", .resources = work,
+                             .nresources = 1, .args = &by_ref, .nargs = 1};
+    esc_ref *consumed = NULL;
+    assert_int_equal(esc_task_submit(cl, &consume, &consumed, NULL, NULL), ESC_OK);
+    void *v = NULL;
+    size_t len = 0;
+    esc_status st;
+    int rc = esc_get(cl, consumed, 30000, &v, &len, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "consumer: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    assert_int_equal(len, BIG);
+    assert_memory_equal(v, payload, BIG);
+    free(v);
+    /* The owner reads the producer's return: the new copy, on the survivor. */
+    rc = esc_get(cl, produced, 30000, &v, &len, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "producer: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    assert_int_equal(len, BIG);
+    assert_memory_equal(v, payload, BIG);
+    free(v);
+    assert_true(is_located(&where));
+    assert_string_equal(where.node, C.raylets[3 - victim].node_id);
+    esc_ref_free(consumed);
+    esc_ref_free(produced);
+    free(payload);
+    esc_disconnect(cl);
+    h_stop(&C);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dead_peer_does_not_stall_forwarding),
         cmocka_unit_test(test_finished_tasks_do_not_rerun),
+        cmocka_unit_test(test_lost_result_made_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

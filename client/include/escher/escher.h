@@ -319,9 +319,11 @@ int esc_put(esc_client *c, const void *data, size_t len, esc_ref **out, esc_stat
  * long, 0 does not wait, < 0 waits without limit. Prefers a copy on the local node,
  * else pulls one from another node (trying the next copy when a node fails). On ESC_OK
  * *data (malloc'd, the caller frees it; one NUL byte follows the *len bytes) holds the
- * value. Returns DEADLINE_EXCEEDED when no node held it in time, NOT_FOUND when every
- * copy was freed meanwhile, ABORTED with the task's error text in st for an error
- * object (then *data is NULL), or a call's code. */
+ * value. A task's return whose every copy died with its node is made again by running
+ * the task again (docs/tasks.md, "When a node fails"), and the get waits for it.
+ * Returns DEADLINE_EXCEEDED when no node held it in time, NOT_FOUND when every copy was
+ * freed meanwhile or was lost with no node left that can make it again, ABORTED with the
+ * task's error text in st for an error object (then *data is NULL), or a call's code. */
 int esc_get(esc_client *c, const esc_ref *ref, int timeout_ms, void **data, size_t *len,
             esc_status *st);
 
