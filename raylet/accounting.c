@@ -66,14 +66,14 @@ typedef struct {
     uint64_t need_mark; /* the check() that last wrote need */
 } slot;
 
-struct esc_acct {
+struct accounting {
     esc_intern *names;
     slot *slots;        /* indexed by interned id; slots past nslots are absent */
     size_t nslots;
     int32_t *order;     /* present ids, in creation order */
     size_t norder;
     size_t order_cap;
-    uint64_t epoch;     /* bumped by each esc_acct_reset_ephemeral */
+    uint64_t epoch;     /* bumped by each accounting_reset_ephemeral */
     uint64_t checks;    /* numbers each check(), to mark its scratch sums */
     uint64_t version;
     size_t npending;    /* rows with pending set: carve_pending is free when 0 */
@@ -89,9 +89,9 @@ static void *xrealloc(void *p, size_t n)
     return q;
 }
 
-esc_acct *esc_acct_new(void)
+accounting *accounting_new(void)
 {
-    esc_acct *a = calloc(1, sizeof *a);
+    accounting *a = calloc(1, sizeof *a);
     if (a == NULL)
         return NULL;
     a->names = esc_intern_new();
@@ -102,7 +102,7 @@ esc_acct *esc_acct_new(void)
     return a;
 }
 
-void esc_acct_free(esc_acct *a)
+void accounting_free(accounting *a)
 {
     if (a == NULL)
         return;
@@ -117,7 +117,7 @@ void esc_acct_free(esc_acct *a)
 /* ---- slots and rows ---- */
 
 /* Interns name and makes sure slots[id] exists (new slots start absent). */
-static int32_t slot_id(esc_acct *a, const char *name)
+static int32_t slot_id(accounting *a, const char *name)
 {
     int32_t id = esc_intern_id(a->names, name);
     if (id < 0) {
@@ -136,7 +136,7 @@ static int32_t slot_id(esc_acct *a, const char *name)
 }
 
 /* The id of name's present row, or -1; never interns, so it works on a const table. */
-static int32_t row_id(const esc_acct *a, const char *name)
+static int32_t row_id(const accounting *a, const char *name)
 {
     int32_t id = esc_intern_find(a->names, name);
     if (id < 0 || (size_t)id >= a->nslots || !a->slots[id].present)
@@ -145,7 +145,7 @@ static int32_t row_id(const esc_acct *a, const char *name)
 }
 
 /* The row of a request entry, through its resolved slot when it has one. */
-static int32_t req_row(const esc_acct *a, const esc_acct_req *r)
+static int32_t req_row(const accounting *a, const accounting_req *r)
 {
     if (r->slot <= 0)
         return row_id(a, r->name);
@@ -153,7 +153,7 @@ static int32_t req_row(const esc_acct *a, const esc_acct_req *r)
     return (size_t)id < a->nslots && a->slots[id].present ? id : -1;
 }
 
-void esc_acct_resolve(const esc_acct *a, esc_acct_req *req, size_t n)
+void accounting_resolve(const accounting *a, accounting_req *req, size_t n)
 {
     for (size_t i = 0; a && i < n; i++) {
         int32_t id = req[i].name ? esc_intern_find(a->names, req[i].name) : -1;
@@ -161,7 +161,7 @@ void esc_acct_resolve(const esc_acct *a, esc_acct_req *req, size_t n)
     }
 }
 
-static void row_add(esc_acct *a, int32_t id)
+static void row_add(accounting *a, int32_t id)
 {
     if (a->norder == a->order_cap) {
         a->order_cap = a->order_cap ? a->order_cap * 2 : 16;
@@ -175,7 +175,7 @@ static void row_add(esc_acct *a, int32_t id)
 }
 
 /* Removes the row, keeping the others in their relative order. */
-static void row_remove(esc_acct *a, int32_t id)
+static void row_remove(accounting *a, int32_t id)
 {
     free(a->slots[id].backing);
     size_t pos = a->slots[id].pos;
@@ -187,7 +187,7 @@ static void row_remove(esc_acct *a, int32_t id)
 }
 
 /* A snapshot of the observable state of a slot, to tell whether an op changed it. */
-static slot observe(const esc_acct *a, int32_t id)
+static slot observe(const accounting *a, int32_t id)
 {
     slot s = {0};
     if (id >= 0 && (size_t)id < a->nslots && a->slots[id].present) {
@@ -240,7 +240,7 @@ static int64_t phys_of(const slot *s, size_t k, int64_t units)
     return v;
 }
 
-static void set_pending(esc_acct *a, slot *s, bool pending)
+static void set_pending(accounting *a, slot *s, bool pending)
 {
     if (s->pending == pending)
         return;
@@ -252,7 +252,7 @@ static void set_pending(esc_acct *a, slot *s, bool pending)
 }
 
 /* Gives back the physical quantity of carved units above `to`. */
-static void uncarve_to(esc_acct *a, slot *s, int64_t to)
+static void uncarve_to(accounting *a, slot *s, int64_t to)
 {
     for (size_t k = 0; k < s->nbacking; k++) {
         int64_t d = phys_of(s, k, s->carved) - phys_of(s, k, to);
@@ -265,7 +265,7 @@ static void uncarve_to(esc_acct *a, slot *s, int64_t to)
 
 /* Carves up to `to` units if every physical row has room for its part: all or
  * nothing, so a half-carved backing never holds physical capacity hostage. */
-static bool carve_to(esc_acct *a, slot *s, int64_t to)
+static bool carve_to(accounting *a, slot *s, int64_t to)
 {
     for (size_t k = 0; k < s->nbacking; k++) {
         const slot *p = &a->slots[s->backing[k].id];
@@ -287,7 +287,7 @@ static bool carve_to(esc_acct *a, slot *s, int64_t to)
 
 /* Gives back at once what a row no longer needs; marks it pending when it needs more
  * (carve_pending takes it, in row order). */
-static void mark_carve(esc_acct *a, int32_t id)
+static void mark_carve(accounting *a, int32_t id)
 {
     slot *s = &a->slots[id];
     if (s->nbacking == 0)
@@ -299,7 +299,7 @@ static void mark_carve(esc_acct *a, int32_t id)
 }
 
 /* Carves every pending row that fits now, oldest first. Returns true when one did. */
-static bool carve_pending(esc_acct *a)
+static bool carve_pending(accounting *a)
 {
     bool changed = false;
     for (size_t i = 0; a->npending > 0 && i < a->norder; i++) {
@@ -318,7 +318,7 @@ static bool carve_pending(esc_acct *a)
 
 /* Gives the whole carve back and forgets the backing (before a row goes, or changes
  * its backing). */
-static void drop_backing(esc_acct *a, int32_t id)
+static void drop_backing(accounting *a, int32_t id)
 {
     slot *s = &a->slots[id];
     uncarve_to(a, s, 0);
@@ -330,7 +330,7 @@ static void drop_backing(esc_acct *a, int32_t id)
 
 /* Reads a backing vector: every name a physical row, each once, 0 < qty <= max.
  * Returns 0 with *out (malloc'd, NULL when n == 0), or -1. */
-static int parse_backing(esc_acct *a, Escher__Amount *const *v, size_t n, backing_ent **out)
+static int parse_backing(accounting *a, Escher__Amount *const *v, size_t n, backing_ent **out)
 {
     *out = NULL;
     if (n == 0)
@@ -364,7 +364,7 @@ static bool same_backing(const slot *s, const backing_ent *b, size_t n)
 
 /* Gives row id the backing b (taking it) unless it has it already; a new backing
  * starts with nothing carved. */
-static void adopt_backing(esc_acct *a, int32_t id, backing_ent *b, size_t n)
+static void adopt_backing(accounting *a, int32_t id, backing_ent *b, size_t n)
 {
     if (same_backing(&a->slots[id], b, n)) {
         free(b);
@@ -378,7 +378,7 @@ static void adopt_backing(esc_acct *a, int32_t id, backing_ent *b, size_t n)
 /* ---- ephemeral changes ---- */
 
 /* Log ops may only touch "<ns>/<name>" names that are not rows set as physical. */
-static bool ephemeral_writable(const esc_acct *a, const char *name)
+static bool ephemeral_writable(const accounting *a, const char *name)
 {
     char ns[ESC_NAME_MAX + 1], short_name[ESC_NAME_MAX + 1];
     if (name == NULL || esc_name_is_physical(name))
@@ -391,7 +391,7 @@ static bool ephemeral_writable(const esc_acct *a, const char *name)
 
 /* Gives a row its capacity, reviving a deleted row with its holders still counted.
  * total must already be in range. */
-static void put_capacity(esc_acct *a, int32_t id, int64_t total, bool unbounded)
+static void put_capacity(accounting *a, int32_t id, int64_t total, bool unbounded)
 {
     slot *s = &a->slots[id];
     if (!s->present)
@@ -403,7 +403,7 @@ static void put_capacity(esc_acct *a, int32_t id, int64_t total, bool unbounded)
 
 /* SET and ADD follow the rule shared with the GCS registry (capacity.h); a row deleted
  * while held counts as absent there, so an ADD revives it as if it were new. */
-static void apply_capacity_op(esc_acct *a, int32_t id, int op, int64_t value, bool unbounded)
+static void apply_capacity_op(accounting *a, int32_t id, int op, int64_t value, bool unbounded)
 {
     slot *s = &a->slots[id];
     esc_capacity cap = {.present = s->present && !s->deleted, .unbounded = s->unbounded,
@@ -414,7 +414,7 @@ static void apply_capacity_op(esc_acct *a, int32_t id, int op, int64_t value, bo
 
 /* DELETE: gone at once when nobody holds it, else kept (admitting nothing) until the
  * last holder releases. */
-static void do_delete(esc_acct *a, int32_t id)
+static void do_delete(accounting *a, int32_t id)
 {
     slot *s = &a->slots[id];
     if (!s->present)
@@ -434,7 +434,7 @@ static void do_delete(esc_acct *a, int32_t id)
  * the row was absent or deleted before it): a fresh row takes the op's, possibly none;
  * a live one keeps its own unless a SET names another. An unbounded capacity can not
  * be carved, so it has none. */
-static void apply_backing(esc_acct *a, int32_t id, const Escher__LogOp *op, bool fresh,
+static void apply_backing(accounting *a, int32_t id, const Escher__LogOp *op, bool fresh,
                           backing_ent *b)
 {
     if (fresh || (op->kind == ESCHER__OP_KIND__OP_SET && op->n_backing > 0))
@@ -445,7 +445,7 @@ static void apply_backing(esc_acct *a, int32_t id, const Escher__LogOp *op, bool
         drop_backing(a, id);
 }
 
-int esc_acct_apply(esc_acct *a, const Escher__LogOp *op)
+int accounting_apply(accounting *a, const Escher__LogOp *op)
 {
     if (a == NULL || op == NULL || !ephemeral_writable(a, op->name))
         return -1;
@@ -480,8 +480,8 @@ int esc_acct_apply(esc_acct *a, const Escher__LogOp *op)
 }
 
 /* Loads the snapshot's rows (reviving deleted ones) and marks them with this epoch. */
-static bool reset_set_listed(esc_acct *a, const char *const *names, const int64_t *totals,
-                             const bool *unbounded, const esc_acct_backing *backing,
+static bool reset_set_listed(accounting *a, const char *const *names, const int64_t *totals,
+                             const bool *unbounded, const accounting_backing *backing,
                              size_t n)
 {
     bool changed = false;
@@ -511,7 +511,7 @@ static bool reset_set_listed(esc_acct *a, const char *const *names, const int64_
 }
 
 /* Deletes every live ephemeral row the snapshot did not list. */
-static bool reset_delete_unlisted(esc_acct *a)
+static bool reset_delete_unlisted(accounting *a)
 {
     bool changed = false;
     /* Walk ids, not order[]: deleting rewrites order[]. */
@@ -525,9 +525,9 @@ static bool reset_delete_unlisted(esc_acct *a)
     return changed;
 }
 
-void esc_acct_reset_ephemeral_backed(esc_acct *a, const char *const *names,
+void accounting_reset_ephemeral_backed(accounting *a, const char *const *names,
                                      const int64_t *totals, const bool *unbounded,
-                                     const esc_acct_backing *backing, size_t n)
+                                     const accounting_backing *backing, size_t n)
 {
     if (a == NULL || (names == NULL && n > 0))
         return;
@@ -540,13 +540,13 @@ void esc_acct_reset_ephemeral_backed(esc_acct *a, const char *const *names,
         a->version++;
 }
 
-void esc_acct_reset_ephemeral(esc_acct *a, const char *const *names, const int64_t *totals,
+void accounting_reset_ephemeral(accounting *a, const char *const *names, const int64_t *totals,
                               const bool *unbounded, size_t n)
 {
-    esc_acct_reset_ephemeral_backed(a, names, totals, unbounded, NULL, n);
+    accounting_reset_ephemeral_backed(a, names, totals, unbounded, NULL, n);
 }
 
-void esc_acct_set_physical(esc_acct *a, const char *name, int64_t total, bool unbounded)
+void accounting_set_physical(accounting *a, const char *name, int64_t total, bool unbounded)
 {
     if (a == NULL || name == NULL)
         return;
@@ -567,7 +567,7 @@ void esc_acct_set_physical(esc_acct *a, const char *name, int64_t total, bool un
 
 /* ---- admission ---- */
 
-static bool req_valid(const esc_acct_req *r)
+static bool req_valid(const accounting_req *r)
 {
     return r->name != NULL && r->qty > 0 && r->qty <= ESC_QTY_MAX;
 }
@@ -576,11 +576,11 @@ static bool req_valid(const esc_acct_req *r)
  * unbounded, with its summed quantity within the limit (available or total). Repeated
  * names are summed in per-row scratch fields, so a request of n names costs O(n): those
  * fields are invisible state, which is why the const table may write them. */
-static bool check(const esc_acct *ca, const esc_acct_req *req, size_t n, bool against_total)
+static bool check(const accounting *ca, const accounting_req *req, size_t n, bool against_total)
 {
     if (ca == NULL || (req == NULL && n > 0))
         return false;
-    esc_acct *a = (esc_acct *)ca;
+    accounting *a = (accounting *)ca;
     uint64_t mark = ++a->checks;
     for (size_t i = 0; i < n; i++) {
         if (!req_valid(&req[i]))
@@ -604,19 +604,19 @@ static bool check(const esc_acct *ca, const esc_acct_req *req, size_t n, bool ag
     return true;
 }
 
-bool esc_acct_fits(const esc_acct *a, const esc_acct_req *req, size_t n)
+bool accounting_fits(const accounting *a, const accounting_req *req, size_t n)
 {
     return check(a, req, n, false);
 }
 
-bool esc_acct_feasible(const esc_acct *a, const esc_acct_req *req, size_t n)
+bool accounting_feasible(const accounting *a, const accounting_req *req, size_t n)
 {
     return check(a, req, n, true);
 }
 
-bool esc_acct_acquire(esc_acct *a, const esc_acct_req *req, size_t n)
+bool accounting_acquire(accounting *a, const accounting_req *req, size_t n)
 {
-    if (!esc_acct_fits(a, req, n))
+    if (!accounting_fits(a, req, n))
         return false;
     for (size_t i = 0; i < n; i++) {
         int32_t id = req_row(a, &req[i]);    /* fits guarantees the row */
@@ -627,7 +627,7 @@ bool esc_acct_acquire(esc_acct *a, const esc_acct_req *req, size_t n)
     return true;
 }
 
-void esc_acct_release(esc_acct *a, const esc_acct_req *req, size_t n)
+void accounting_release(accounting *a, const accounting_req *req, size_t n)
 {
     if (a == NULL || req == NULL)
         return;
@@ -655,7 +655,7 @@ void esc_acct_release(esc_acct *a, const esc_acct_req *req, size_t n)
 
 /* ---- listing ---- */
 
-static void fill_row(const esc_acct *a, int32_t id, esc_acct_row *row)
+static void fill_row(const accounting *a, int32_t id, accounting_row *row)
 {
     const slot *s = &a->slots[id];
     row->name = esc_intern_name(a->names, id);
@@ -669,12 +669,12 @@ static void fill_row(const esc_acct *a, int32_t id, esc_acct_row *row)
     row->carved = s->carved;
 }
 
-size_t esc_acct_count(const esc_acct *a)
+size_t accounting_count(const accounting *a)
 {
     return a ? a->norder : 0;
 }
 
-bool esc_acct_row_at(const esc_acct *a, size_t i, esc_acct_row *row)
+bool accounting_row_at(const accounting *a, size_t i, accounting_row *row)
 {
     if (a == NULL || row == NULL || i >= a->norder)
         return false;
@@ -682,7 +682,7 @@ bool esc_acct_row_at(const esc_acct *a, size_t i, esc_acct_row *row)
     return true;
 }
 
-bool esc_acct_get(const esc_acct *a, const char *name, esc_acct_row *row)
+bool accounting_get(const accounting *a, const char *name, accounting_row *row)
 {
     int32_t id = (a != NULL && name != NULL) ? row_id(a, name) : -1;
     if (id < 0)
@@ -692,7 +692,7 @@ bool esc_acct_get(const esc_acct *a, const char *name, esc_acct_row *row)
     return true;
 }
 
-uint64_t esc_acct_version(const esc_acct *a)
+uint64_t accounting_version(const accounting *a)
 {
     return a ? a->version : 0;
 }

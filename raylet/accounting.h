@@ -12,7 +12,7 @@
  *  - unbounded capacity admits any request;
  *  - no node is ever allocated past its capacity: acquire only succeeds when every
  *    requested quantity is <= available (or the resource is unbounded).
- * Physical resources are set with esc_acct_set_physical and can not be changed by log ops.
+ * Physical resources are set with accounting_set_physical and can not be changed by log ops.
  *
  * Backed ephemeral resources (a SET carrying LogOp.backing: physical quantities per unit
  * of capacity) carve their capacity out of the node's physical rows: the carved
@@ -35,16 +35,16 @@
 
 #include "common.pb-c.h"
 
-typedef struct esc_acct esc_acct;
+typedef struct accounting accounting;
 
 /* One entry of a request vector. */
 typedef struct {
     const char *name;
     int64_t qty;          /* fixed point, > 0 */
-    /* 0, or the table's id of name + 1 (esc_acct_resolve): a request checked many times
+    /* 0, or the table's id of name + 1 (accounting_resolve): a request checked many times
      * (a task with a thousand resources) then skips the name lookups. */
     int32_t slot;
-} esc_acct_req;
+} accounting_req;
 
 /* One row of the table as seen from outside. */
 typedef struct {
@@ -59,19 +59,19 @@ typedef struct {
     /* Backed: capacity units carved (total above is min(capacity, carved)).
      * Physical: the part of held that backs ephemeral resources. */
     int64_t carved;
-} esc_acct_row;
+} accounting_row;
 
 /* The backing of one snapshot row (registry entry): physical per unit of capacity. */
 typedef struct {
     Escher__Amount *const *v;
     size_t n;
-} esc_acct_backing;
+} accounting_backing;
 
-esc_acct *esc_acct_new(void);
-void esc_acct_free(esc_acct *a);
+accounting *accounting_new(void);
+void accounting_free(accounting *a);
 
 /* Sets a physical (or static custom) resource; those are immune to log ops. */
-void esc_acct_set_physical(esc_acct *a, const char *name, int64_t total, bool unbounded);
+void accounting_set_physical(accounting *a, const char *name, int64_t total, bool unbounded);
 
 /* Applies one log op (SET / ADD / DELETE) to an ephemeral resource. ADD on an absent
  * resource creates it with the delta as capacity (clamped at 0 from below). A SET with a
@@ -80,50 +80,50 @@ void esc_acct_set_physical(esc_acct *a, const char *name, int64_t total, bool un
  * or -1 when the op targets a physical name or its backing is malformed (a name that
  * is not a physical row of this table, a repeated name, a quantity <= 0 or unbounded);
  * then nothing changes. */
-int esc_acct_apply(esc_acct *a, const Escher__LogOp *op);
+int accounting_apply(accounting *a, const Escher__LogOp *op);
 
 /* Replaces every ephemeral resource by the given registry rows of this node (a snapshot):
  * names present get their capacity, ephemeral names absent are deleted (with the
  * delete-while-held rule). */
-void esc_acct_reset_ephemeral(esc_acct *a, const char *const *names, const int64_t *totals,
+void accounting_reset_ephemeral(accounting *a, const char *const *names, const int64_t *totals,
                               const bool *unbounded, size_t n);
 
-/* esc_acct_reset_ephemeral with each row's backing (backing may be NULL: none). A row
+/* accounting_reset_ephemeral with each row's backing (backing may be NULL: none). A row
  * whose backing differs from the table's gives its old carve back and carves anew.
  * Rows with a malformed backing are loaded unbacked. */
-void esc_acct_reset_ephemeral_backed(esc_acct *a, const char *const *names,
+void accounting_reset_ephemeral_backed(accounting *a, const char *const *names,
                                      const int64_t *totals, const bool *unbounded,
-                                     const esc_acct_backing *backing, size_t n);
+                                     const accounting_backing *backing, size_t n);
 
 /* Fills the slot of each entry whose name the table knows (ids are never reused, so it
  * stays right for this table; names unknown yet are looked up each time). */
-void esc_acct_resolve(const esc_acct *a, esc_acct_req *req, size_t n);
+void accounting_resolve(const accounting *a, accounting_req *req, size_t n);
 
 /* True when every requested quantity fits now (present, not deleted, and
  * unbounded or qty <= available). */
-bool esc_acct_fits(const esc_acct *a, const esc_acct_req *req, size_t n);
+bool accounting_fits(const accounting *a, const accounting_req *req, size_t n);
 
 /* True when the request could ever fit on this node as it is configured now
  * (every name present, not deleted, and qty <= total or unbounded; a backed row counts
  * its whole capacity, carved or not). */
-bool esc_acct_feasible(const esc_acct *a, const esc_acct_req *req, size_t n);
+bool accounting_feasible(const accounting *a, const accounting_req *req, size_t n);
 
 /* Holds the request if it fits: returns true and adds to held. */
-bool esc_acct_acquire(esc_acct *a, const esc_acct_req *req, size_t n);
+bool accounting_acquire(accounting *a, const accounting_req *req, size_t n);
 
 /* Releases what an earlier successful acquire of the same request held. A deleted
  * resource whose held drops to 0 is removed (giving its backing back). Pending backed
  * rows are then carved when the freed physical capacity lets them. */
-void esc_acct_release(esc_acct *a, const esc_acct_req *req, size_t n);
+void accounting_release(accounting *a, const accounting_req *req, size_t n);
 
 /* Number of rows, and row i (0 <= i < count), in a stable order between mutations. */
-size_t esc_acct_count(const esc_acct *a);
-bool esc_acct_row_at(const esc_acct *a, size_t i, esc_acct_row *row);
+size_t accounting_count(const accounting *a);
+bool accounting_row_at(const accounting *a, size_t i, accounting_row *row);
 
 /* Looks up one resource by name. Returns false when absent. */
-bool esc_acct_get(const esc_acct *a, const char *name, esc_acct_row *row);
+bool accounting_get(const accounting *a, const char *name, accounting_row *row);
 
 /* A counter bumped by every mutation; lets callers know whether to re-report. */
-uint64_t esc_acct_version(const esc_acct *a);
+uint64_t accounting_version(const accounting *a);
 
 #endif

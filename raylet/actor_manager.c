@@ -11,7 +11,7 @@
 #include "raylet.h"
 #include "rpc_async.h"
 #include "strmap.h"
-#include "task_manager.h"
+#include "results.h"
 #include "worker_pool.h"
 
 #define LOCATION_TIMEOUT_MS 5000
@@ -37,7 +37,7 @@ typedef struct actor {
     char why[512];               /* why it died */
     char lost_why[256];          /* why it lost its last worker ("" if never) */
     unsigned restarts;
-    actor_ended_fn ended;
+    actor_manager_ended_fn ended;
     void *ud;
 } actor;
 
@@ -57,7 +57,7 @@ static void free_calls(actor *a, const char *why)
         call *c = a->head;
         a->head = c->next;
         if (why)
-            task_manager_store_error(a->am->r->tasks, c->spec, why);
+            results_store_error(a->am->r->results, c->spec, why);
         protobuf_c_message_free_unpacked(&c->spec->base, NULL);
         free(c);
     }
@@ -108,9 +108,9 @@ static void store_creation(actor *a, const Escher__TaskResult *res, const char *
         return;
     a->created_stored = true;
     if (res)
-        task_manager_store_result(a->am->r->tasks, a->creation, res);
+        results_store(a->am->r->results, a->creation, res);
     else
-        task_manager_store_error(a->am->r->tasks, a->creation, why);
+        results_store_error(a->am->r->results, a->creation, why);
 }
 
 /* The actor is gone for good: calls fail from now on and its resources go back. */
@@ -163,7 +163,7 @@ static void on_call_done(void *ud, const Escher__TaskResult *res)
     if (c && c->spec == a->creation) {
         init_done(a, res, lost);
     } else if (c) {
-        task_manager_store_result(a->am->r->tasks, c->spec, res);
+        results_store(a->am->r->results, c->spec, res);
         protobuf_c_message_free_unpacked(&c->spec->base, NULL);
     }
     free(c);
@@ -236,7 +236,7 @@ static void dispatch(actor *a)
     }
 }
 
-void actor_call(actor_manager *am, const Escher__TaskSpec *spec)
+void actor_manager_call(actor_manager *am, const Escher__TaskSpec *spec)
 {
     actor *a = esc_strmap_get(am->actors, spec->actor_id);
     if (!a || a->dead) {
@@ -245,7 +245,7 @@ void actor_call(actor_manager *am, const Escher__TaskSpec *spec)
         if (!a)
             snprintf(why, sizeof why, "actor %.40s is not hosted on this node (never created "
                      "here, or its node restarted)", spec->actor_id);
-        task_manager_store_error(am->r->tasks, spec, why);
+        results_store_error(am->r->results, spec, why);
         return;
     }
     call *c = calloc(1, sizeof *c);
@@ -277,8 +277,8 @@ static void announce(actor_manager *am, const char *actor_id)
                        LOCATION_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
 }
 
-void actor_start(actor_manager *am, const Escher__TaskSpec *creation, const char *const *env,
-                 size_t nenv, actor_ended_fn ended, void *ud)
+void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, const char *const *env,
+                 size_t nenv, actor_manager_ended_fn ended, void *ud)
 {
     actor *old = esc_strmap_del(am->actors, creation->actor_id);
     if (old)
@@ -303,7 +303,7 @@ void actor_start(actor_manager *am, const Escher__TaskSpec *creation, const char
     dispatch(a);
 }
 
-bool actor_kill(actor_manager *am, const char *actor_id, const char *why)
+bool actor_manager_kill(actor_manager *am, const char *actor_id, const char *why)
 {
     actor *a = esc_strmap_get(am->actors, actor_id);
     if (!a || a->dead)

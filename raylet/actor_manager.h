@@ -27,7 +27,7 @@ struct raylet;
 typedef struct actor_manager actor_manager;
 
 /* Called once when a started actor ends for good (its resources can be released). */
-typedef void (*actor_ended_fn)(void *ud);
+typedef void (*actor_manager_ended_fn)(void *ud);
 
 actor_manager *actor_manager_new(struct raylet *r);
 void actor_manager_free(actor_manager *am);
@@ -35,15 +35,15 @@ void actor_manager_free(actor_manager *am);
 /* Starts an admitted actor from its creation spec (copied) with the task environment its
  * worker keeps (env copied). Runs the spec's function as the actor's init when it names
  * one; the creation's return object is stored when the actor is ready (or failed). */
-void actor_start(actor_manager *am, const Escher__TaskSpec *creation, const char *const *env,
-                 size_t nenv, actor_ended_fn ended, void *ud);
+void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, const char *const *env,
+                 size_t nenv, actor_manager_ended_fn ended, void *ud);
 
 /* Queues a method call (spec copied; actor_id set, actor_creation not). A call for an
  * actor this raylet never hosted or that died ends at once as error objects. */
-void actor_call(actor_manager *am, const Escher__TaskSpec *call);
+void actor_manager_call(actor_manager *am, const Escher__TaskSpec *call);
 
 /* Kills an actor hosted here. Returns false when there is none alive by that id. */
-bool actor_kill(actor_manager *am, const char *actor_id, const char *why);
+bool actor_manager_kill(actor_manager *am, const char *actor_id, const char *why);
 
 /* Kills the actors of a job that ended. */
 void actor_manager_job_finished(actor_manager *am, const char *job_id);

@@ -198,7 +198,7 @@ void cluster_view_set_suspects(cluster_view *v, const esc_strmap *suspects)
     v->suspects = suspects;
 }
 
-static bool covers(const view_node *n, const esc_acct_req *req, size_t k)
+static bool covers(const view_node *n, const accounting_req *req, size_t k)
 {
     for (size_t i = 0; i < k; i++) {
         const esc_capacity *c = esc_strmap_get(n->caps, req[i].name);
@@ -209,7 +209,7 @@ static bool covers(const view_node *n, const esc_acct_req *req, size_t k)
 }
 
 const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
-                                       const esc_acct_req *req, size_t n, const char **node_id)
+                                       const accounting_req *req, size_t n, const char **node_id)
 {
     const char *best_id = NULL, *best_addr = NULL;
     size_t pos = 0;
@@ -270,7 +270,7 @@ static bool free_of(view_node *n, const char *name, bool debits_valid, int64_t *
 
 /* How many times the request fits in n's availability (INFINITY when every name is
  * unbounded); < 1 when it does not fit. Repeated names are summed, as admission does. */
-static double headroom(view_node *n, const esc_acct_req *req, size_t k, uint64_t now)
+static double headroom(view_node *n, const accounting_req *req, size_t k, uint64_t now)
 {
     bool debits_valid = now - n->debit_ms <= DEBIT_TTL_MS;
     double most = INFINITY;
@@ -294,7 +294,7 @@ static double headroom(view_node *n, const esc_acct_req *req, size_t k, uint64_t
 }
 
 const char *cluster_view_find_available(cluster_view *v, const char *self,
-                                        const esc_acct_req *req, size_t n,
+                                        const accounting_req *req, size_t n,
                                         const char *exclude_node, const char **node_id)
 {
     const char *best_id = NULL, *best_addr = NULL;
@@ -325,7 +325,7 @@ const char *cluster_view_find_available(cluster_view *v, const char *self,
     return best_addr;
 }
 
-void cluster_view_debit(cluster_view *v, const char *node_id, const esc_acct_req *req, size_t n)
+void cluster_view_debit(cluster_view *v, const char *node_id, const accounting_req *req, size_t n)
 {
     view_node *node = esc_strmap_get(v->nodes, node_id);
     if (!node)

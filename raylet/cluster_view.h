@@ -36,7 +36,7 @@ void cluster_view_apply(cluster_view *v, const Escher__Event *ev);
  * when none. *node_id (may be NULL) gets that node's id. Strings are owned by the view
  * and valid until the next event. */
 const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
-                                       const esc_acct_req *req, size_t n, const char **node_id);
+                                       const accounting_req *req, size_t n, const char **node_id);
 
 /* The address of an alive node other than `self` and `exclude_node` (either may be
  * NULL) whose advertised availability, less this raylet's debits, covers the request;
@@ -45,12 +45,12 @@ const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
  * at random so raylets with the same view do not all pick the same node. *node_id (may
  * be NULL) gets its id. Strings are owned by the view and valid until the next event. */
 const char *cluster_view_find_available(cluster_view *v, const char *self,
-                                        const esc_acct_req *req, size_t n,
+                                        const accounting_req *req, size_t n,
                                         const char *exclude_node, const char **node_id);
 
 /* This raylet sent a task holding req to node_id: count it against that node's
  * availability until the node advertises again. */
-void cluster_view_debit(cluster_view *v, const char *node_id, const esc_acct_req *req, size_t n);
+void cluster_view_debit(cluster_view *v, const char *node_id, const accounting_req *req, size_t n);
 
 /* Nodes whose raylet address is a key of suspects (may be NULL; the map is owned by the
  * caller, peers.h, and read at each search) are skipped by both searches above: this

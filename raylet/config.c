@@ -1,6 +1,7 @@
 /* config.c: the command line of escher-raylet (docs/processes.md) and its checks.
  * Every bad value is reported as one line; main exits 2 on it. */
-#include "raylet.h"
+#include "config.h"
+#include "files.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -36,7 +37,7 @@ static const char usage[] =
     "  --forward-timeout-ms MS     deadline of a call to another raylet (forwarding a\n"
     "                              task); one that misses it is suspect (500)\n";
 
-const char *raylet_usage(void)
+const char *config_usage(void)
 {
     return usage;
 }
@@ -354,7 +355,7 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
     return fail(err, errlen, "unknown option");
 }
 
-int raylet_config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t errlen)
+int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->bind = strdup("0.0.0.0");
@@ -393,7 +394,7 @@ int raylet_config_parse(int argc, char **argv, raylet_config *cfg, char *err, si
         rc = fail(err, errlen, "--gcs-address HOST:PORT is required");
     if (rc == 0) {
         if (token_file) {
-            cfg->token = raylet_read_token_file(token_file, err, errlen);
+            cfg->token = files_read_token(token_file, err, errlen);
             if (!cfg->token)
                 rc = -1;
         } else {
@@ -409,7 +410,7 @@ int raylet_config_parse(int argc, char **argv, raylet_config *cfg, char *err, si
     return rc;
 }
 
-void raylet_config_free(raylet_config *cfg)
+void config_free(raylet_config *cfg)
 {
     free(cfg->gcs_address);
     if (cfg->token) {

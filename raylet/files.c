@@ -1,5 +1,5 @@
 /* files.c: the raylet's small files: reading the token, writing the node id file. */
-#include "raylet.h"
+#include "files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 
 #define TOKEN_FILE_MAX 4096
 
-char *raylet_read_token_file(const char *path, char *err, size_t errlen)
+char *files_read_token(const char *path, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -45,7 +45,7 @@ char *raylet_read_token_file(const char *path, char *err, size_t errlen)
     return tok;
 }
 
-int raylet_write_file_atomic(const char *path, const char *content)
+int files_write_atomic(const char *path, const char *content)
 {
     char tmp[4200];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp) {

@@ -14,7 +14,11 @@
  *
  * Shutdown (loop thread): set stopping, wake the report thread and join it, then stop
  * the subscription. */
+#include "gcs_link.h"
 #include "raylet.h"
+#include "files.h"
+#include "resource_rows.h"
+#include "log_apply.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -35,7 +39,7 @@
 #define REPORT_RETRY_MS 100       /* after a failed report, wait this long at least */
 #define DEFAULT_HEARTBEAT_MS 1000
 
-struct raylet_link {
+struct gcs_link {
     raylet *r;
     esc_rpc_channel *ch;
 
@@ -56,8 +60,8 @@ struct raylet_link {
     bool stopping;
     bool wake;                     /* something was published since the last report */
     uint64_t seq;                  /* latest applied seq published by the loop */
-    raylet_rows *pending;          /* latest rows published and not yet taken */
-    raylet_rows *spare;            /* a used rows block, for the loop to fill again */
+    resource_rows *pending;          /* latest rows published and not yet taken */
+    resource_rows *spare;            /* a used rows block, for the loop to fill again */
     esc_subscription *sub;         /* the event stream (started and stopped by the loop) */
 
     pthread_t report_thread;
@@ -67,7 +71,7 @@ struct raylet_link {
 /* ------------------------------------------------------------ helpers */
 
 
-static bool is_stopping(raylet_link *l)
+static bool is_stopping(gcs_link *l)
 {
     pthread_mutex_lock(&l->mu);
     bool s = l->stopping;
@@ -76,7 +80,7 @@ static bool is_stopping(raylet_link *l)
 }
 
 /* Sleeps ms on cv unless stopping; returns whether stopping. */
-static bool nap(raylet_link *l, pthread_cond_t *cv, uint64_t ms)
+static bool nap(gcs_link *l, pthread_cond_t *cv, uint64_t ms)
 {
     struct timespec until = esc_time_after_ms(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&l->mu);
@@ -92,7 +96,7 @@ static bool nap(raylet_link *l, pthread_cond_t *cv, uint64_t ms)
 /* ------------------------------------------------------------ posts to the loop */
 
 typedef struct {
-    raylet_link *l;
+    gcs_link *l;
     int code;
 } fatal_msg;
 
@@ -103,7 +107,7 @@ static void run_fatal(void *arg)
     free(m);
 }
 
-static void post_fatal(raylet_link *l, int code)
+static void post_fatal(gcs_link *l, int code)
 {
     fatal_msg *m = malloc(sizeof *m);
     if (!m)
@@ -113,7 +117,7 @@ static void post_fatal(raylet_link *l, int code)
 }
 
 typedef struct {
-    raylet_link *l;
+    gcs_link *l;
     uint64_t seq;
 } registered_msg;
 
@@ -123,7 +127,7 @@ static void post_event(void *ud, Escher__Event *ev);
 static void run_registered(void *arg)
 {
     registered_msg *m = arg;
-    raylet_link *l = m->l;
+    gcs_link *l = m->l;
     raylet *r = l->r;
     uint64_t seq = m->seq;
     free(m);
@@ -132,7 +136,7 @@ static void run_registered(void *arg)
     snprintf(r->node_id, sizeof r->node_id, "%s", l->node_id);
     r->registered = true;
     r->applied_seq = seq;
-    if (r->cfg.node_id_file && raylet_write_file_atomic(r->cfg.node_id_file, r->node_id) != 0) {
+    if (r->cfg.node_id_file && files_write_atomic(r->cfg.node_id_file, r->node_id) != 0) {
         ESC_ERROR("cannot write node id file %s: %s", r->cfg.node_id_file, strerror(errno));
         raylet_fail(r, 1);
         return;
@@ -155,7 +159,7 @@ typedef struct {
 static void run_event(void *arg)
 {
     event_msg *m = arg;
-    raylet_apply_event(m->r, m->ev);
+    log_apply_event(m->r, m->ev);
     free(m);
 }
 
@@ -164,7 +168,7 @@ static void run_event(void *arg)
 /* One RegisterNode with retries on UNAVAILABLE / DEADLINE_EXCEEDED until total_ms
  * passes (0: a single attempt of REGISTER_ATTEMPT_MS). On ESC_OK fills out_id (the id
  * the GCS gave, ESC_NAME_MAX+1 bytes at least), seq and the heartbeat period. */
-static int register_node(raylet_link *l, const char *node_id, uint64_t total_ms,
+static int register_node(gcs_link *l, const char *node_id, uint64_t total_ms,
                          char *out_id, size_t out_len, uint64_t *seq, esc_status *st)
 {
     Escher__RegisterNodeRequest rq = ESCHER__REGISTER_NODE_REQUEST__INIT;
@@ -201,7 +205,7 @@ static int register_node(raylet_link *l, const char *node_id, uint64_t total_ms,
 }
 
 /* The report thread's first job. Returns true when registered. */
-static bool register_first(raylet_link *l)
+static bool register_first(gcs_link *l)
 {
     esc_status st = {0};
     uint64_t seq = 0;
@@ -235,7 +239,7 @@ static bool register_first(raylet_link *l)
 
 /* After unknown_node: the GCS lost the node (restart without persistence). Returns
  * ESC_OK, another code to retry later, or -1 when the raylet must exit. */
-static int reregister(raylet_link *l)
+static int reregister(gcs_link *l)
 {
     const char *id = l->node_id; /* read-only now: the subscription thread reads it too */
     char got[sizeof l->node_id];
@@ -264,13 +268,13 @@ static int reregister(raylet_link *l)
 /* ------------------------------------------------------------ reports */
 
 /* Keeps the bigger of rows and the current spare for reuse; frees the other. */
-static void stash(raylet_link *l, raylet_rows *rows)
+static void stash(gcs_link *l, resource_rows *rows)
 {
     if (!rows)
         return;
     pthread_mutex_lock(&l->mu);
     if (!l->spare || rows->cap >= l->spare->cap) {
-        raylet_rows *t = l->spare;
+        resource_rows *t = l->spare;
         l->spare = rows;
         rows = t;
     }
@@ -278,16 +282,16 @@ static void stash(raylet_link *l, raylet_rows *rows)
     free(rows);
 }
 
-raylet_rows *raylet_link_take_spare(raylet_link *l)
+resource_rows *gcs_link_take_spare(gcs_link *l)
 {
     pthread_mutex_lock(&l->mu);
-    raylet_rows *s = l->spare;
+    resource_rows *s = l->spare;
     l->spare = NULL;
     pthread_mutex_unlock(&l->mu);
     return s;
 }
 
-static int send_report(raylet_link *l, uint64_t seq, const raylet_rows *rows, bool *unknown,
+static int send_report(gcs_link *l, uint64_t seq, const resource_rows *rows, bool *unknown,
                        bool *want_rows, esc_status *st)
 {
     Escher__ReportNodeRequest rq = ESCHER__REPORT_NODE_REQUEST__INIT;
@@ -310,9 +314,9 @@ static int send_report(raylet_link *l, uint64_t seq, const raylet_rows *rows, bo
     return rc;
 }
 
-static void report_loop(raylet_link *l)
+static void report_loop(gcs_link *l)
 {
-    raylet_rows *cur = NULL;   /* the latest rows taken from the loop */
+    resource_rows *cur = NULL;   /* the latest rows taken from the loop */
     bool send_rows = false;    /* cur has not reached the GCS yet */
     bool failing = false;
     uint64_t next_due = esc_now_ms() + l->heartbeat_ms;
@@ -331,7 +335,7 @@ static void report_loop(raylet_link *l)
         if (l->stopping)
             break;
         uint64_t seq = l->seq;
-        raylet_rows *rows = l->pending;
+        resource_rows *rows = l->pending;
         l->pending = NULL;
         l->wake = false;
         pthread_mutex_unlock(&l->mu);
@@ -382,7 +386,7 @@ static void report_loop(raylet_link *l)
 
 static void *report_main(void *arg)
 {
-    raylet_link *l = arg;
+    gcs_link *l = arg;
     if (register_first(l))
         report_loop(l);
     return NULL;
@@ -393,7 +397,7 @@ static void *report_main(void *arg)
 /* Subscription thread: every event goes to the loop, in order. */
 static void post_event(void *ud, Escher__Event *ev)
 {
-    raylet_link *l = ud;
+    gcs_link *l = ud;
     event_msg *m = malloc(sizeof *m);
     if (!m)
         abort();
@@ -403,10 +407,10 @@ static void post_event(void *ud, Escher__Event *ev)
 
 /* ------------------------------------------------------------ lifetime */
 
-static void build_info(raylet_link *l)
+static void build_info(gcs_link *l)
 {
     raylet *r = l->r;
-    const raylet_node *n = &r->node;
+    const node_info *n = &r->node;
     Escher__NodeInfo init = ESCHER__NODE_INFO__INIT;
     l->info = init;
     l->info.address = r->address;
@@ -438,9 +442,9 @@ static void build_info(raylet_link *l)
     l->info.labels = l->label_ptrs;
 }
 
-raylet_link *raylet_link_new(raylet *r)
+gcs_link *gcs_link_new(raylet *r)
 {
-    raylet_link *l = calloc(1, sizeof *l);
+    gcs_link *l = calloc(1, sizeof *l);
     if (!l)
         abort();
     l->r = r;
@@ -457,7 +461,7 @@ raylet_link *raylet_link_new(raylet *r)
     return l;
 }
 
-int raylet_link_start(raylet_link *l)
+int gcs_link_start(gcs_link *l)
 {
     if (pthread_create(&l->report_thread, NULL, report_main, l) != 0)
         return -1;
@@ -465,9 +469,9 @@ int raylet_link_start(raylet_link *l)
     return 0;
 }
 
-void raylet_link_publish(raylet_link *l, uint64_t applied_seq, raylet_rows *rows)
+void gcs_link_publish(gcs_link *l, uint64_t applied_seq, resource_rows *rows)
 {
-    raylet_rows *old = NULL;
+    resource_rows *old = NULL;
     pthread_mutex_lock(&l->mu);
     l->seq = applied_seq;
     if (rows) {
@@ -480,7 +484,7 @@ void raylet_link_publish(raylet_link *l, uint64_t applied_seq, raylet_rows *rows
     stash(l, old);
 }
 
-void raylet_link_stop(raylet_link *l)
+void gcs_link_stop(gcs_link *l)
 {
     if (!l)
         return;
@@ -495,11 +499,11 @@ void raylet_link_stop(raylet_link *l)
     l->sub = NULL;
 }
 
-void raylet_link_free(raylet_link *l)
+void gcs_link_free(gcs_link *l)
 {
     if (!l)
         return;
-    raylet_link_stop(l);
+    gcs_link_stop(l);
     esc_rpc_channel_free(l->ch);
     free(l->pending);
     free(l->spare);

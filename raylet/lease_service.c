@@ -1,7 +1,7 @@
 /* lease_service.c: the Raylet gRPC service, the node's admission point.
  *
  * Admission rules (docs/raylet.md):
- *  - RequestLease is granted at once when esc_acct_acquire succeeds (every amount fits
+ *  - RequestLease is granted at once when accounting_acquire succeeds (every amount fits
  *    the available capacity, or the resource is unbounded). Otherwise the request waits
  *    in a FIFO queue, also when it names a resource that is absent, until a log entry or
  *    a release makes it fit, or until wait_ms passes (then granted=false). wait_ms 0
@@ -14,7 +14,9 @@
  *    when its EV_JOB_FINISHED event is applied; its queued requests are answered
  *    granted=false.
  * Everything here runs on the loop thread. */
+#include "lease_service.h"
 #include "raylet.h"
+#include "resource_rows.h"
 #include "task_manager.h"
 
 #include <inttypes.h>
@@ -34,7 +36,7 @@
 typedef struct {
     char *job_id;
     size_t n;
-    esc_acct_req req[];
+    accounting_req req[];
 } reqset;
 
 typedef struct lease {
@@ -46,13 +48,13 @@ typedef struct lease {
 
 typedef struct waiter {
     struct waiter *prev, *next;
-    raylet_leases *ls;
+    lease_service *ls;
     esc_rpc_ctx *call;
     ev_timer timer;
     reqset *rs;
 } waiter;
 
-struct raylet_leases {
+struct lease_service {
     raylet *r;
     esc_strmap *by_id;        /* decimal lease id -> lease */
     lease *leases;            /* every granted lease */
@@ -66,7 +68,7 @@ struct raylet_leases {
 
 static reqset *reqset_new(const Escher__RequestLeaseRequest *rq)
 {
-    size_t size = sizeof(reqset) + rq->n_resources * sizeof(esc_acct_req);
+    size_t size = sizeof(reqset) + rq->n_resources * sizeof(accounting_req);
     size_t strings = strlen(rq->job_id) + 1;
     for (size_t i = 0; i < rq->n_resources; i++)
         strings += strlen(rq->resources[i]->name) + 1;
@@ -78,7 +80,7 @@ static reqset *reqset_new(const Escher__RequestLeaseRequest *rq)
     for (size_t i = 0; i < rq->n_resources; i++) {
         size_t len = strlen(rq->resources[i]->name) + 1;
         memcpy(p, rq->resources[i]->name, len);
-        rs->req[i] = (esc_acct_req){.name = p, .qty = rq->resources[i]->value};
+        rs->req[i] = (accounting_req){.name = p, .qty = rq->resources[i]->value};
         p += len;
     }
     rs->job_id = p;
@@ -97,7 +99,7 @@ static void reply_lease(esc_rpc_ctx *call, bool granted, uint64_t id)
 }
 
 /* Records a lease that was just acquired and answers the request. */
-static void grant(raylet_leases *ls, reqset *rs, esc_rpc_ctx *call)
+static void grant(lease_service *ls, reqset *rs, esc_rpc_ctx *call)
 {
     lease *l = calloc(1, sizeof *l);
     if (!l)
@@ -114,7 +116,7 @@ static void grant(raylet_leases *ls, reqset *rs, esc_rpc_ctx *call)
     reply_lease(call, true, l->id);
 }
 
-static void lease_remove(raylet_leases *ls, lease *l)
+static void lease_remove(lease_service *ls, lease *l)
 {
     esc_strmap_del(ls->by_id, l->key);
     if (l->prev)
@@ -130,7 +132,7 @@ static void lease_remove(raylet_leases *ls, lease *l)
 
 /* ------------------------------------------------------------ the queue */
 
-static void queue_unlink(raylet_leases *ls, waiter *w)
+static void queue_unlink(lease_service *ls, waiter *w)
 {
     if (w->prev)
         w->prev->next = w->next;
@@ -170,7 +172,7 @@ static void on_waiter_cancel(esc_rpc_ctx *call, void *ud)
     waiter_free(w);
 }
 
-static void enqueue(raylet_leases *ls, reqset *rs, esc_rpc_ctx *call, uint32_t wait_ms)
+static void enqueue(lease_service *ls, reqset *rs, esc_rpc_ctx *call, uint32_t wait_ms)
 {
     waiter *w = calloc(1, sizeof *w);
     if (!w)
@@ -193,9 +195,9 @@ static void enqueue(raylet_leases *ls, reqset *rs, esc_rpc_ctx *call, uint32_t w
     esc_rpc_ctx_on_cancel(call, on_waiter_cancel, w);
 }
 
-void raylet_leases_reexamine(raylet_leases *ls)
+void lease_service_reexamine(lease_service *ls)
 {
-    esc_acct *a = ls->r->acct;
+    accounting *a = ls->r->acct;
     waiter *w = ls->qhead;
     while (w) {
         waiter *next = w->next;
@@ -205,7 +207,7 @@ void raylet_leases_reexamine(raylet_leases *ls)
             queue_unlink(ls, w);
             esc_rpc_finish(w->call, ESC_CANCELLED, "request cancelled");
             waiter_free(w);
-        } else if (esc_acct_acquire(a, w->rs->req, w->rs->n)) {
+        } else if (accounting_acquire(a, w->rs->req, w->rs->n)) {
             queue_unlink(ls, w);
             grant(ls, w->rs, w->call);
             free(w);
@@ -218,7 +220,7 @@ void raylet_leases_reexamine(raylet_leases *ls)
 
 static void on_request_lease(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
-    raylet_leases *ls = ud;
+    lease_service *ls = ud;
     const Escher__RequestLeaseRequest *rq = (const Escher__RequestLeaseRequest *)msg;
     for (size_t i = 0; i < rq->n_resources; i++) {
         const Escher__Amount *am = rq->resources[i];
@@ -234,7 +236,7 @@ static void on_request_lease(esc_rpc_ctx *call, const ProtobufCMessage *msg, voi
         }
     }
     reqset *rs = reqset_new(rq);
-    if (esc_acct_acquire(ls->r->acct, rs->req, rs->n)) {
+    if (accounting_acquire(ls->r->acct, rs->req, rs->n)) {
         grant(ls, rs, call);
         raylet_changed(ls->r, false);
     } else if (rq->wait_ms == 0) {
@@ -247,14 +249,14 @@ static void on_request_lease(esc_rpc_ctx *call, const ProtobufCMessage *msg, voi
 
 static void on_return_lease(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
-    raylet_leases *ls = ud;
+    lease_service *ls = ud;
     const Escher__ReturnLeaseRequest *rq = (const Escher__ReturnLeaseRequest *)msg;
     char key[24];
     snprintf(key, sizeof key, "%" PRIu64, rq->lease_id);
     lease *l = esc_strmap_get(ls->by_id, key);
     Escher__ReturnLeaseReply rep = ESCHER__RETURN_LEASE_REPLY__INIT;
     if (l) {
-        esc_acct_release(ls->r->acct, l->rs->req, l->rs->n);
+        accounting_release(ls->r->acct, l->rs->req, l->rs->n);
         lease_remove(ls, l);
         rep.released = true;
         raylet_changed(ls->r, true);
@@ -265,9 +267,9 @@ static void on_return_lease(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
 static void on_get_node_state(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     (void)msg;
-    raylet_leases *ls = ud;
+    lease_service *ls = ud;
     raylet *r = ls->r;
-    raylet_rows *rows = raylet_rows_build(r->acct, NULL);
+    resource_rows *rows = resource_rows_build(r->acct, NULL);
     Escher__GetNodeStateReply rep = ESCHER__GET_NODE_STATE_REPLY__INIT;
     rep.node_id = r->node_id;
     rep.applied_seq = r->applied_seq;
@@ -283,7 +285,7 @@ static void on_get_node_state(esc_rpc_ctx *call, const ProtobufCMessage *msg, vo
 
 /* ------------------------------------------------------------ jobs */
 
-void raylet_leases_job_finished(raylet_leases *ls, const char *job_id)
+void lease_service_job_finished(lease_service *ls, const char *job_id)
 {
     if (!job_id || !*job_id)
         return;
@@ -292,7 +294,7 @@ void raylet_leases_job_finished(raylet_leases *ls, const char *job_id)
         next = l->next;
         if (strcmp(l->rs->job_id, job_id) != 0)
             continue;
-        esc_acct_release(ls->r->acct, l->rs->req, l->rs->n);
+        accounting_release(ls->r->acct, l->rs->req, l->rs->n);
         lease_remove(ls, l);
         released++;
     }
@@ -314,9 +316,9 @@ void raylet_leases_job_finished(raylet_leases *ls, const char *job_id)
 
 /* ------------------------------------------------------------ lifetime */
 
-raylet_leases *raylet_leases_new(raylet *r)
+lease_service *lease_service_new(raylet *r)
 {
-    raylet_leases *ls = calloc(1, sizeof *ls);
+    lease_service *ls = calloc(1, sizeof *ls);
     if (!ls)
         abort();
     ls->r = r;
@@ -324,7 +326,7 @@ raylet_leases *raylet_leases_new(raylet *r)
     return ls;
 }
 
-int raylet_leases_serve(raylet_leases *ls, esc_rpc_server *srv)
+int lease_service_serve(lease_service *ls, esc_rpc_server *srv)
 {
     const ProtobufCServiceDescriptor *svc = &escher__raylet__descriptor;
     if (esc_rpc_server_handle(srv, svc, "RequestLease", on_request_lease, ls) != 0 ||
@@ -334,17 +336,17 @@ int raylet_leases_serve(raylet_leases *ls, esc_rpc_server *srv)
     return 0;
 }
 
-size_t raylet_leases_count(const raylet_leases *ls)
+size_t lease_service_count(const lease_service *ls)
 {
     return ls->nleases;
 }
 
-size_t raylet_leases_queued(const raylet_leases *ls)
+size_t lease_service_queued(const lease_service *ls)
 {
     return ls->nqueued;
 }
 
-void raylet_leases_free(raylet_leases *ls)
+void lease_service_free(lease_service *ls)
 {
     if (!ls)
         return;

@@ -1,7 +1,7 @@
 /* log_apply.c: applies the GCS event stream to the local accounting (loop thread).
  *
  *  - Any event may carry ops (EV_RESOURCES, EV_NODE_DEAD, EV_JOB_FINISHED): those aimed
- *    at this node are applied with esc_acct_apply in one pass, in order.
+ *    at this node are applied with accounting_apply in one pass, in order.
  *  - EV_SNAPSHOT replaces this node's ephemeral resources by the registry rows for it
  *    and sets the applied seq to the snapshot's, even when that is lower (a GCS that
  *    restarted with memory storage counts from the start again).
@@ -17,7 +17,10 @@
  * After each event the queue and the report thread are told (raylet_changed). Freeing
  * a big event costs as much as applying it, so that waits until the ack is on its way
  * (raylet_flush). */
+#include "log_apply.h"
 #include "raylet.h"
+#include "lease_service.h"
+#include "object_service.h"
 #include "cluster_view.h"
 #include "peers.h"
 #include "task_manager.h"
@@ -37,7 +40,7 @@ static void apply_snapshot(raylet *r, const Escher__Event *ev)
     const char **names = malloc((n ? n : 1) * sizeof *names);
     int64_t *totals = malloc((n ? n : 1) * sizeof *totals);
     bool *unb = malloc((n ? n : 1) * sizeof *unb);
-    esc_acct_backing *backing = malloc((n ? n : 1) * sizeof *backing);
+    accounting_backing *backing = malloc((n ? n : 1) * sizeof *backing);
     if (!names || !totals || !unb || !backing)
         abort();
     size_t k = 0;
@@ -48,10 +51,10 @@ static void apply_snapshot(raylet *r, const Escher__Event *ev)
         names[k] = e->name;
         totals[k] = e->total;
         unb[k] = e->unbounded;
-        backing[k] = (esc_acct_backing){e->backing, e->n_backing};
+        backing[k] = (accounting_backing){e->backing, e->n_backing};
         k++;
     }
-    esc_acct_reset_ephemeral_backed(r->acct, names, totals, unb, backing, k);
+    accounting_reset_ephemeral_backed(r->acct, names, totals, unb, backing, k);
     free(backing);
     free(names);
     free(totals);
@@ -72,7 +75,7 @@ static void apply_ops(raylet *r, const Escher__Event *ev)
         const Escher__LogOp *op = ev->ops[i];
         if (strcmp(op->node_id, r->node_id) != 0)
             continue;
-        if (esc_acct_apply(r->acct, op) != 0)
+        if (accounting_apply(r->acct, op) != 0)
             refused++;
     }
     if (refused)
@@ -91,21 +94,21 @@ static void keep_spent(raylet *r, Escher__Event *ev)
     r->spent[r->nspent++] = ev;
 }
 
-void raylet_free_spent(raylet *r)
+void log_apply_free_spent(raylet *r)
 {
     for (size_t i = 0; i < r->nspent; i++)
         protobuf_c_message_free_unpacked(&r->spent[i]->base, NULL);
     r->nspent = 0;
 }
 
-void raylet_apply_event(raylet *r, Escher__Event *ev)
+void log_apply_event(raylet *r, Escher__Event *ev)
 {
     if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_LOAD) {
         cluster_view_apply(r->view, ev);
     } else if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {
         apply_snapshot(r, ev);
         cluster_view_apply(r->view, ev);
-        raylet_objects_reannounce(r->objects);
+        object_service_reannounce(r->objects);
     } else if (ev->seq <= r->applied_seq) {
         ESC_DEBUG("skipping event seq %" PRIu64 " (applied %" PRIu64 ")", ev->seq,
                   r->applied_seq);
@@ -115,9 +118,9 @@ void raylet_apply_event(raylet *r, Escher__Event *ev)
         apply_ops(r, ev);
         cluster_view_apply(r->view, ev);
         if (ev->kind == ESCHER__EVENT_KIND__EV_JOB_FINISHED) {
-            raylet_leases_job_finished(r->leases, ev->job_id);
+            lease_service_job_finished(r->leases, ev->job_id);
             task_manager_job_finished(r->tasks, ev->job_id);
-            raylet_objects_job_finished(r->objects, ev->job_id);
+            object_service_job_finished(r->objects, ev->job_id);
         }
         else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node &&
                  !strcmp(ev->node->node_id, r->node_id))

@@ -16,14 +16,14 @@ int main(int argc, char **argv)
     raylet r;
     memset(&r, 0, sizeof r);
     char err[512] = {0};
-    if (raylet_config_parse(argc, argv, &r.cfg, err, sizeof err) != 0) {
+    if (config_parse(argc, argv, &r.cfg, err, sizeof err) != 0) {
         ESC_ERROR("%s", err);
-        raylet_config_free(&r.cfg);
+        config_free(&r.cfg);
         return 2;
     }
     if (r.cfg.help) {
-        fputs(raylet_usage(), stdout);
-        raylet_config_free(&r.cfg);
+        fputs(config_usage(), stdout);
+        config_free(&r.cfg);
         return 0;
     }
     if (raylet_start(&r, err, sizeof err) != 0) {

@@ -4,7 +4,7 @@
  * process: the raylet itself never initializes CUDA (no context holding GPU memory, no
  * CUDA state inherited by forked workers), and a broken driver that crashes or hangs
  * costs a warning, not the raylet. Without the runtime or a device: 0 GPUs. */
-#include "raylet.h"
+#include "node_detect.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -233,7 +233,7 @@ static void detect_gpus(int *count, uint64_t *mem)
     }
 }
 
-void raylet_detect(raylet_detected *d, bool probe_gpus)
+void node_detect(node_detected *d, bool probe_gpus)
 {
     memset(d, 0, sizeof *d);
     d->cpus = detect_cpus();

@@ -4,7 +4,7 @@
  * object_store_memory in bytes, and "node:<node_ip>" with capacity 1; then the static
  * custom resources of --resources. Labels are --labels, plus gpu_memory_bytes (the
  * smallest visible device) when GPUs were detected. */
-#include "raylet.h"
+#include "node_info.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,19 +20,19 @@ static int64_t bytes_qty(uint64_t bytes)
     return (int64_t)(bytes > max ? max : bytes) * ESC_QTY_SCALE;
 }
 
-static void add_amount(raylet_node *n, const char *name, int64_t qty, bool unbounded)
+static void add_amount(node_info *n, const char *name, int64_t qty, bool unbounded)
 {
     n->physical = realloc(n->physical, (n->nphysical + 1) * sizeof *n->physical);
     n->physical[n->nphysical++] = (raylet_amount){strdup(name), qty, unbounded};
 }
 
-static void add_label(raylet_node *n, const char *key, const char *value)
+static void add_label(node_info *n, const char *key, const char *value)
 {
     n->labels = realloc(n->labels, (n->nlabels + 1) * sizeof *n->labels);
     n->labels[n->nlabels++] = (raylet_label){strdup(key), strdup(value)};
 }
 
-void raylet_node_build(raylet_node *n, const raylet_config *cfg, const raylet_detected *d)
+void node_info_build(node_info *n, const raylet_config *cfg, const node_detected *d)
 {
     memset(n, 0, sizeof *n);
     int64_t cpus = cfg->has_num_cpus ? cfg->num_cpus : d->cpus * ESC_QTY_SCALE;
@@ -66,7 +66,7 @@ void raylet_node_build(raylet_node *n, const raylet_config *cfg, const raylet_de
         strcpy(n->hostname, "unknown");
 }
 
-void raylet_node_free(raylet_node *n)
+void node_info_free(node_info *n)
 {
     for (size_t i = 0; i < n->nphysical; i++)
         free(n->physical[i].name);

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "object.pb-c.h"
 #include "raylet.h"
+#include "object_service.h"
 #include "strmap.h"
 #include "task.pb-c.h"
 #include "task_manager.h"
@@ -199,7 +200,7 @@ static void deliver(void *arg)
         task_manager_object_arrived(r->tasks, x->id);
     } else if (x->code == ESC_OK) {
         r->pulled_bytes += x->len; /* moved between nodes, for Stats */
-        int rc = raylet_store_object(r, x->id, x->job_id, NULL, x->data, x->len, x->is_error,
+        int rc = object_service_store(r, x->id, x->job_id, NULL, x->data, x->len, x->is_error,
                                      x->obj_error);
         if (rc == ESC_OK || rc == ESC_ALREADY_EXISTS)
             task_manager_object_arrived(r->tasks, x->id);
@@ -244,7 +245,7 @@ static void *fetch_main(void *arg)
     return NULL;
 }
 
-object_fetcher *object_fetcher_new(struct raylet *r)
+object_fetcher *object_fetch_new(struct raylet *r)
 {
     object_fetcher *f = calloc(1, sizeof *f);
     f->r = r;
@@ -255,7 +256,7 @@ object_fetcher *object_fetcher_new(struct raylet *r)
     return f;
 }
 
-void object_fetch(object_fetcher *f, const char *id, const char *job_id)
+void object_fetch_start(object_fetcher *f, const char *id, const char *job_id)
 {
     pthread_mutex_lock(&f->mu);
     if (f->stopping || esc_strmap_get(f->running, id)) {
@@ -281,7 +282,7 @@ void object_fetch(object_fetcher *f, const char *id, const char *job_id)
     pthread_mutex_unlock(&f->mu);
 }
 
-void object_fetcher_stop(object_fetcher *f)
+void object_fetch_stop(object_fetcher *f)
 {
     if (!f)
         return;
@@ -292,11 +293,11 @@ void object_fetcher_stop(object_fetcher *f)
     pthread_mutex_unlock(&f->mu);
 }
 
-void object_fetcher_free(object_fetcher *f)
+void object_fetch_free(object_fetcher *f)
 {
     if (!f)
         return;
-    object_fetcher_stop(f);
+    object_fetch_stop(f);
     /* Results not delivered (the owner did not drain): free them here. */
     while (f->all) {
         fetch *x = f->all;

@@ -12,18 +12,18 @@
 struct raylet;
 typedef struct object_fetcher object_fetcher;
 
-object_fetcher *object_fetcher_new(struct raylet *r);
+object_fetcher *object_fetch_new(struct raylet *r);
 
 /* Starts fetching id (job_id: the owner, for the local copy) unless a fetch of it runs.
  * When it ends, on the loop thread: task_manager_object_arrived, or
  * task_manager_object_failed with the reason. */
-void object_fetch(object_fetcher *f, const char *id, const char *job_id);
+void object_fetch_start(object_fetcher *f, const char *id, const char *job_id);
 
 /* Stops every fetch and waits until each has posted its result (within about a second);
  * the owner then drains its loop, which delivers them. */
-void object_fetcher_stop(object_fetcher *f);
+void object_fetch_stop(object_fetcher *f);
 
 /* Frees the fetcher (stopping it first if needed; undelivered results are dropped). */
-void object_fetcher_free(object_fetcher *f);
+void object_fetch_free(object_fetcher *f);
 
 #endif

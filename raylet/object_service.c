@@ -20,6 +20,7 @@
  *  - An unsealed object untouched for PARTIAL_TIMEOUT_MS (its writer vanished) is
  *    dropped; the sweep timer runs only while unsealed objects exist.
  * Everything runs on the loop thread. */
+#include "object_service.h"
 #include "raylet.h"
 
 #include <inttypes.h>
@@ -46,7 +47,7 @@
 
 typedef struct pull {
     struct pull *prev, *next;
-    raylet_objects *o;
+    object_service *o;
     esc_rpc_ctx *call;
     object_entry *pin;
     object_view view;
@@ -55,7 +56,7 @@ typedef struct pull {
     bool sent_first;
 } pull;
 
-struct raylet_objects {
+struct object_service {
     raylet *r;
     object_store *store;
     esc_rpc_channel *gcs;      /* for the object directory (calls go out on r->async) */
@@ -68,7 +69,7 @@ struct raylet_objects {
 
 /* What an add must remember until the GCS answered. */
 typedef struct {
-    raylet_objects *o;
+    object_service *o;
     esc_rpc_ctx *call;         /* the last PutChunk, answered now; may be NULL */
     char id[ESC_OBJECT_ID_MAX];
 } add_ctx;
@@ -99,7 +100,7 @@ static void on_added(void *arg, int code, const char *why)
     free(c);
 }
 
-static void announce_add(raylet_objects *o, const object_view *v, const char *origin,
+static void announce_add(object_service *o, const object_view *v, const char *origin,
                          esc_rpc_ctx *call)
 {
     /* Tasks here waiting for this object as an argument can go now. */
@@ -119,7 +120,7 @@ static void announce_add(raylet_objects *o, const object_view *v, const char *or
 static void on_sweep(struct ev_loop *ev, ev_timer *t, int revents)
 {
     (void)revents;
-    raylet_objects *o = t->data;
+    object_service *o = t->data;
     size_t n = object_store_expire(o->store, esc_now_ms());
     if (n)
         ESC_WARN("dropped %zu unsealed objects whose writers went away", n);
@@ -129,7 +130,7 @@ static void on_sweep(struct ev_loop *ev, ev_timer *t, int revents)
         ev_timer_stop(ev, t);
 }
 
-static void arm_sweep(raylet_objects *o)
+static void arm_sweep(object_service *o)
 {
     struct ev_loop *ev = esc_loop_ev(o->r->loop);
     if (!ev_is_active(&o->sweep))
@@ -165,7 +166,7 @@ static int check_same_object(const object_view *v, const Escher__ObjectChunk *c,
 
 /* Applies one chunk to the store; *sealed tells whether the object is complete (also
  * when it was before: the chunk was a retry). */
-static int put_chunk(raylet_objects *o, const Escher__ObjectChunk *c, bool *sealed,
+static int put_chunk(object_service *o, const Escher__ObjectChunk *c, bool *sealed,
                      esc_status *st)
 {
     uint64_t now = esc_now_ms();
@@ -195,7 +196,7 @@ static int put_chunk(raylet_objects *o, const Escher__ObjectChunk *c, bool *seal
 
 static void on_put_chunk(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
-    raylet_objects *o = ud;
+    object_service *o = ud;
     const Escher__ObjectChunk *c = (const Escher__ObjectChunk *)msg;
     esc_status st = {0};
     bool sealed = false;
@@ -221,7 +222,7 @@ static void on_put_chunk(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
 
 static void pull_end(pull *p, int code, const char *message)
 {
-    raylet_objects *o = p->o;
+    object_service *o = p->o;
     if (p->prev)
         p->prev->next = p->next;
     else
@@ -276,7 +277,7 @@ static void on_pull_cancel(esc_rpc_ctx *call, void *ud)
 
 static void on_pull(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
-    raylet_objects *o = ud;
+    object_service *o = ud;
     const Escher__PullRequest *rq = (const Escher__PullRequest *)msg;
     pull *p = calloc(1, sizeof *p);
     if (!p)
@@ -308,7 +309,7 @@ static void on_pull(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 /* ------------------------------------------------------------ FreeObjects, Stats */
 
 /* Frees one object here; its location at the GCS goes too. Returns whether it was here. */
-static bool free_one(raylet_objects *o, const char *id)
+static bool free_one(object_service *o, const char *id)
 {
     bool was_sealed = false;
     if (!object_store_delete(o->store, id, &was_sealed))
@@ -320,7 +321,7 @@ static bool free_one(raylet_objects *o, const char *id)
 
 static void on_free_objects(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
-    raylet_objects *o = ud;
+    object_service *o = ud;
     const Escher__FreeObjectsRequest *rq = (const Escher__FreeObjectsRequest *)msg;
     if (rq->n_object_ids > FREE_MAX_IDS) {
         esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "too many ids in one request");
@@ -335,7 +336,7 @@ static void on_free_objects(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
 static void on_stats(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     (void)msg;
-    raylet_objects *o = ud;
+    object_service *o = ud;
     object_store_stats s;
     object_store_get_stats(o->store, &s);
     Escher__ObjectStoreStatsReply rep = ESCHER__OBJECT_STORE_STATS_REPLY__INIT;
@@ -348,10 +349,10 @@ static void on_stats(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 
 /* ------------------------------------------------------------ the raylet's own calls */
 
-int raylet_store_object(raylet *r, const char *id, const char *job_id, const char *origin,
+int object_service_store(raylet *r, const char *id, const char *job_id, const char *origin,
                         const void *data, size_t len, bool is_error, const char *error)
 {
-    raylet_objects *o = r->objects;
+    object_service *o = r->objects;
     if (!o)
         return ESC_UNAVAILABLE; /* after shutdown freed the store */
     esc_status st = {0};
@@ -366,18 +367,18 @@ int raylet_store_object(raylet *r, const char *id, const char *job_id, const cha
     return ESC_OK;
 }
 
-bool raylet_object_get(raylet *r, const char *id, object_view *out)
+bool object_service_get(raylet *r, const char *id, object_view *out)
 {
     return r->objects && object_store_get(r->objects->store, id, out);
 }
 
-void raylet_objects_stop(raylet_objects *o)
+void object_service_stop(object_service *o)
 {
     if (o)
         announcer_stop(o->announcer);
 }
 
-void raylet_objects_job_finished(raylet_objects *o, const char *job_id)
+void object_service_job_finished(object_service *o, const char *job_id)
 {
     size_t n = object_store_delete_job(o->store, job_id);
     if (n)
@@ -390,7 +391,7 @@ static void reannounce_one(void *ud, const object_view *v)
     announce_add(ud, v, NULL, NULL);
 }
 
-void raylet_objects_reannounce(raylet_objects *o)
+void object_service_reannounce(object_service *o)
 {
     if (o->r->registered)
         object_store_each_sealed(o->store, reannounce_one, o);
@@ -398,9 +399,9 @@ void raylet_objects_reannounce(raylet_objects *o)
 
 /* ------------------------------------------------------------ lifetime */
 
-raylet_objects *raylet_objects_new(raylet *r, uint64_t capacity)
+object_service *object_service_new(raylet *r, uint64_t capacity)
 {
-    raylet_objects *o = calloc(1, sizeof *o);
+    object_service *o = calloc(1, sizeof *o);
     if (!o)
         abort();
     o->r = r;
@@ -413,7 +414,7 @@ raylet_objects *raylet_objects_new(raylet *r, uint64_t capacity)
     return o;
 }
 
-int raylet_objects_serve(raylet_objects *o, esc_rpc_server *srv)
+int object_service_serve(object_service *o, esc_rpc_server *srv)
 {
     const ProtobufCServiceDescriptor *svc = &escher__object_store__descriptor;
     if (esc_rpc_server_handle(srv, svc, "PutChunk", on_put_chunk, o) != 0 ||
@@ -424,7 +425,7 @@ int raylet_objects_serve(raylet_objects *o, esc_rpc_server *srv)
     return 0;
 }
 
-void raylet_objects_free(raylet_objects *o)
+void object_service_free(object_service *o)
 {
     if (!o)
         return;

@@ -7,6 +7,12 @@
  * a burst of events costs one copy and one report, and the ack goes out in the same
  * loop turn that applied the event. */
 #include "raylet.h"
+#include "resource_rows.h"
+#include "lease_service.h"
+#include "object_service.h"
+#include "log_apply.h"
+#include "gcs_link.h"
+#include "node_detect.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,6 +27,7 @@
 #include "actor_manager.h"
 #include "cluster_view.h"
 #include "peers.h"
+#include "results.h"
 #include "ids.h"
 #include "log.h"
 #include "object_fetch.h"
@@ -75,7 +82,7 @@ static void publish_if_changed(raylet *r)
 {
     if (!r->registered || r->stopping)
         return;
-    uint64_t v = esc_acct_version(r->acct);
+    uint64_t v = accounting_version(r->acct);
     bool rows_changed = r->force_publish || v != r->published_version;
     if (rows_changed && r->applied_seq == r->published_seq && !rows_due(r))
         return;
@@ -83,12 +90,12 @@ static void publish_if_changed(raylet *r)
         return;
     if (rows_changed)
         r->rows_published_ms = esc_now_ms();
-    raylet_rows *rows =
-        rows_changed ? raylet_rows_build(r->acct, raylet_link_take_spare(r->link)) : NULL;
+    resource_rows *rows =
+        rows_changed ? resource_rows_build(r->acct, gcs_link_take_spare(r->link)) : NULL;
     r->published_version = v;
     r->published_seq = r->applied_seq;
     r->force_publish = false;
-    raylet_link_publish(r->link, r->applied_seq, rows);
+    gcs_link_publish(r->link, r->applied_seq, rows);
 }
 
 void raylet_flush(raylet *r)
@@ -96,11 +103,11 @@ void raylet_flush(raylet *r)
     /* The ack first, so a long queue or freeing a big event does not delay it; grants
      * then publish again. */
     publish_if_changed(r);
-    raylet_free_spent(r);
+    log_apply_free_spent(r);
     if (r->queue_dirty) {
         r->queue_dirty = false;
-        if (raylet_leases_queued(r->leases) > 0) {
-            raylet_leases_reexamine(r->leases);
+        if (lease_service_queued(r->leases) > 0) {
+            lease_service_reexamine(r->leases);
             publish_if_changed(r);
         }
         if (task_manager_queued(r->tasks) > 0) {
@@ -110,7 +117,7 @@ void raylet_flush(raylet *r)
     }
     /* Last: whatever ended in this turn, re-examination included, is told now. */
     if (r->tasks)
-        task_manager_flush(r->tasks);
+        results_flush(r->results);
 }
 
 static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
@@ -145,7 +152,7 @@ static void log_node(const raylet *r)
 }
 
 /* The object store's capacity: the node's object_store_memory, in bytes. */
-static uint64_t store_capacity(const raylet_node *n)
+static uint64_t store_capacity(const node_info *n)
 {
     for (size_t i = 0; i < n->nphysical; i++)
         if (!strcmp(n->physical[i].name, "object_store_memory"))
@@ -206,29 +213,30 @@ static int start_workers(raylet *r, char *err, size_t errlen)
 
 int raylet_start(raylet *r, char *err, size_t errlen)
 {
-    raylet_detected d;
-    raylet_detect(&d, !r->cfg.has_num_gpus);
-    raylet_node_build(&r->node, &r->cfg, &d);
+    node_detected d;
+    node_detect(&d, !r->cfg.has_num_gpus);
+    node_info_build(&r->node, &r->cfg, &d);
 
-    r->acct = esc_acct_new();
+    r->acct = accounting_new();
     if (!r->acct) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     for (size_t i = 0; i < r->node.nphysical; i++)
-        esc_acct_set_physical(r->acct, r->node.physical[i].name, r->node.physical[i].qty,
+        accounting_set_physical(r->acct, r->node.physical[i].name, r->node.physical[i].qty,
                               r->node.physical[i].unbounded);
 
     r->loop = esc_loop_new();
     esc_loop_stop_on_signals(r->loop);
-    r->leases = raylet_leases_new(r);
+    r->leases = lease_service_new(r);
     r->async = esc_rpc_async_new(esc_loop_post, r->loop); /* before the objects: they use it */
-    r->objects = raylet_objects_new(r, store_capacity(&r->node));
+    r->objects = object_service_new(r, store_capacity(&r->node));
     r->view = cluster_view_new();
     r->peers = peers_new(r, r->cfg.forward_timeout_ms);
+    r->results = results_new(r);
     r->tasks = task_manager_new(r);
     r->actors = actor_manager_new(r);
-    r->fetcher = object_fetcher_new(r);
+    r->fetcher = object_fetch_new(r);
     if (start_workers(r, err, errlen) != 0)
         return -1;
     char listen[300];
@@ -236,9 +244,10 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->server = esc_rpc_server_new(listen, r->cfg.token, esc_loop_post, r->loop, err, errlen);
     if (!r->server)
         return -1;
-    if (raylet_leases_serve(r->leases, r->server) != 0 ||
-        raylet_objects_serve(r->objects, r->server) != 0 ||
-        task_manager_serve(r->tasks, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
+    if (lease_service_serve(r->leases, r->server) != 0 ||
+        object_service_serve(r->objects, r->server) != 0 ||
+        task_manager_serve(r->tasks, r->server) != 0 ||
+        results_serve(r->results, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
         snprintf(err, errlen, "cannot start the gRPC server on %s", listen);
         return -1;
     }
@@ -253,8 +262,8 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     ev_timer_init(&r->rows_timer, on_rows_due, 0., 0.);
     r->rows_timer.data = r;
 
-    r->link = raylet_link_new(r);
-    if (raylet_link_start(r->link) != 0) {
+    r->link = gcs_link_new(r);
+    if (gcs_link_start(r->link) != 0) {
         snprintf(err, errlen, "cannot start the GCS report thread");
         return -1;
     }
@@ -271,35 +280,39 @@ int raylet_shutdown(raylet *r)
     r->stopping = true;
     if (r->loop)
         ESC_INFO("shutting down");
-    raylet_link_stop(r->link);
+    gcs_link_stop(r->link);
     esc_rpc_server_free(r->server);
     r->server = NULL;
     /* Running tasks end (and store their error objects) while the store still exists;
      * then the forwarding thread drains; then the loop runs what they posted. */
     worker_pool_free(r->pool);
     r->pool = NULL;
-    task_manager_stop(r->tasks);
-    raylet_objects_stop(r->objects); /* nothing more goes out on the queue freed now */
+    results_stop(r->results);
+    peers_stop(r->peers); /* forwards not made end as failures, posted to the loop */
+    object_service_stop(r->objects); /* nothing more goes out on the queue freed now */
     esc_rpc_async_free(r->async);
     r->async = NULL;
-    object_fetcher_stop(r->fetcher);
+    object_fetch_stop(r->fetcher);
     if (r->loop)
         esc_loop_drain(r->loop);
     task_manager_free(r->tasks);
     r->tasks = NULL;
-    peers_free(r->peers);
-    r->peers = NULL;
     actor_manager_free(r->actors);
     r->actors = NULL;
-    object_fetcher_free(r->fetcher);
+    object_fetch_free(r->fetcher);
     r->fetcher = NULL;
+    /* After everything that may still store a result (the actors' pending calls). */
+    results_free(r->results);
+    r->results = NULL;
+    peers_free(r->peers);
+    r->peers = NULL;
     cluster_view_free(r->view);
     r->view = NULL;
-    raylet_leases_free(r->leases);
+    lease_service_free(r->leases);
     r->leases = NULL;
-    raylet_objects_free(r->objects);
+    object_service_free(r->objects);
     r->objects = NULL;
-    raylet_link_free(r->link);
+    gcs_link_free(r->link);
     r->link = NULL;
     if (r->loop) {
         struct ev_loop *ev = esc_loop_ev(r->loop);
@@ -311,12 +324,12 @@ int raylet_shutdown(raylet *r)
         esc_loop_free(r->loop);
         r->loop = NULL;
     }
-    raylet_free_spent(r);
+    log_apply_free_spent(r);
     free(r->spent);
     r->spent = NULL;
-    esc_acct_free(r->acct);
+    accounting_free(r->acct);
     r->acct = NULL;
-    raylet_node_free(&r->node);
-    raylet_config_free(&r->cfg);
+    node_info_free(&r->node);
+    config_free(&r->cfg);
     return r->exit_code;
 }

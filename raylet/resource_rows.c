@@ -3,21 +3,21 @@
  * holds the pointer array, the rows and their names, so a copy costs one pass over the
  * table and at most one allocation; the report thread hands finished blocks back for
  * reuse, because touching fresh pages costs more than the copy on a big table. */
-#include "raylet.h"
+#include "resource_rows.h"
 
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
 
-raylet_rows *raylet_rows_build(const esc_acct *a, raylet_rows *reuse)
+resource_rows *resource_rows_build(const accounting *a, resource_rows *reuse)
 {
-    size_t n = esc_acct_count(a);
+    size_t n = accounting_count(a);
     size_t names = 0;
-    esc_acct_row row;
+    accounting_row row;
     for (size_t i = 0; i < n; i++)
-        if (esc_acct_row_at(a, i, &row))
+        if (accounting_row_at(a, i, &row))
             names += strlen(row.name) + 1;
-    size_t head = sizeof(raylet_rows);
+    size_t head = sizeof(resource_rows);
     head = (head + alignof(max_align_t) - 1) / alignof(max_align_t) * alignof(max_align_t);
     size_t ptrs = n * sizeof(Escher__ResourceState *);
     size_t states = n * sizeof(Escher__ResourceState);
@@ -31,14 +31,14 @@ raylet_rows *raylet_rows_build(const esc_acct *a, raylet_rows *reuse)
         if (!mem)
             abort();
     }
-    raylet_rows *r = (raylet_rows *)mem;
+    resource_rows *r = (resource_rows *)mem;
     r->cap = cap;
     r->rows = (Escher__ResourceState **)(mem + head);
     Escher__ResourceState *st = (Escher__ResourceState *)(mem + head + ptrs);
     char *p = mem + head + ptrs + states;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!esc_acct_row_at(a, i, &row))
+        if (!accounting_row_at(a, i, &row))
             continue;
         size_t len = strlen(row.name) + 1;
         memcpy(p, row.name, len);

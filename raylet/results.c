@@ -4,12 +4,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ids.h"
 #include "log.h"
+#include "object_service.h"
+#include "raylet.h"
+#include "rpc_async.h"
 #include "peers.h"
 #include "strmap.h"
 
 #define STREAM_BATCH_BYTES (4u << 20) /* inline bytes per stream message, at most */
 #define DONE_TIMEOUT_MS 10000
+/* The operations a task carries for its success go to the GCS; a write there may wait
+ * for durable storage. */
+#define GCS_OPS_TIMEOUT_MS 30000
 
 typedef struct {
     Escher__ReadyObject **v;
@@ -33,6 +40,8 @@ typedef struct {
 } peer_batch;
 
 struct results {
+    raylet *r;
+    esc_rpc_channel *gcs;       /* for the operations tasks carry (on_success) */
     peers *peers;
     esc_strmap *owners;         /* owner id -> owner */
     esc_strmap *batches;        /* peer address -> peer_batch */
@@ -206,6 +215,86 @@ static void send_back(results *rs, peer *to, const char *task_id,
     p->done[p->n++] = d;
 }
 
+/* ------------------------------------------------------------ storing returns */
+
+/* The returns' notice goes back the way the task came: to the raylet that forwarded
+ * it, else to its owner's stream here. */
+static void notify(results *rs, const Escher__TaskSpec *spec, Escher__ReadyObject **objs,
+                   size_t n)
+{
+    /* A reply_to naming this raylet (an actor call from a local owner) is local. */
+    bool away = spec->reply_to && spec->reply_to[0] && strcmp(spec->reply_to, rs->r->address);
+    peer *back = away ? peers_get(rs->peers, spec->reply_to) : NULL;
+    results_deliver(rs, back, spec->task_id, spec->owner_id ? spec->owner_id : "",
+                    objs, n);
+}
+
+/* Stores return i of the task (an error object when why is set) and describes it. */
+static Escher__ReadyObject *store_one(results *rs, const Escher__TaskSpec *spec,
+                                      unsigned i, const ProtobufCBinaryData *b, const char *why)
+{
+    char id[ESC_OBJECT_ID_MAX];
+    esc_return_id(spec->task_id, i, id, sizeof id);
+    const void *data = b ? b->data : NULL;
+    size_t len = b ? b->len : 0;
+    object_service_store(rs->r, id, spec->job_id, spec->origin, data, len, why != NULL, why);
+    return results_object_new(id, data, len, why != NULL, why, rs->r->address);
+}
+
+void results_store_error(results *rs, const Escher__TaskSpec *spec, const char *why)
+{
+    unsigned n = spec->num_returns ? spec->num_returns : 1;
+    Escher__ReadyObject **objs = malloc(n * sizeof *objs);
+    for (unsigned i = 0; i < n; i++)
+        objs[i] = store_one(rs, spec, i, NULL, why);
+    notify(rs, spec, objs, n);
+}
+
+static void on_ops_done(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
+{
+    char *task_id = ud;
+    if (reply)
+        protobuf_c_message_free_unpacked(reply, NULL);
+    if (code != ESC_OK)
+        ESC_WARN("the resource operations of task %s failed: %s %s", task_id,
+                 esc_status_name(code), st->message);
+    free(task_id);
+}
+
+/* Commits the operations the task carries for its success, as its job, with LOCAL
+ * meaning this node. The task's result stands either way; a refusal is logged. */
+static void commit_on_success(results *rs, const Escher__TaskSpec *spec)
+{
+    if (!spec->on_success || !spec->on_success->n_ops || !rs->r->async)
+        return;
+    Escher__UpdateResourcesRequest req = *spec->on_success;
+    req.job_id = spec->job_id;
+    req.local_node_id = rs->r->node_id;
+    req.detached = false;
+    /* Not idempotent: an add must not be applied twice. */
+    esc_rpc_async_call(rs->r->async, rs->gcs, &escher__gcs__descriptor, "UpdateResources",
+                       &req.base, GCS_OPS_TIMEOUT_MS, 0, on_ops_done, strdup(spec->task_id));
+}
+
+static void store_returns(results *rs, const Escher__TaskSpec *spec,
+                          const Escher__TaskResult *res)
+{
+    commit_on_success(rs, spec);
+    unsigned n = spec->num_returns ? spec->num_returns : 1;
+    Escher__ReadyObject **objs = malloc(n * sizeof *objs);
+    for (unsigned i = 0; i < n; i++)
+        objs[i] = store_one(rs, spec, i, i < res->n_returns ? &res->returns[i] : NULL, NULL);
+    notify(rs, spec, objs, n);
+}
+
+void results_store(results *rs, const Escher__TaskSpec *spec, const Escher__TaskResult *res)
+{
+    if (res->ok)
+        store_returns(rs, spec, res);
+    else
+        results_store_error(rs, spec, res->error && *res->error ? res->error : "task failed");
+}
+
 /* ------------------------------------------------------------ api */
 
 void results_deliver(results *rs, peer *back, const char *task_id,
@@ -243,10 +332,12 @@ void results_flush(results *rs)
     }
 }
 
-results *results_new(peers *ps)
+results *results_new(raylet *r)
 {
     results *rs = calloc(1, sizeof *rs);
-    rs->peers = ps;
+    rs->r = r;
+    rs->peers = r->peers;
+    rs->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
     rs->owners = esc_strmap_new();
     rs->batches = esc_strmap_new();
     return rs;
@@ -289,5 +380,6 @@ void results_free(results *rs)
         free(p);
     }
     esc_strmap_free(rs->batches);
+    esc_rpc_channel_free(rs->gcs);
     free(rs);
 }

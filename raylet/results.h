@@ -1,4 +1,4 @@
-/* results.h: telling owners that their tasks ended.
+/* results.h: a task's returns: storing them and telling owners that the task ended.
  *
  * A client that submits tasks holds a WatchResults stream with its local raylet, keyed
  * by its owner id. When a task ends, the raylet that ran it describes each return in a
@@ -30,9 +30,19 @@
 
 typedef struct results results;
 
-/* Creates the registry; notices to peer raylets go out through ps (it must outlive the
- * registry). */
-results *results_new(peers *ps);
+struct raylet;
+
+/* Creates the registry; notices to peer raylets go out through r->peers (it must
+ * outlive the registry). */
+results *results_new(struct raylet *r);
+
+/* Stores a finished task's returns in this node's object store (announced with the
+ * task's origin), commits the operations it carries for its success (on_success), and
+ * delivers their notice: back to the raylet that forwarded the task, else to its
+ * owner's stream here. A failed result (res->ok false) becomes error objects. */
+void results_store(results *rs, const Escher__TaskSpec *spec, const Escher__TaskResult *res);
+/* Every return of the task becomes an error object carrying why, delivered the same way. */
+void results_store_error(results *rs, const Escher__TaskSpec *spec, const char *why);
 /* Registers the WatchResults handler. Returns 0 or -1. */
 int results_serve(results *rs, esc_rpc_server *srv);
 

@@ -18,6 +18,7 @@
 #include "pbutil.h"
 #include "qty.h"
 #include "raylet.h"
+#include "object_service.h"
 #include "results.h"
 #include "rpc_async.h"
 #include "strmap.h"
@@ -27,9 +28,6 @@
 /* Lineage kept per raylet: the specs of this many ended forwarded tasks at most, the
  * oldest forgotten first (their lost returns can then no longer be made again). */
 #define LINEAGE_MAX 100000
-/* The operations a task carries for its success go to the GCS; a write there may wait
- * for durable storage. */
-#define GCS_OPS_TIMEOUT_MS 30000
 
 typedef struct task_entry {
     struct task_entry *prev, *next; /* the queue, while waiting */
@@ -38,7 +36,7 @@ typedef struct task_entry {
     char *spilled_addr;             /* and that node's raylet */
     unsigned forwards;              /* forwards made: tells a stale forward's outcome */
     Escher__TaskSpec *spec;         /* owned */
-    esc_acct_req *req;              /* names point into spec */
+    accounting_req *req;              /* names point into spec */
     size_t nreq;
     int64_t gpus;                   /* the GPU quantity requested (fixed point) */
     gpu_grant grant;                /* the instances it holds while running */
@@ -66,8 +64,6 @@ struct task_manager {
     esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
     gpu_slots *gpus;                /* which GPU instance each running task holds */
     esc_strmap *actors;             /* actor id -> creation entry holding its resources */
-    results *results;               /* owners' streams and notices to forwarders */
-    esc_rpc_channel *gcs;           /* for the operations tasks carry (on_success) */
 };
 
 /* ------------------------------------------------------------ entries */
@@ -80,12 +76,12 @@ static task_entry *entry_new(task_manager *tm, Escher__TaskSpec *spec)
     e->nreq = spec->n_resources;
     e->req = calloc(e->nreq + 1, sizeof *e->req);
     for (size_t i = 0; i < e->nreq; i++) {
-        e->req[i] = (esc_acct_req){.name = spec->resources[i]->name,
+        e->req[i] = (accounting_req){.name = spec->resources[i]->name,
                                    .qty = spec->resources[i]->value};
         if (!strcmp(spec->resources[i]->name, "GPU"))
             e->gpus += spec->resources[i]->value;
     }
-    esc_acct_resolve(tm->r->acct, e->req, e->nreq);
+    accounting_resolve(tm->r->acct, e->req, e->nreq);
     return e;
 }
 
@@ -124,98 +120,6 @@ static void dequeue(task_manager *tm, task_entry *e)
     tm->nqueued--;
 }
 
-/* ------------------------------------------------------------ results */
-
-static peer *peer_at(task_manager *tm, const char *address)
-{
-    return peers_get(tm->r->peers, address);
-}
-
-/* The returns' notice goes back the way the task came: to the raylet that forwarded
- * it, else to its owner's stream here. */
-static void notify(task_manager *tm, const Escher__TaskSpec *spec, Escher__ReadyObject **objs,
-                   size_t n)
-{
-    /* A reply_to naming this raylet (an actor call from a local owner) is local. */
-    bool away = spec->reply_to && spec->reply_to[0] && strcmp(spec->reply_to, tm->r->address);
-    peer *back = away ? peer_at(tm, spec->reply_to) : NULL;
-    results_deliver(tm->results, back, spec->task_id, spec->owner_id ? spec->owner_id : "",
-                    objs, n);
-}
-
-/* Stores return i of the task (an error object when why is set) and describes it. */
-static Escher__ReadyObject *store_one(task_manager *tm, const Escher__TaskSpec *spec,
-                                      unsigned i, const ProtobufCBinaryData *b, const char *why)
-{
-    char id[ESC_OBJECT_ID_MAX];
-    esc_return_id(spec->task_id, i, id, sizeof id);
-    const void *data = b ? b->data : NULL;
-    size_t len = b ? b->len : 0;
-    raylet_store_object(tm->r, id, spec->job_id, spec->origin, data, len, why != NULL, why);
-    return results_object_new(id, data, len, why != NULL, why, tm->r->address);
-}
-
-/* Every return of the task becomes an error object carrying `why`. */
-static void store_error(task_manager *tm, const Escher__TaskSpec *spec, const char *why)
-{
-    unsigned n = spec->num_returns ? spec->num_returns : 1;
-    Escher__ReadyObject **objs = malloc(n * sizeof *objs);
-    for (unsigned i = 0; i < n; i++)
-        objs[i] = store_one(tm, spec, i, NULL, why);
-    notify(tm, spec, objs, n);
-}
-
-static void on_ops_done(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
-{
-    char *task_id = ud;
-    if (reply)
-        protobuf_c_message_free_unpacked(reply, NULL);
-    if (code != ESC_OK)
-        ESC_WARN("the resource operations of task %s failed: %s %s", task_id,
-                 esc_status_name(code), st->message);
-    free(task_id);
-}
-
-/* Commits the operations the task carries for its success, as its job, with LOCAL
- * meaning this node. The task's result stands either way; a refusal is logged. */
-static void commit_on_success(task_manager *tm, const Escher__TaskSpec *spec)
-{
-    if (!spec->on_success || !spec->on_success->n_ops || !tm->r->async)
-        return;
-    Escher__UpdateResourcesRequest req = *spec->on_success;
-    req.job_id = spec->job_id;
-    req.local_node_id = tm->r->node_id;
-    req.detached = false;
-    /* Not idempotent: an add must not be applied twice. */
-    esc_rpc_async_call(tm->r->async, tm->gcs, &escher__gcs__descriptor, "UpdateResources",
-                       &req.base, GCS_OPS_TIMEOUT_MS, 0, on_ops_done, strdup(spec->task_id));
-}
-
-static void store_returns(task_manager *tm, const Escher__TaskSpec *spec,
-                          const Escher__TaskResult *res)
-{
-    commit_on_success(tm, spec);
-    unsigned n = spec->num_returns ? spec->num_returns : 1;
-    Escher__ReadyObject **objs = malloc(n * sizeof *objs);
-    for (unsigned i = 0; i < n; i++)
-        objs[i] = store_one(tm, spec, i, i < res->n_returns ? &res->returns[i] : NULL, NULL);
-    notify(tm, spec, objs, n);
-}
-
-void task_manager_store_result(task_manager *tm, const Escher__TaskSpec *spec,
-                               const Escher__TaskResult *res)
-{
-    if (res->ok)
-        store_returns(tm, spec, res);
-    else
-        store_error(tm, spec, res->error && *res->error ? res->error : "task failed");
-}
-
-void task_manager_store_error(task_manager *tm, const Escher__TaskSpec *spec, const char *why)
-{
-    store_error(tm, spec, why);
-}
-
 /* A system failure (the worker process died) is retried; an application failure (the
  * task returned non-zero, the command exited non-zero) or a cancel is not. */
 static bool retryable(const Escher__TaskResult *res)
@@ -228,12 +132,12 @@ static void schedule(task_manager *tm, task_entry *e);
 /* Admission: the table must fit, and so must the GPU instances. */
 static bool fits_now(task_manager *tm, const task_entry *e)
 {
-    return esc_acct_fits(tm->r->acct, e->req, e->nreq) && gpu_slots_fit(tm->gpus, e->gpus);
+    return accounting_fits(tm->r->acct, e->req, e->nreq) && gpu_slots_fit(tm->gpus, e->gpus);
 }
 
 static void release(task_manager *tm, task_entry *e)
 {
-    esc_acct_release(tm->r->acct, e->req, e->nreq);
+    accounting_release(tm->r->acct, e->req, e->nreq);
     gpu_slots_release(tm->gpus, &e->grant);
     memset(&e->grant, 0, sizeof e->grant);
     raylet_changed(tm->r, true);
@@ -253,10 +157,7 @@ static void on_done(void *ud, const Escher__TaskResult *res)
         schedule(tm, e);
         return;
     }
-    if (res->ok)
-        store_returns(tm, e->spec, res);
-    else
-        store_error(tm, e->spec, res->error && *res->error ? res->error : "task failed");
+    results_store(tm->r->results, e->spec, res);
     entry_free(e);
 }
 
@@ -272,7 +173,7 @@ static const char *lend_args(task_manager *tm, task_entry *e, char *why, size_t 
         if (!*a->object_id)
             continue;
         object_view v;
-        if (!raylet_object_get(tm->r, a->object_id, &v)) {
+        if (!object_service_get(tm->r, a->object_id, &v)) {
             snprintf(why, len, "argument object %.80s is not on this node (arguments from "
                      "other nodes are not fetched yet)", a->object_id);
             return why;
@@ -308,11 +209,11 @@ static void run(task_manager *tm, task_entry *e)
     char why[512];
     if (lend_args(tm, e, why, sizeof why)) {
         unlend_args(e);
-        store_error(tm, e->spec, why);
+        results_store_error(tm->r->results, e->spec, why);
         entry_free(e);
         return;
     }
-    if (!gpu_slots_fit(tm->gpus, e->gpus) || !esc_acct_acquire(r->acct, e->req, e->nreq)) {
+    if (!gpu_slots_fit(tm->gpus, e->gpus) || !accounting_acquire(r->acct, e->req, e->nreq)) {
         unlend_args(e);
         enqueue(tm, e);
         return;
@@ -335,7 +236,7 @@ static void run(task_manager *tm, task_entry *e)
         esc_strmap_del(tm->running, e->spec->task_id);
         esc_strmap_put(tm->actors, e->spec->actor_id, e);
         unlend_args(e);
-        actor_start(r->actors, e->spec, env, nenv, on_actor_ended, e);
+        actor_manager_start(r->actors, e->spec, env, nenv, on_actor_ended, e);
         return;
     }
     /* The worker needs what to run, not what it holds: a task with a thousand resources
@@ -349,7 +250,7 @@ static void run(task_manager *tm, task_entry *e)
     if (rc != 0) {
         esc_strmap_del(tm->running, e->spec->task_id);
         release(tm, e);
-        store_error(tm, e->spec, "cannot start a worker process");
+        results_store_error(tm->r->results, e->spec, "cannot start a worker process");
         entry_free(e);
     }
 }
@@ -411,7 +312,7 @@ static void forward(task_manager *tm, task_entry *e, const char *address, const 
      * still says whom this raylet tells (the call copies the request). */
     char *reply_to = e->spec->reply_to;
     e->spec->reply_to = tm->r->address;
-    peers_call(tm->r->peers, peer_at(tm, address), "SubmitTask", &e->spec->base, 0, 0,
+    peers_call(tm->r->peers, peers_get(tm->r->peers, address), "SubmitTask", &e->spec->base, 0, 0,
                on_forwarded, f);
     e->spec->reply_to = reply_to;
 }
@@ -429,7 +330,7 @@ static const char *spill_target(task_manager *tm, const task_entry *e, const cha
     const char *from = cluster_view_node_at(r->view, e->spec->reply_to);
     const char *to = cluster_view_find_available(r->view, r->node_id, e->req, e->nreq, from,
                                                  node_id);
-    if (to || esc_acct_feasible(r->acct, e->req, e->nreq))
+    if (to || accounting_feasible(r->acct, e->req, e->nreq))
         return to;
     return cluster_view_find_feasible(r->view, r->node_id, e->req, e->nreq, node_id);
 }
@@ -438,7 +339,7 @@ static const char *spill_target(task_manager *tm, const task_entry *e, const cha
 static bool arg_missing(task_manager *tm, const Escher__TaskArg *a)
 {
     object_view v;
-    return *a->object_id && !raylet_object_get(tm->r, a->object_id, &v);
+    return *a->object_id && !object_service_get(tm->r, a->object_id, &v);
 }
 
 /* Starts fetching the task's missing argument objects; true when it must wait for them
@@ -448,7 +349,7 @@ static bool wait_for_args(task_manager *tm, task_entry *e)
     bool waiting = false;
     for (size_t i = 0; i < e->spec->n_args; i++) {
         if (arg_missing(tm, e->spec->args[i])) {
-            object_fetch(tm->r->fetcher, e->spec->args[i]->object_id, e->spec->job_id);
+            object_fetch_start(tm->r->fetcher, e->spec->args[i]->object_id, e->spec->job_id);
             waiting = true;
         }
     }
@@ -471,7 +372,7 @@ static void schedule(task_manager *tm, task_entry *e)
         return;
     }
     bool here = fits_now(tm, e);
-    if (!here && !esc_acct_feasible(tm->r->acct, e->req, e->nreq)) {
+    if (!here && !accounting_feasible(tm->r->acct, e->req, e->nreq)) {
         enqueue(tm, e);
         return;
     }
@@ -559,7 +460,7 @@ static int accept_spec(task_manager *tm, Escher__TaskSpec *spec, task_entry **re
     }
     if (*spec->actor_id && !spec->actor_creation) {
         /* A method call: straight to the actor's queue (the caller found this raylet). */
-        actor_call(tm->r->actors, spec);
+        actor_manager_call(tm->r->actors, spec);
         protobuf_c_message_free_unpacked(&spec->base, NULL);
         return ESC_OK;
     }
@@ -689,7 +590,7 @@ static void handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, vo
         for (size_t k = 0; k < d->n_returns; k++)
             objs[k] = (Escher__ReadyObject *)esc_pb_dup(&d->returns[k]->base);
         const char *back = e ? e->spec->reply_to : "";
-        results_deliver(tm->results, back[0] ? peer_at(tm, back) : NULL, d->task_id,
+        results_deliver(tm->r->results, back[0] ? peers_get(tm->r->peers, back) : NULL, d->task_id,
                         e ? e->spec->owner_id : d->owner_id, objs, d->n_returns);
         /* It ended: its results exist, so its node's death must not run it again; its
          * origin keeps it as lineage, in case a reader finds them lost. */
@@ -762,7 +663,7 @@ static void withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_id)
         Escher__CancelTaskRequest fwd = ESCHER__CANCEL_TASK_REQUEST__INIT;
         fwd.task_id = w->task_id;
         fwd.if_queued = true;
-        peers_call(tm->r->peers, peer_at(tm, e->spilled_addr), "CancelTask", &fwd.base, 0, 0,
+        peers_call(tm->r->peers, peers_get(tm->r->peers, e->spilled_addr), "CancelTask", &fwd.base, 0, 0,
                    on_withdrawn_there, w);
         return;
     }
@@ -783,7 +684,7 @@ static void handle_cancel(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
     task_entry *e = find_queued(tm, req->task_id);
     if (e) {
         dequeue(tm, e);
-        store_error(tm, e->spec, "cancelled");
+        results_store_error(tm->r->results, e->spec, "cancelled");
         entry_free(e);
         rep.found = true;
     } else {
@@ -797,7 +698,7 @@ static void handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *msg, vo
     task_manager *tm = ud;
     const Escher__KillActorRequest *req = (const Escher__KillActorRequest *)msg;
     Escher__KillActorReply rep = ESCHER__KILL_ACTOR_REPLY__INIT;
-    rep.found = actor_kill(tm->r->actors, req->actor_id, "killed");
+    rep.found = actor_manager_kill(tm->r->actors, req->actor_id, "killed");
     esc_rpc_reply(call, &rep.base);
 }
 
@@ -823,17 +724,7 @@ task_manager *task_manager_new(raylet *r)
     tm->fetching = esc_strmap_new();
     tm->gpus = gpu_slots_new(node_gpus(r));
     tm->actors = esc_strmap_new();
-    tm->results = results_new(r->peers);
-    tm->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
     return tm;
-}
-
-void task_manager_stop(task_manager *tm)
-{
-    if (tm) {
-        results_stop(tm->results);
-        peers_stop(tm->r->peers);
-    }
 }
 
 /* Removes and returns the spilled entries matching node_id or job_id (one of them). */
@@ -908,7 +799,7 @@ void task_manager_object_failed(task_manager *tm, const char *id, const char *wh
     for (size_t i = 0; i < n; i++) {
         char msg[700];
         snprintf(msg, sizeof msg, "cannot fetch argument %.80s: %.500s", id, why);
-        store_error(tm, lost[i]->spec, msg);
+        results_store_error(tm->r->results, lost[i]->spec, msg);
         entry_free(lost[i]);
     }
     free(lost);
@@ -930,7 +821,7 @@ void task_manager_node_dead(task_manager *tm, const char *node_id)
          * as after a worker crash); a task runs again while its retries last. */
         bool actor = e->spec->actor_creation;
         if (e->spec->attempt >= (actor ? e->spec->max_restarts : e->spec->max_retries)) {
-            store_error(tm, e->spec, actor ? "the actor's node died and no restarts remain"
+            results_store_error(tm->r->results, e->spec, actor ? "the actor's node died and no restarts remain"
                                            : "the node running it died and no retries remain");
             entry_free(e);
             continue;
@@ -950,7 +841,6 @@ int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
     return esc_rpc_server_handle(srv, d, "SubmitTask", handle_submit, tm) |
            esc_rpc_server_handle(srv, d, "SubmitTasks", handle_submit_batch, tm) |
            esc_rpc_server_handle(srv, d, "TasksDone", handle_tasks_done, tm) |
-           results_serve(tm->results, srv) |
            esc_rpc_server_handle(srv, d, "CancelTask", handle_cancel, tm) |
            esc_rpc_server_handle(srv, d, "KillActor", handle_kill_actor, tm) |
            esc_rpc_server_handle(srv, d, "Reconstruct", handle_reconstruct, tm);
@@ -997,11 +887,6 @@ void task_manager_job_finished(task_manager *tm, const char *job_id)
     worker_pool_job_ended(tm->r->pool, job_id);
 }
 
-void task_manager_flush(task_manager *tm)
-{
-    results_flush(tm->results);
-}
-
 size_t task_manager_queued(const task_manager *tm)
 {
     return tm->nqueued;
@@ -1042,8 +927,6 @@ void task_manager_free(task_manager *tm)
     while (esc_strmap_next(tm->actors, &pos, &k, &v))
         entry_free(v);
     esc_strmap_free(tm->actors);
-    results_free(tm->results);
-    esc_rpc_channel_free(tm->gcs);
     free(tm);
 }
 
@@ -1076,12 +959,12 @@ static Escher__Demand *demand_of(task_manager *tm, const task_entry *e)
         a->name = strdup(e->req[i].name);
         a->value = e->req[i].qty;
         d->shape[i] = a;
-        esc_acct_row row;
-        if (!esc_acct_get(tm->r->acct, e->req[i].name, &row) &&
+        accounting_row row;
+        if (!accounting_get(tm->r->acct, e->req[i].name, &row) &&
             !cluster_view_has_name(tm->r->view, e->req[i].name))
             d->missing[d->n_missing++] = strdup(e->req[i].name);
     }
-    d->infeasible = !esc_acct_feasible(tm->r->acct, e->req, e->nreq) &&
+    d->infeasible = !accounting_feasible(tm->r->acct, e->req, e->nreq) &&
                     !cluster_view_find_feasible(tm->r->view, tm->r->node_id, e->req, e->nreq, NULL);
     return d;
 }

@@ -37,11 +37,6 @@ void task_manager_reexamine(task_manager *tm);
 /* A node died: the tasks this raylet forwarded there are submitted again while their
  * retries last (their return values died with the node), else they fail. */
 void task_manager_node_dead(task_manager *tm, const char *node_id);
-/* Stores a task's result: its return values, or error objects for a failure. */
-void task_manager_store_result(task_manager *tm, const Escher__TaskSpec *spec,
-                               const Escher__TaskResult *res);
-/* Stores error objects carrying why for every return of the task. */
-void task_manager_store_error(task_manager *tm, const Escher__TaskSpec *spec, const char *why);
 /* An argument object arrived here (object_fetch.c): tasks that have all theirs are
  * scheduled. */
 void task_manager_object_arrived(task_manager *tm, const char *id);
@@ -50,16 +45,11 @@ void task_manager_object_failed(task_manager *tm, const char *id, const char *wh
 /* Drops the job's queued tasks and cancels its running ones. */
 void task_manager_job_finished(task_manager *tm, const char *job_id);
 size_t task_manager_queued(const task_manager *tm);
-/* Sends the notices of ended tasks collected in this loop turn (results.h). */
-void task_manager_flush(task_manager *tm);
 /* The queued tasks grouped by resource shape, for status: *n Demand messages in a new
  * array; free it with task_manager_demand_free. */
 Escher__Demand **task_manager_demand(task_manager *tm, size_t *n);
 void task_manager_demand_free(Escher__Demand **d, size_t n);
 size_t task_manager_running(const task_manager *tm);
-/* Stops forwarding (forwards not made end as failures, posted to the loop): call
- * before the loop's last drain. */
-void task_manager_stop(task_manager *tm);
 /* Fails queued tasks ("raylet shutting down") and frees the manager; the worker pool
  * must already be freed (it ends the running tasks). */
 void task_manager_free(task_manager *tm);

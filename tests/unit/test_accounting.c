@@ -21,7 +21,7 @@
 
 /* ---- helpers ---- */
 
-static int op_full(esc_acct *a, Escher__OpKind kind, const char *name, int64_t value,
+static int op_full(accounting *a, Escher__OpKind kind, const char *name, int64_t value,
                    bool unbounded)
 {
     Escher__LogOp op = ESCHER__LOG_OP__INIT;
@@ -30,26 +30,26 @@ static int op_full(esc_acct *a, Escher__OpKind kind, const char *name, int64_t v
     op.name = (char *)name;
     op.value = value;
     op.unbounded = unbounded;
-    return esc_acct_apply(a, &op);
+    return accounting_apply(a, &op);
 }
 
-static void set(esc_acct *a, const char *name, int64_t v)
+static void set(accounting *a, const char *name, int64_t v)
 {
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_SET, name, v, false), 0);
 }
 
-static void add(esc_acct *a, const char *name, int64_t d)
+static void add(accounting *a, const char *name, int64_t d)
 {
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_ADD, name, d, false), 0);
 }
 
-static void del(esc_acct *a, const char *name)
+static void del(accounting *a, const char *name)
 {
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_DELETE, name, 0, false), 0);
 }
 
 /* A SET carrying a backing of one physical name (or two with name2). */
-static int set_backed2(esc_acct *a, const char *name, int64_t v, const char *b1, int64_t q1,
+static int set_backed2(accounting *a, const char *name, int64_t v, const char *b1, int64_t q1,
                        const char *b2, int64_t q2)
 {
     Escher__Amount x = ESCHER__AMOUNT__INIT, y = ESCHER__AMOUNT__INIT;
@@ -65,54 +65,54 @@ static int set_backed2(esc_acct *a, const char *name, int64_t v, const char *b1,
     op.value = v;
     op.backing = bk;
     op.n_backing = b2 ? 2 : 1;
-    return esc_acct_apply(a, &op);
+    return accounting_apply(a, &op);
 }
 
-static int set_backed(esc_acct *a, const char *name, int64_t v, const char *b, int64_t q)
+static int set_backed(accounting *a, const char *name, int64_t v, const char *b, int64_t q)
 {
     return set_backed2(a, name, v, b, q, NULL, 0);
 }
 
 /* The row of name, which must be present. */
-static esc_acct_row row_of(const esc_acct *a, const char *name)
+static accounting_row row_of(const accounting *a, const char *name)
 {
-    esc_acct_row r;
+    accounting_row r;
     memset(&r, 0, sizeof r);
-    assert_true(esc_acct_get(a, name, &r));
+    assert_true(accounting_get(a, name, &r));
     assert_string_equal(r.name, name);
     return r;
 }
 
-static bool fits1(const esc_acct *a, const char *name, int64_t q)
+static bool fits1(const accounting *a, const char *name, int64_t q)
 {
-    esc_acct_req r = {.name = name, .qty = q};
-    return esc_acct_fits(a, &r, 1);
+    accounting_req r = {.name = name, .qty = q};
+    return accounting_fits(a, &r, 1);
 }
 
-static bool feasible1(const esc_acct *a, const char *name, int64_t q)
+static bool feasible1(const accounting *a, const char *name, int64_t q)
 {
-    esc_acct_req r = {.name = name, .qty = q};
-    return esc_acct_feasible(a, &r, 1);
+    accounting_req r = {.name = name, .qty = q};
+    return accounting_feasible(a, &r, 1);
 }
 
-static bool acquire1(esc_acct *a, const char *name, int64_t q)
+static bool acquire1(accounting *a, const char *name, int64_t q)
 {
-    esc_acct_req r = {.name = name, .qty = q};
-    return esc_acct_acquire(a, &r, 1);
+    accounting_req r = {.name = name, .qty = q};
+    return accounting_acquire(a, &r, 1);
 }
 
-static void release1(esc_acct *a, const char *name, int64_t q)
+static void release1(accounting *a, const char *name, int64_t q)
 {
-    esc_acct_req r = {.name = name, .qty = q};
-    esc_acct_release(a, &r, 1);
+    accounting_req r = {.name = name, .qty = q};
+    accounting_release(a, &r, 1);
 }
 
 /* True when some listed row has this name. */
-static bool listed(const esc_acct *a, const char *name)
+static bool listed(const accounting *a, const char *name)
 {
-    esc_acct_row r;
-    for (size_t i = 0; i < esc_acct_count(a); i++) {
-        assert_true(esc_acct_row_at(a, i, &r));
+    accounting_row r;
+    for (size_t i = 0; i < accounting_count(a); i++) {
+        assert_true(accounting_row_at(a, i, &r));
         if (strcmp(r.name, name) == 0)
             return true;
     }
@@ -138,18 +138,18 @@ static int64_t rnd_range(uint64_t *s, int64_t lo, int64_t hi)
 static void test_create(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    assert_int_equal(esc_acct_count(a), 0);
-    assert_false(esc_acct_get(a, "j/a", NULL));
+    accounting *a = accounting_new();
+    assert_int_equal(accounting_count(a), 0);
+    assert_false(accounting_get(a, "j/a", NULL));
     set(a, "j/a", U(2));
-    esc_acct_row r = row_of(a, "j/a");
+    accounting_row r = row_of(a, "j/a");
     assert_true(r.total == U(2));
     assert_true(r.held == 0);
     assert_false(r.unbounded || r.deleted || r.physical);
-    assert_int_equal(esc_acct_count(a), 1);
-    assert_true(esc_acct_row_at(a, 0, &r));
+    assert_int_equal(accounting_count(a), 1);
+    assert_true(accounting_row_at(a, 0, &r));
     assert_string_equal(r.name, "j/a");
-    assert_false(esc_acct_row_at(a, 1, &r));
+    assert_false(accounting_row_at(a, 1, &r));
     assert_true(fits1(a, "j/a", U(2)));
     assert_false(fits1(a, "j/a", U(2) + 1));
     assert_true(acquire1(a, "j/a", 15000));
@@ -168,19 +168,19 @@ static void test_create(void **state)
     /* SET clamps a negative capacity to 0 as well. */
     set(a, "j/d", -U(1));
     assert_true(row_of(a, "j/d").total == 0);
-    assert_int_equal(esc_acct_count(a), 4);
-    esc_acct_free(a);
-    esc_acct_free(NULL);
+    assert_int_equal(accounting_count(a), 4);
+    accounting_free(a);
+    accounting_free(NULL);
 }
 
 static void test_update_while_held(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
+    accounting *a = accounting_new();
     set(a, "j/a", U(4));
     assert_true(acquire1(a, "j/a", U(3)));
     set(a, "j/a", U(5));    /* grow: holders keep their share */
-    esc_acct_row r = row_of(a, "j/a");
+    accounting_row r = row_of(a, "j/a");
     assert_true(r.total == U(5) && r.held == U(3));
     assert_true(fits1(a, "j/a", U(2)));
     assert_false(fits1(a, "j/a", 25000));
@@ -193,18 +193,18 @@ static void test_update_while_held(void **state)
     r = row_of(a, "j/a");
     assert_true(r.total == U(3) && r.held == 0);
     assert_true(acquire1(a, "j/a", U(3)));
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_shrink_below_held(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
+    accounting *a = accounting_new();
     set(a, "j/a", U(4));
     for (int i = 0; i < 4; i++)
         assert_true(acquire1(a, "j/a", U(1)));
     set(a, "j/a", U(1));    /* shrink never preempts */
-    esc_acct_row r = row_of(a, "j/a");
+    accounting_row r = row_of(a, "j/a");
     assert_true(r.total == U(1) && r.held == U(4));
     assert_true(r.total - r.held == -U(3));    /* available is negative */
     assert_false(fits1(a, "j/a", 1));
@@ -223,19 +223,19 @@ static void test_shrink_below_held(void **state)
     assert_true(row_of(a, "j/a").held == 0);
     assert_true(acquire1(a, "j/a", U(1)));
     assert_false(acquire1(a, "j/a", 1));
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_delete_while_held(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
+    accounting *a = accounting_new();
     set(a, "j/a", U(2));
     set(a, "j/other", U(1));
     assert_true(acquire1(a, "j/a", U(1)));
     assert_true(acquire1(a, "j/a", U(1)));
     del(a, "j/a");
-    esc_acct_row r = row_of(a, "j/a");
+    accounting_row r = row_of(a, "j/a");
     assert_true(r.deleted);
     assert_true(r.held == U(2));
     assert_true(listed(a, "j/a"));
@@ -248,29 +248,29 @@ static void test_delete_while_held(void **state)
     assert_true(r.deleted && r.held == U(1));
     assert_false(acquire1(a, "j/a", 1));
     release1(a, "j/a", U(1));
-    assert_false(esc_acct_get(a, "j/a", NULL));    /* last release removes it */
+    assert_false(accounting_get(a, "j/a", NULL));    /* last release removes it */
     assert_false(listed(a, "j/a"));
-    assert_int_equal(esc_acct_count(a), 1);
+    assert_int_equal(accounting_count(a), 1);
     assert_true(listed(a, "j/other"));
 
     /* Deleting something nobody holds removes it at once. */
     del(a, "j/other");
-    assert_int_equal(esc_acct_count(a), 0);
+    assert_int_equal(accounting_count(a), 0);
     /* Deleting an absent resource is a no-op. */
     del(a, "j/never");
-    assert_int_equal(esc_acct_count(a), 0);
-    esc_acct_free(a);
+    assert_int_equal(accounting_count(a), 0);
+    accounting_free(a);
 }
 
 static void test_recreate_while_held(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
+    accounting *a = accounting_new();
     set(a, "j/a", U(2));
     assert_true(acquire1(a, "j/a", U(2)));
     del(a, "j/a");
     set(a, "j/a", U(3));    /* revive: the old holders still count */
-    esc_acct_row r = row_of(a, "j/a");
+    accounting_row r = row_of(a, "j/a");
     assert_false(r.deleted);
     assert_true(r.total == U(3) && r.held == U(2));
     assert_true(fits1(a, "j/a", U(1)));
@@ -288,28 +288,28 @@ static void test_recreate_while_held(void **state)
     assert_true(r.total == U(4) && r.held == U(3));
     assert_true(acquire1(a, "j/a", U(1)));
     assert_false(acquire1(a, "j/a", 1));
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_zero_vs_absent(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
+    accounting *a = accounting_new();
     set(a, "j/queue", 0);
     /* Present with zero: listed, but nothing fits and nothing ever could. */
-    esc_acct_row r = row_of(a, "j/queue");
+    accounting_row r = row_of(a, "j/queue");
     assert_true(r.total == 0 && !r.deleted);
     assert_true(listed(a, "j/queue"));
     assert_false(fits1(a, "j/queue", 1));
     assert_false(feasible1(a, "j/queue", 1));
     assert_false(acquire1(a, "j/queue", 1));
     /* Absent: not listed, and also waits. */
-    assert_false(esc_acct_get(a, "j/absent", NULL));
+    assert_false(accounting_get(a, "j/absent", NULL));
     assert_false(listed(a, "j/absent"));
     assert_false(fits1(a, "j/absent", 1));
     assert_false(feasible1(a, "j/absent", 1));
     assert_false(acquire1(a, "j/absent", 1));
-    assert_int_equal(esc_acct_count(a), 1);
+    assert_int_equal(accounting_count(a), 1);
     /* Capacity added to the queue lets one request in. */
     add(a, "j/queue", U(1));
     assert_true(feasible1(a, "j/queue", U(1)));
@@ -317,19 +317,19 @@ static void test_zero_vs_absent(void **state)
     assert_false(acquire1(a, "j/queue", 1));
     /* A request naming an absent resource fails as a whole. */
     set(a, "j/b", U(1));
-    esc_acct_req both[2] = {{"j/b", 1, 0}, {"j/absent", 1, 0}};
-    assert_false(esc_acct_fits(a, both, 2));
-    assert_false(esc_acct_acquire(a, both, 2));
+    accounting_req both[2] = {{"j/b", 1, 0}, {"j/absent", 1, 0}};
+    assert_false(accounting_fits(a, both, 2));
+    assert_false(accounting_acquire(a, both, 2));
     assert_true(row_of(a, "j/b").held == 0);    /* nothing partially held */
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_unbounded(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
+    accounting *a = accounting_new();
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_SET, "j/inf", U(1), true), 0);
-    esc_acct_row r = row_of(a, "j/inf");
+    accounting_row r = row_of(a, "j/inf");
     assert_true(r.unbounded);
     assert_true(r.total == 0);    /* value ignored when unbounded */
     for (int i = 0; i < 100; i++)
@@ -349,7 +349,7 @@ static void test_unbounded(void **state)
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_ADD, "j/b", U(1), true), 0);
     assert_true(row_of(a, "j/b").unbounded);
     assert_true(acquire1(a, "j/b", U(1000)));
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 /* Shuffles ops[] with a seeded Fisher-Yates. */
@@ -372,7 +372,7 @@ static void test_add_accumulates(void **state)
         deltas[i] = i < NPLUS ? U(1) : -U(1);
     uint64_t seed = 42;
     for (int round = 0; round < 3; round++) {
-        esc_acct *a = esc_acct_new();
+        accounting *a = accounting_new();
         set(a, "j/c", 0);
         if (round == 1) {
             /* Worst case: all decrements first drive the total negative. */
@@ -386,10 +386,10 @@ static void test_add_accumulates(void **state)
         for (size_t i = 0; i < NPLUS + NMINUS; i++)
             add(a, "j/c", deltas[i]);
         assert_true(row_of(a, "j/c").total == U(500));
-        esc_acct_free(a);
+        accounting_free(a);
     }
     /* Fractional deltas are exact in fixed point. */
-    esc_acct *a = esc_acct_new();
+    accounting *a = accounting_new();
     set(a, "j/f", 0);
     for (int i = 0; i < 10; i++)
         add(a, "j/f", 1000);    /* 0.1 */
@@ -399,27 +399,27 @@ static void test_add_accumulates(void **state)
     assert_true(row_of(a, "j/f").total == -U(2));
     assert_false(fits1(a, "j/f", 1));
     assert_false(feasible1(a, "j/f", 1));
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_physical_immune(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    esc_acct_set_physical(a, "CPU", U(8), false);
-    esc_acct_set_physical(a, "GPU", 5000, false);
-    esc_acct_set_physical(a, "node:n1", U(1), false);
-    esc_acct_set_physical(a, "ssd", U(2), false);    /* static custom, no namespace */
-    esc_acct_set_physical(a, "x/static", U(3), false); /* physical because set so */
+    accounting *a = accounting_new();
+    accounting_set_physical(a, "CPU", U(8), false);
+    accounting_set_physical(a, "GPU", 5000, false);
+    accounting_set_physical(a, "node:n1", U(1), false);
+    accounting_set_physical(a, "ssd", U(2), false);    /* static custom, no namespace */
+    accounting_set_physical(a, "x/static", U(3), false); /* physical because set so */
     const char *phys[] = {"CPU", "GPU", "node:n1", "ssd", "x/static"};
     const int64_t want[] = {U(8), 5000, U(1), U(2), U(3)};
     assert_true(acquire1(a, "GPU", 2500));
-    uint64_t v = esc_acct_version(a);
+    uint64_t v = accounting_version(a);
     for (size_t i = 0; i < 5; i++) {
         assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_SET, phys[i], U(99), false), -1);
         assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_ADD, phys[i], U(1), true), -1);
         assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_DELETE, phys[i], 0, false), -1);
-        esc_acct_row r = row_of(a, phys[i]);
+        accounting_row r = row_of(a, phys[i]);
         assert_true(r.physical && !r.unbounded && !r.deleted);
         assert_true(r.total == want[i]);
     }
@@ -427,36 +427,36 @@ static void test_physical_immune(void **state)
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_SET, "memory", U(1), false), -1);
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_ADD, "node:other", U(1), false), -1);
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_SET, "object_store_memory", 1, false), -1);
-    assert_false(esc_acct_get(a, "memory", NULL));
-    assert_false(esc_acct_get(a, "node:other", NULL));
+    assert_false(accounting_get(a, "memory", NULL));
+    assert_false(accounting_get(a, "node:other", NULL));
     /* As are names that are not "<ns>/<name>". */
     const char *bad[] = {"", "plain", "a/b/c", "/x", "x/", ".a/b", "a/.b", "a b/c"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_SET, bad[i], U(1), false), -1);
-        assert_false(esc_acct_get(a, bad[i], NULL));
+        assert_false(accounting_get(a, bad[i], NULL));
     }
-    assert_int_equal(esc_acct_apply(a, NULL), -1);
+    assert_int_equal(accounting_apply(a, NULL), -1);
     assert_int_equal(op_full(a, (Escher__OpKind)7, "j/a", U(1), false), -1);
-    assert_false(esc_acct_get(a, "j/a", NULL));
-    assert_true(esc_acct_version(a) == v);    /* nothing changed */
-    assert_int_equal(esc_acct_count(a), 5);
+    assert_false(accounting_get(a, "j/a", NULL));
+    assert_true(accounting_version(a) == v);    /* nothing changed */
+    assert_int_equal(accounting_count(a), 5);
 
     /* A snapshot can neither set nor delete physical rows. */
     const char *names[] = {"CPU", "j/e"};
     const int64_t totals[] = {U(1), U(1)};
     const bool unb[] = {false, false};
-    esc_acct_reset_ephemeral(a, names, totals, unb, 2);
+    accounting_reset_ephemeral(a, names, totals, unb, 2);
     assert_true(row_of(a, "CPU").total == U(8));
-    esc_acct_reset_ephemeral(a, NULL, NULL, NULL, 0);
-    assert_false(esc_acct_get(a, "j/e", NULL));
+    accounting_reset_ephemeral(a, NULL, NULL, NULL, 0);
+    assert_false(accounting_get(a, "j/e", NULL));
     for (size_t i = 0; i < 5; i++)
         assert_true(row_of(a, phys[i]).total == want[i]);
     assert_true(row_of(a, "GPU").held == 2500);
     /* The raylet itself may still change physical capacity. */
-    esc_acct_set_physical(a, "GPU", U(1), false);
+    accounting_set_physical(a, "GPU", U(1), false);
     assert_true(fits1(a, "GPU", 7500));
     assert_false(fits1(a, "GPU", 7501));
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 /* A resolved request skips name lookups but means the same: a row deleted and created
@@ -465,44 +465,44 @@ static void test_physical_immune(void **state)
 static void test_resolved_requests(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
+    accounting *a = accounting_new();
     set(a, "j/a", U(2));
-    esc_acct_req r[2] = {{.name = "j/a", .qty = U(1)}, {.name = "j/later", .qty = U(1)}};
-    esc_acct_resolve(a, r, 2);
+    accounting_req r[2] = {{.name = "j/a", .qty = U(1)}, {.name = "j/later", .qty = U(1)}};
+    accounting_resolve(a, r, 2);
     assert_true(r[0].slot > 0);
     assert_int_equal(r[1].slot, 0);       /* not interned yet: looked up by name */
-    assert_false(esc_acct_fits(a, r, 2));
+    assert_false(accounting_fits(a, r, 2));
     set(a, "j/later", U(1));
-    assert_true(esc_acct_acquire(a, r, 2));
-    assert_false(esc_acct_fits(a, r, 2)); /* j/later is full */
-    esc_acct_release(a, r, 2);
+    assert_true(accounting_acquire(a, r, 2));
+    assert_false(accounting_fits(a, r, 2)); /* j/later is full */
+    accounting_release(a, r, 2);
     assert_int_equal(row_of(a, "j/a").held, 0);
     del(a, "j/a");
-    assert_false(esc_acct_fits(a, r, 1)); /* the slot's row is gone */
+    assert_false(accounting_fits(a, r, 1)); /* the slot's row is gone */
     set(a, "j/a", U(1));
-    assert_true(esc_acct_acquire(a, r, 1)); /* the same name again: the same slot */
+    assert_true(accounting_acquire(a, r, 1)); /* the same name again: the same slot */
     assert_int_equal(row_of(a, "j/a").held, U(1));
-    esc_acct_release(a, r, 1);
-    esc_acct_free(a);
+    accounting_release(a, r, 1);
+    accounting_free(a);
 }
 
 static void test_request_vectors(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
+    accounting *a = accounting_new();
     set(a, "j/a", 15000);
     set(a, "j/b", U(1));
     /* The same name twice is summed: 1 + 1 > 1.5. */
-    esc_acct_req dup[2] = {{"j/a", U(1), 0}, {"j/a", U(1), 0}};
-    assert_false(esc_acct_fits(a, dup, 2));
-    assert_false(esc_acct_feasible(a, dup, 2));
-    assert_false(esc_acct_acquire(a, dup, 2));
+    accounting_req dup[2] = {{"j/a", U(1), 0}, {"j/a", U(1), 0}};
+    assert_false(accounting_fits(a, dup, 2));
+    assert_false(accounting_feasible(a, dup, 2));
+    assert_false(accounting_acquire(a, dup, 2));
     set(a, "j/a", U(2));
-    esc_acct_req mixed[3] = {{"j/a", U(1), 0}, {"j/b", U(1), 0}, {"j/a", U(1), 0}};
-    assert_true(esc_acct_acquire(a, mixed, 3));
+    accounting_req mixed[3] = {{"j/a", U(1), 0}, {"j/b", U(1), 0}, {"j/a", U(1), 0}};
+    assert_true(accounting_acquire(a, mixed, 3));
     assert_true(row_of(a, "j/a").held == U(2));
     assert_true(row_of(a, "j/b").held == U(1));
-    esc_acct_release(a, mixed, 3);
+    accounting_release(a, mixed, 3);
     assert_true(row_of(a, "j/a").held == 0);
     assert_true(row_of(a, "j/b").held == 0);
     /* Quantities must be positive and in range. */
@@ -512,28 +512,28 @@ static void test_request_vectors(void **state)
     set(a, "j/inf", 0);
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_SET, "j/inf", 0, true), 0);
     assert_false(fits1(a, "j/inf", ESC_QTY_MAX + 1));
-    esc_acct_req nul = {NULL, 1, 0};
-    assert_false(esc_acct_fits(a, &nul, 1));
+    accounting_req nul = {NULL, 1, 0};
+    assert_false(accounting_fits(a, &nul, 1));
     /* The empty request always fits. */
-    assert_true(esc_acct_fits(a, NULL, 0));
-    assert_true(esc_acct_acquire(a, NULL, 0));
+    assert_true(accounting_fits(a, NULL, 0));
+    assert_true(accounting_acquire(a, NULL, 0));
     /* A release of what was never held can not make capacity appear. */
     release1(a, "j/b", U(5));
     assert_true(row_of(a, "j/b").held == 0);
     assert_true(acquire1(a, "j/b", U(1)));
     assert_false(acquire1(a, "j/b", 1));
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_version_and_order(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    uint64_t v0 = esc_acct_version(a);
+    accounting *a = accounting_new();
+    uint64_t v0 = accounting_version(a);
     set(a, "j/a", U(1));
     set(a, "j/b", U(1));
     set(a, "j/c", U(1));
-    uint64_t v1 = esc_acct_version(a);
+    uint64_t v1 = accounting_version(a);
     assert_true(v1 > v0);
     /* Reads and no-op writes leave the version alone. */
     (void)fits1(a, "j/a", 1);
@@ -541,31 +541,31 @@ static void test_version_and_order(void **state)
     set(a, "j/a", U(1));
     del(a, "j/zzz");
     assert_false(acquire1(a, "j/a", U(2)));
-    assert_true(esc_acct_version(a) == v1);
+    assert_true(accounting_version(a) == v1);
     assert_true(acquire1(a, "j/a", 1));
-    assert_true(esc_acct_version(a) > v1);
-    uint64_t v2 = esc_acct_version(a);
+    assert_true(accounting_version(a) > v1);
+    uint64_t v2 = accounting_version(a);
     release1(a, "j/a", 1);
-    assert_true(esc_acct_version(a) > v2);
+    assert_true(accounting_version(a) > v2);
 
     /* Rows list in creation order; a removal keeps the others in order. */
-    esc_acct_row r;
+    accounting_row r;
     del(a, "j/b");
     set(a, "j/d", U(1));
     const char *want[] = {"j/a", "j/c", "j/d"};
-    assert_int_equal(esc_acct_count(a), 3);
+    assert_int_equal(accounting_count(a), 3);
     for (size_t i = 0; i < 3; i++) {
-        assert_true(esc_acct_row_at(a, i, &r));
+        assert_true(accounting_row_at(a, i, &r));
         assert_string_equal(r.name, want[i]);
     }
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_reset_ephemeral(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    esc_acct_set_physical(a, "CPU", U(4), false);
+    accounting *a = accounting_new();
+    accounting_set_physical(a, "CPU", U(4), false);
     set(a, "j/keep", U(1));
     set(a, "j/gone", U(1));
     set(a, "j/held", U(2));
@@ -576,26 +576,26 @@ static void test_reset_ephemeral(void **state)
     const char *names[] = {"j/keep", "j/new", "j/revive", "j/unb", "bad name"};
     const int64_t totals[] = {U(3), U(2), U(5), U(9), U(1)};
     const bool unb[] = {false, false, false, true, false};
-    esc_acct_reset_ephemeral(a, names, totals, unb, 5);
+    accounting_reset_ephemeral(a, names, totals, unb, 5);
     assert_true(row_of(a, "j/keep").total == U(3));
     assert_true(row_of(a, "j/new").total == U(2));
-    esc_acct_row r = row_of(a, "j/revive");
+    accounting_row r = row_of(a, "j/revive");
     assert_true(!r.deleted && r.total == U(5) && r.held == U(2));
     r = row_of(a, "j/unb");
     assert_true(r.unbounded && r.total == 0);
-    assert_false(esc_acct_get(a, "j/gone", NULL));
-    assert_false(esc_acct_get(a, "bad name", NULL));
+    assert_false(accounting_get(a, "j/gone", NULL));
+    assert_false(accounting_get(a, "bad name", NULL));
     r = row_of(a, "j/held");    /* unlisted but held: deleted, kept for its holder */
     assert_true(r.deleted && r.held == U(1));
     assert_false(fits1(a, "j/held", 1));
     assert_true(row_of(a, "CPU").total == U(4));
-    assert_int_equal(esc_acct_count(a), 6);
-    uint64_t v = esc_acct_version(a);
-    esc_acct_reset_ephemeral(a, names, totals, unb, 5);    /* same snapshot: no change */
-    assert_true(esc_acct_version(a) == v);
+    assert_int_equal(accounting_count(a), 6);
+    uint64_t v = accounting_version(a);
+    accounting_reset_ephemeral(a, names, totals, unb, 5);    /* same snapshot: no change */
+    assert_true(accounting_version(a) == v);
     release1(a, "j/held", U(1));
-    assert_false(esc_acct_get(a, "j/held", NULL));
-    esc_acct_free(a);
+    assert_false(accounting_get(a, "j/held", NULL));
+    accounting_free(a);
 }
 
 /* ---- log replay equals state ---- */
@@ -647,13 +647,13 @@ static void reg_apply(reg_row *r, Escher__OpKind kind, int64_t value, bool unbou
     }
 }
 
-/* Rebuilds t from the registry with esc_acct_reset_ephemeral. */
-static void reset_from(esc_acct *t, const reg_row *reg)
+/* Rebuilds t from the registry with accounting_reset_ephemeral. */
+static void reset_from(accounting *t, const reg_row *reg)
 {
     const char *names[NNAMES];
     int64_t totals[NNAMES];
     bool unb[NNAMES];
-    esc_acct_backing bk[NNAMES];
+    accounting_backing bk[NNAMES];
     static Escher__Amount cpu = {PROTOBUF_C_MESSAGE_INIT(&escher__amount__descriptor), "CPU",
                                  REPLAY_BACKING, false};
     static Escher__Amount *cpu_v[1] = {&cpu};
@@ -664,20 +664,20 @@ static void reset_from(esc_acct *t, const reg_row *reg)
         names[n] = replay_names[i];
         totals[n] = reg[i].total;
         unb[n] = reg[i].unbounded;
-        bk[n] = reg[i].backed ? (esc_acct_backing){cpu_v, 1} : (esc_acct_backing){NULL, 0};
+        bk[n] = reg[i].backed ? (accounting_backing){cpu_v, 1} : (accounting_backing){NULL, 0};
         n++;
     }
-    esc_acct_reset_ephemeral_backed(t, names, totals, unb, bk, n);
+    accounting_reset_ephemeral_backed(t, names, totals, unb, bk, n);
 }
 
 /* Both tables list exactly the same rows with the same values. */
-static void assert_same_rows(const esc_acct *x, const esc_acct *y)
+static void assert_same_rows(const accounting *x, const accounting *y)
 {
-    assert_int_equal(esc_acct_count(x), esc_acct_count(y));
-    for (size_t i = 0; i < esc_acct_count(x); i++) {
-        esc_acct_row rx, ry;
-        assert_true(esc_acct_row_at(x, i, &rx));
-        assert_true(esc_acct_get(y, rx.name, &ry));
+    assert_int_equal(accounting_count(x), accounting_count(y));
+    for (size_t i = 0; i < accounting_count(x); i++) {
+        accounting_row rx, ry;
+        assert_true(accounting_row_at(x, i, &rx));
+        assert_true(accounting_get(y, rx.name, &ry));
         assert_true(rx.total == ry.total);
         assert_true(rx.held == ry.held);
         assert_int_equal(rx.unbounded, ry.unbounded);
@@ -690,11 +690,11 @@ static void assert_same_rows(const esc_acct *x, const esc_acct *y)
 }
 
 /* The table agrees with the registry: live rows exactly where the registry has rows. */
-static void assert_matches_registry(const esc_acct *t, const reg_row *reg)
+static void assert_matches_registry(const accounting *t, const reg_row *reg)
 {
     for (size_t i = 0; i < NNAMES; i++) {
-        esc_acct_row r;
-        bool present = esc_acct_get(t, replay_names[i], &r);
+        accounting_row r;
+        bool present = accounting_get(t, replay_names[i], &r);
         if (!reg[i].exists) {
             assert_true(!present || (r.deleted && r.held > 0));
             continue;
@@ -709,10 +709,10 @@ static void assert_matches_registry(const esc_acct *t, const reg_row *reg)
 /* Same setup on a table: physical CPU, every name at 5, holds on the first three. In
  * the backed variant names 1 and 4 are backed by CPU, and CPU is large enough for every
  * carve (under contention the carve order may differ; see accounting.c). */
-static esc_acct *replay_table(reg_row *reg, bool backed)
+static accounting *replay_table(reg_row *reg, bool backed)
 {
-    esc_acct *t = esc_acct_new();
-    esc_acct_set_physical(t, "CPU", backed ? U(100000) : U(4), false);
+    accounting *t = accounting_new();
+    accounting_set_physical(t, "CPU", backed ? U(100000) : U(4), false);
     for (size_t i = 0; i < NNAMES; i++) {
         bool b = backed && replay_backed_name(i);
         reg[i] = (reg_row){true, U(5), false, b};
@@ -759,8 +759,8 @@ static void keep_backed(const reg_row *r, Escher__OpKind *kind, bool *unb)
 static void replay_one_seed(uint64_t seed, bool backed)
 {
     reg_row reg[NNAMES], unused[NNAMES];
-    esc_acct *stepped = replay_table(reg, backed);   /* gets every log op */
-    esc_acct *tracked = replay_table(unused, backed); /* reset from the registry after each op */
+    accounting *stepped = replay_table(reg, backed);   /* gets every log op */
+    accounting *tracked = replay_table(unused, backed); /* reset from the registry after each op */
     for (int step = 0; step < 400; step++) {
         size_t which = (size_t)(rnd(&seed) % NNAMES);
         Escher__OpKind kind;
@@ -786,12 +786,12 @@ static void replay_one_seed(uint64_t seed, bool backed)
     }
     /* A table rebuilt once from the final snapshot agrees too. */
     reg_row fresh_reg[NNAMES];
-    esc_acct *rebuilt = replay_table(fresh_reg, backed);
+    accounting *rebuilt = replay_table(fresh_reg, backed);
     reset_from(rebuilt, reg);
     assert_same_rows(stepped, rebuilt);
     assert_same_rows(rebuilt, stepped);
     /* And after the holders leave, all three still agree. */
-    esc_acct *tables[3] = {stepped, tracked, rebuilt};
+    accounting *tables[3] = {stepped, tracked, rebuilt};
     for (size_t t = 0; t < 3; t++)
         for (size_t i = 0; i < 3; i++)
             release1(tables[t], replay_names[i], U(2));
@@ -800,7 +800,7 @@ static void replay_one_seed(uint64_t seed, bool backed)
     assert_same_rows(tracked, stepped);
     assert_matches_registry(stepped, reg);
     for (size_t t = 0; t < 3; t++)
-        esc_acct_free(tables[t]);
+        accounting_free(tables[t]);
 }
 
 static void test_replay_equals_snapshot(void **state)
@@ -822,7 +822,7 @@ static void test_replay_equals_snapshot_backed(void **state)
 
 /* ---- backed resources ---- */
 
-static int64_t held_of(const esc_acct *a, const char *name)
+static int64_t held_of(const accounting *a, const char *name)
 {
     return row_of(a, name).held;
 }
@@ -830,10 +830,10 @@ static int64_t held_of(const esc_acct *a, const char *name)
 static void test_backed_carve_and_return(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    esc_acct_set_physical(a, "CPU", U(8), false);
+    accounting *a = accounting_new();
+    accounting_set_physical(a, "CPU", U(8), false);
     assert_int_equal(set_backed(a, "j/g", U(4), "CPU", U(1)), 0);
-    esc_acct_row g = row_of(a, "j/g"), cpu = row_of(a, "CPU");
+    accounting_row g = row_of(a, "j/g"), cpu = row_of(a, "CPU");
     assert_true(g.backed && !g.pending);
     assert_true(g.total == U(4) && g.carved == U(4));
     assert_true(cpu.held == U(4) && cpu.carved == U(4));
@@ -848,24 +848,24 @@ static void test_backed_carve_and_return(void **state)
     assert_false(listed(a, "j/g"));
     cpu = row_of(a, "CPU");
     assert_true(cpu.held == 0 && cpu.carved == 0);
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_backed_pending_until_release(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    esc_acct_set_physical(a, "CPU", U(4), false);
+    accounting *a = accounting_new();
+    accounting_set_physical(a, "CPU", U(4), false);
     assert_true(acquire1(a, "CPU", U(3)));             /* a running task */
     assert_int_equal(set_backed(a, "j/g", U(2), "CPU", U(1)), 0);
-    esc_acct_row g = row_of(a, "j/g");
+    accounting_row g = row_of(a, "j/g");
     assert_true(g.pending && g.total == 0 && g.carved == 0);
     assert_true(held_of(a, "CPU") == U(3));            /* nothing half carved */
     assert_false(fits1(a, "j/g", U(1)));
     assert_true(feasible1(a, "j/g", U(2)));            /* it will fit once carved */
-    uint64_t v = esc_acct_version(a);
+    uint64_t v = accounting_version(a);
     release1(a, "CPU", U(3));
-    assert_true(esc_acct_version(a) > v);
+    assert_true(accounting_version(a) > v);
     g = row_of(a, "j/g");
     assert_true(!g.pending && g.total == U(2));
     assert_true(held_of(a, "CPU") == U(2));            /* carved before anyone else */
@@ -878,14 +878,14 @@ static void test_backed_pending_until_release(void **state)
     del(a, "j/g");
     assert_false(row_of(a, "j/k").pending);
     assert_true(held_of(a, "CPU") == U(3));
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_backed_shrink_keeps_held(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    esc_acct_set_physical(a, "CPU", U(8), false);
+    accounting *a = accounting_new();
+    accounting_set_physical(a, "CPU", U(8), false);
     assert_int_equal(set_backed(a, "j/g", U(4), "CPU", ESC_QTY_SCALE / 2), 0);
     assert_true(held_of(a, "CPU") == U(2));
     assert_true(acquire1(a, "j/g", U(3)));
@@ -899,46 +899,46 @@ static void test_backed_shrink_keeps_held(void **state)
     assert_int_equal(op_full(a, ESCHER__OP_KIND__OP_SET, "j/g", 0, true), 0);
     assert_false(row_of(a, "j/g").backed);   /* unbounded can not be backed */
     assert_true(held_of(a, "CPU") == 0);
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_backed_all_or_nothing(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    esc_acct_set_physical(a, "CPU", U(4), false);
-    esc_acct_set_physical(a, "memory", U(100), false);
+    accounting *a = accounting_new();
+    accounting_set_physical(a, "CPU", U(4), false);
+    accounting_set_physical(a, "memory", U(100), false);
     assert_int_equal(set_backed2(a, "j/g", U(2), "CPU", U(1), "memory", U(60)), 0);
     assert_true(row_of(a, "j/g").pending);
     assert_true(held_of(a, "CPU") == 0 && held_of(a, "memory") == 0);
     set(a, "j/g", U(1));
     assert_false(row_of(a, "j/g").pending);
     assert_true(held_of(a, "CPU") == U(1) && held_of(a, "memory") == U(60));
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 static void test_backed_malformed(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    esc_acct_set_physical(a, "CPU", U(4), false);
+    accounting *a = accounting_new();
+    accounting_set_physical(a, "CPU", U(4), false);
     set(a, "j/x", U(1));
-    uint64_t v = esc_acct_version(a);
+    uint64_t v = accounting_version(a);
     assert_int_equal(set_backed(a, "j/g", U(1), "GPU", U(1)), -1);     /* unknown */
     assert_int_equal(set_backed(a, "j/g", U(1), "j/x", U(1)), -1);     /* not physical */
     assert_int_equal(set_backed(a, "j/g", U(1), "CPU", 0), -1);        /* zero */
     assert_int_equal(set_backed(a, "j/g", U(1), "CPU", -U(1)), -1);    /* negative */
     assert_int_equal(set_backed2(a, "j/g", U(1), "CPU", 1, "CPU", 1), -1); /* twice */
     assert_false(listed(a, "j/g"));
-    assert_true(esc_acct_version(a) == v);
-    esc_acct_free(a);
+    assert_true(accounting_version(a) == v);
+    accounting_free(a);
 }
 
 static void test_backed_keeps_backing(void **state)
 {
     (void)state;
-    esc_acct *a = esc_acct_new();
-    esc_acct_set_physical(a, "CPU", U(8), false);
+    accounting *a = accounting_new();
+    accounting_set_physical(a, "CPU", U(8), false);
     assert_int_equal(set_backed(a, "j/g", U(2), "CPU", U(1)), 0);
     assert_true(acquire1(a, "j/g", U(1)));
     del(a, "j/g");
@@ -953,7 +953,7 @@ static void test_backed_keeps_backing(void **state)
     add(a, "j/g", U(2));
     assert_false(row_of(a, "j/g").backed);
     assert_true(held_of(a, "CPU") == 0);
-    esc_acct_free(a);
+    accounting_free(a);
 }
 
 /* ---- randomized admission invariant ---- */
@@ -962,21 +962,21 @@ static void test_backed_keeps_backing(void **state)
 static const char *const inv_names[INV_NAMES] = {"j/a", "j/b", "j/c", "CPU"};
 
 typedef struct {
-    esc_acct_req req[3];
+    accounting_req req[3];
     size_t n;
 } lease;
 
 /* What acquire must answer, from the rows as listed: every distinct name present,
  * live, and unbounded or with the summed quantity within total - held. */
-static bool expected_fit(const esc_acct *a, const lease *l)
+static bool expected_fit(const accounting *a, const lease *l)
 {
     for (size_t i = 0; i < l->n; i++) {
         int64_t need = 0;
         for (size_t j = 0; j < l->n; j++)
             if (strcmp(l->req[j].name, l->req[i].name) == 0)
                 need += l->req[j].qty;
-        esc_acct_row r;
-        if (!esc_acct_get(a, l->req[i].name, &r) || r.deleted)
+        accounting_row r;
+        if (!accounting_get(a, l->req[i].name, &r) || r.deleted)
             return false;
         if (!r.unbounded && need > r.total - r.held)
             return false;
@@ -993,7 +993,7 @@ static size_t name_index(const char *name)
     return 0;
 }
 
-static void try_acquire(esc_acct *a, uint64_t *seed, lease *leases, size_t *nleases,
+static void try_acquire(accounting *a, uint64_t *seed, lease *leases, size_t *nleases,
                         int64_t *held)
 {
     lease l;
@@ -1003,20 +1003,20 @@ static void try_acquire(esc_acct *a, uint64_t *seed, lease *leases, size_t *nlea
         l.req[i].name = inv_names[rnd(seed) % INV_NAMES];    /* repeats allowed */
         l.req[i].qty = rnd_range(seed, 1, 30000);
     }
-    esc_acct_row before[INV_NAMES];
+    accounting_row before[INV_NAMES];
     bool was[INV_NAMES];
     for (size_t i = 0; i < INV_NAMES; i++)
-        was[i] = esc_acct_get(a, inv_names[i], &before[i]);
+        was[i] = accounting_get(a, inv_names[i], &before[i]);
     bool expect = expected_fit(a, &l);
-    bool got = esc_acct_acquire(a, l.req, l.n);
+    bool got = accounting_acquire(a, l.req, l.n);
     assert_int_equal(got, expect);
     if (!got)
         return;
     for (size_t i = 0; i < l.n; i++)
         held[name_index(l.req[i].name)] += l.req[i].qty;
     for (size_t i = 0; i < INV_NAMES; i++) {
-        esc_acct_row r;
-        if (!was[i] || before[i].unbounded || !esc_acct_get(a, inv_names[i], &r))
+        accounting_row r;
+        if (!was[i] || before[i].unbounded || !accounting_get(a, inv_names[i], &r))
             continue;
         /* Whatever a successful acquire added stays within capacity. */
         if (r.held > before[i].held)
@@ -1026,29 +1026,29 @@ static void try_acquire(esc_acct *a, uint64_t *seed, lease *leases, size_t *nlea
         leases[(*nleases)++] = l;
     else    /* no room to remember it: hand it straight back */
         for (size_t i = 0; i < l.n; i++) {
-            esc_acct_release(a, &l.req[i], 1);
+            accounting_release(a, &l.req[i], 1);
             held[name_index(l.req[i].name)] -= l.req[i].qty;
         }
 }
 
-static void release_random(esc_acct *a, uint64_t *seed, lease *leases, size_t *nleases,
+static void release_random(accounting *a, uint64_t *seed, lease *leases, size_t *nleases,
                            int64_t *held)
 {
     if (*nleases == 0)
         return;
     size_t k = (size_t)(rnd(seed) % *nleases);
-    esc_acct_release(a, leases[k].req, leases[k].n);
+    accounting_release(a, leases[k].req, leases[k].n);
     for (size_t i = 0; i < leases[k].n; i++)
         held[name_index(leases[k].req[i].name)] -= leases[k].req[i].qty;
     leases[k] = leases[--(*nleases)];
 }
 
-static void change_capacity(esc_acct *a, uint64_t *seed)
+static void change_capacity(accounting *a, uint64_t *seed)
 {
     const char *name = inv_names[rnd(seed) % INV_NAMES];
     uint64_t k = rnd(seed) % 10;
     if (strcmp(name, "CPU") == 0) {
-        esc_acct_set_physical(a, name, rnd_range(seed, 0, 60000), false);
+        accounting_set_physical(a, name, rnd_range(seed, 0, 60000), false);
     } else if (k < 5) {
         set(a, name, rnd_range(seed, 0, 60000));    /* often a shrink below held */
     } else if (k < 8) {
@@ -1061,11 +1061,11 @@ static void change_capacity(esc_acct *a, uint64_t *seed)
 }
 
 /* The table's held equals what the test's own leases hold, and rows exist while held. */
-static void check_held(const esc_acct *a, const int64_t *held)
+static void check_held(const accounting *a, const int64_t *held)
 {
     for (size_t i = 0; i < INV_NAMES; i++) {
-        esc_acct_row r;
-        if (esc_acct_get(a, inv_names[i], &r))
+        accounting_row r;
+        if (accounting_get(a, inv_names[i], &r))
             assert_true(r.held == held[i]);
         else
             assert_true(held[i] == 0);
@@ -1077,8 +1077,8 @@ static void test_random_admission_invariant(void **state)
     (void)state;
     for (uint64_t s = 1; s <= 20; s++) {
         uint64_t seed = s * 0xd1b54a32d192ed03ull;
-        esc_acct *a = esc_acct_new();
-        esc_acct_set_physical(a, "CPU", U(4), false);
+        accounting *a = accounting_new();
+        accounting_set_physical(a, "CPU", U(4), false);
         set(a, "j/a", U(3));
         set(a, "j/b", U(1));
         lease leases[64];
@@ -1097,7 +1097,7 @@ static void test_random_admission_invariant(void **state)
         while (nleases > 0)
             release_random(a, &seed, leases, &nleases, held);
         check_held(a, held);
-        esc_acct_free(a);
+        accounting_free(a);
     }
 }
 

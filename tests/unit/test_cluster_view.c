@@ -51,7 +51,7 @@ static void load(cluster_view *v, const char *id, bool full, const char *name, i
 
 static const char *pick(cluster_view *v, const char *exclude, const char *name, int64_t qty)
 {
-    esc_acct_req req[] = {{name, qty, 0}};
+    accounting_req req[] = {{name, qty, 0}};
     const char *id = NULL;
     const char *addr = cluster_view_find_available(v, "self", req, 1, exclude, &id);
     assert_true((addr == NULL) == (id == NULL));
@@ -84,7 +84,7 @@ static void test_debit_until_next_advertisement(void **state)
     cluster_view *v = cluster_view_new();
     add_node(v, "a", "h:2", false);
     load(v, "a", true, "CPU", Q(2), 0, false, false);
-    esc_acct_req req[] = {{"CPU", Q(1), 0}};
+    accounting_req req[] = {{"CPU", Q(1), 0}};
     cluster_view_debit(v, "a", req, 1);
     assert_string_equal(pick(v, NULL, "CPU", Q(1)), "a");
     cluster_view_debit(v, "a", req, 1);

@@ -1,0 +1,56 @@
+/* config.h: the command line of escher-raylet (docs/processes.md), parsed and checked by config.c. */
+#ifndef RAYLET_CONFIG_H
+#define RAYLET_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A named quantity (fixed point) of a resource. */
+typedef struct {
+    char *name;
+    int64_t qty;
+    bool unbounded;
+} raylet_amount;
+
+typedef struct {
+    char *key;
+    char *value;
+} raylet_label;
+
+/* A loopback or LAN peer answers a forward in well under this; one that does not is
+ * suspect (peers.h). */
+#define RAYLET_FORWARD_TIMEOUT_MS 500
+
+/* The command line (docs/processes.md), parsed by config.c. */
+typedef struct {
+    char *gcs_address;
+    char *token;
+    char *bind;
+    int port;
+    char *node_ip;
+    bool has_num_cpus, has_num_gpus, has_memory, has_object_store_memory;
+    int64_t num_cpus;            /* fixed point */
+    int64_t num_gpus;            /* fixed point */
+    uint64_t memory;             /* bytes */
+    uint64_t object_store_memory;/* bytes */
+    raylet_amount *resources;    /* static custom resources */
+    size_t nresources;
+    raylet_label *labels;
+    size_t nlabels;
+    char *node_id_file;
+    char *node_id;               /* NULL: let the GCS assign one */
+    char *log_dir;               /* NULL: /tmp/escher/logs/raylet-<pid> */
+    int forward_timeout_ms;      /* calls to other raylets (peers.h) */
+    bool help;
+} raylet_config;
+
+/* Parses argv into cfg (token from --token-file or $ESCHER_TOKEN). Returns 0, or -1
+ * with a one-line reason in err. cfg is filled with defaults first and must be freed
+ * with config_free either way. */
+int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t errlen);
+void config_free(raylet_config *cfg);
+/* The usage text printed by --help. */
+const char *config_usage(void);
+
+#endif

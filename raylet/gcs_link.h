@@ -1,0 +1,25 @@
+/* gcs_link.h: registration with the GCS, the report thread and the subscription thread (gcs_link.c). */
+#ifndef RAYLET_GCS_LINK_H
+#define RAYLET_GCS_LINK_H
+
+#include <stdint.h>
+
+#include "resource_rows.h"
+
+struct raylet;
+typedef struct gcs_link gcs_link;
+
+/* Creates the link (channel to the GCS, the registration message). */
+gcs_link *gcs_link_new(struct raylet *r);
+/* Starts the report thread, which registers the node first. Returns 0 or -1. */
+int gcs_link_start(gcs_link *l);
+/* Hands the report thread the applied seq and, when not NULL, new rows (taking
+ * ownership), and wakes it (loop thread). */
+void gcs_link_publish(gcs_link *l, uint64_t applied_seq, resource_rows *rows);
+/* A rows buffer the report thread is done with, for resource_rows_build; may be NULL. */
+resource_rows *gcs_link_take_spare(gcs_link *l);
+/* Stops both threads and waits for them (loop thread). */
+void gcs_link_stop(gcs_link *l);
+void gcs_link_free(gcs_link *l);
+
+#endif
