@@ -14,7 +14,6 @@
 #include "object_service.h"
 #include "strmap.h"
 #include "task.pb-c.h"
-#include "task_manager.h"
 
 #define WAIT_ROUND_MS 1000   /* one held GetLocations; stop is noticed between rounds */
 #define RETRY_MS 200
@@ -197,18 +196,18 @@ static void deliver(void *arg)
     pthread_mutex_unlock(&f->mu);
     struct raylet *r = f->r;
     if (x->code == ESC_OK && x->local) {
-        task_manager_object_arrived(r->tasks, x->id);
+        object_service_arrived(r->objects, x->id);
     } else if (x->code == ESC_OK) {
         r->pulled_bytes += x->len; /* moved between nodes, for Stats */
         int rc = object_service_store(r, x->id, x->job_id, NULL, x->data, x->len, x->is_error,
                                      x->obj_error);
         if (rc == ESC_OK || rc == ESC_ALREADY_EXISTS)
-            task_manager_object_arrived(r->tasks, x->id);
+            object_service_arrived(r->objects, x->id);
         else
-            task_manager_object_failed(r->tasks, x->id, "no room for the argument in this "
+            object_service_fetch_failed(r->objects, x->id, "no room for the argument in this "
                                                         "node's object store");
-    } else if (r->tasks) {
-        task_manager_object_failed(r->tasks, x->id, x->error);
+    } else if (r->objects) {
+        object_service_fetch_failed(r->objects, x->id, x->error);
     }
     free(x->data);
     free(x->obj_error);

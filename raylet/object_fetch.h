@@ -15,8 +15,8 @@ typedef struct object_fetcher object_fetcher;
 object_fetcher *object_fetch_new(struct raylet *r);
 
 /* Starts fetching id (job_id: the owner, for the local copy) unless a fetch of it runs.
- * When it ends, on the loop thread: task_manager_object_arrived, or
- * task_manager_object_failed with the reason. */
+ * When it ends, on the loop thread: the object service's waiters are told
+ * (object_service_arrived, or object_service_fetch_failed with the reason). */
 void object_fetch_start(object_fetcher *f, const char *id, const char *job_id);
 
 /* Stops every fetch and waits until each has posted its result (within about a second);

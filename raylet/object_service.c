@@ -34,7 +34,6 @@
 #include "object.pb-c.h"
 #include "announcer.h"
 #include "rpc_async.h"
-#include "task_manager.h"
 #include "object_store.h"
 
 #define PARTIAL_TIMEOUT_MS 30000
@@ -61,6 +60,7 @@ struct object_service {
     object_store *store;
     esc_rpc_channel *gcs;      /* for the object directory (calls go out on r->async) */
     announcer *announcer;      /* locations to the GCS, batched */
+    object_waiters waiters;    /* told of arrivals (the task manager) */
     pull *pulls;               /* streams in progress, ended at shutdown */
     ev_timer sweep;
 };
@@ -104,8 +104,7 @@ static void announce_add(object_service *o, const object_view *v, const char *or
                          esc_rpc_ctx *call)
 {
     /* Tasks here waiting for this object as an argument can go now. */
-    if (o->r->tasks)
-        task_manager_object_arrived(o->r->tasks, v->id);
+    object_service_arrived(o, v->id);
     add_ctx *c = calloc(1, sizeof *c);
     if (!c)
         abort();
@@ -365,6 +364,23 @@ int object_service_store(raylet *r, const char *id, const char *job_id, const ch
     object_store_get(o->store, id, &v);
     announce_add(o, &v, origin, NULL);
     return ESC_OK;
+}
+
+void object_service_set_waiters(object_service *o, const object_waiters *w)
+{
+    o->waiters = *w;
+}
+
+void object_service_arrived(object_service *o, const char *id)
+{
+    if (o->waiters.arrived)
+        o->waiters.arrived(o->waiters.ud, id);
+}
+
+void object_service_fetch_failed(object_service *o, const char *id, const char *why)
+{
+    if (o->waiters.failed)
+        o->waiters.failed(o->waiters.ud, id, why);
 }
 
 bool object_service_get(raylet *r, const char *id, object_view *out)

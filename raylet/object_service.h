@@ -40,4 +40,18 @@ void object_service_stop(object_service *o);
  * store. */
 void object_service_free(object_service *o);
 
+/* Who waits for objects to arrive here (the task manager, for its tasks' arguments):
+ * arrived runs when an object is sealed in this store or turned up here, failed when a
+ * fetch of it gave up. Set by the raylet's wiring; loop thread. */
+typedef struct {
+    void (*arrived)(void *ud, const char *id);
+    void (*failed)(void *ud, const char *id, const char *why);
+    void *ud;
+} object_waiters;
+
+void object_service_set_waiters(object_service *o, const object_waiters *w);
+/* Tells the waiters (object_fetch.c: the object is here, or cannot be had). */
+void object_service_arrived(object_service *o, const char *id);
+void object_service_fetch_failed(object_service *o, const char *id, const char *why);
+
 #endif

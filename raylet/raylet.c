@@ -211,6 +211,17 @@ static int start_workers(raylet *r, char *err, size_t errlen)
     return r->pool ? 0 : -1;
 }
 
+/* Objects arriving here wake the tasks that wait for them as arguments. */
+static void on_object_arrived(void *tasks, const char *id)
+{
+    task_manager_object_arrived(tasks, id);
+}
+
+static void on_fetch_failed(void *tasks, const char *id, const char *why)
+{
+    task_manager_object_failed(tasks, id, why);
+}
+
 int raylet_start(raylet *r, char *err, size_t errlen)
 {
     node_detected d;
@@ -237,6 +248,8 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->tasks = task_manager_new(r);
     r->actors = actor_manager_new(r);
     r->fetcher = object_fetch_new(r);
+    object_waiters waiters = {on_object_arrived, on_fetch_failed, r->tasks};
+    object_service_set_waiters(r->objects, &waiters);
     if (start_workers(r, err, errlen) != 0)
         return -1;
     char listen[300];
