@@ -163,6 +163,39 @@ int h_redis_start(h_cluster *c)
 
 static int split_words(char *s, char **out, int max);
 
+/* Polls until something accepts a TCP connection on the loopback port. */
+static bool accepting(int port, int timeout_ms)
+{
+    double end = h_now_ms() + timeout_ms;
+    while (h_now_ms() < end) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok)
+            return true;
+        sleep_ms(20);
+    }
+    return false;
+}
+
+int h_redis_start_durable(h_cluster *c)
+{
+    if (!c->redis_port)
+        c->redis_port = h_free_port();
+    char port[16], log[300];
+    snprintf(port, sizeof port, "%d", c->redis_port);
+    snprintf(log, sizeof log, "%s/redis.log", c->dir);
+    /* The append-only file lives in the cluster directory, which a restart reuses. */
+    char *argv[] = {"/usr/bin/redis-server", "--port", port, "--bind", "127.0.0.1",
+                    "--save", "", "--dir", c->dir, "--appendonly", "yes",
+                    "--appendfsync", "always", NULL};
+    c->redis_pid = spawn(argv, log);
+    snprintf(c->storage, sizeof c->storage, "redis://127.0.0.1:%d", c->redis_port);
+    return accepting(c->redis_port, 10000) ? 0 : -1;
+}
+
 int h_gcs_start(h_cluster *c)
 {
     char exe[512], port[16], portfile[300], log[300], nto[16], jto[16];

@@ -44,6 +44,13 @@ void h_init(h_cluster *c, int node_timeout_ms);
 /* Starts a private redis-server and points the GCS storage at it. Returns 0 or -1. */
 int h_redis_start(h_cluster *c);
 
+/* Starts a private redis-server that appends every write to a file in the cluster
+ * directory and fsyncs it before answering (appendfsync always), so a `kill -9` loses
+ * nothing acknowledged; called again after such a kill, restarts it on the same port
+ * from that file. Points the GCS storage at it. Returns 0 once it accepts connections,
+ * or -1. */
+int h_redis_start_durable(h_cluster *c);
+
 /* Starts (or restarts, on the same port) the GCS and waits until it serves. */
 int h_gcs_start(h_cluster *c);
 

@@ -284,3 +284,60 @@ ESC_TASK(probe_block)
         ;
     return 0;
 }
+
+/* Argument i as a NUL-terminated string in buf ("" when absent). */
+static const char *chaos_arg(esc_task_ctx *ctx, size_t i, char *buf, size_t size)
+{
+    size_t len = 0;
+    const void *p = i < esc_task_num_args(ctx) ? esc_task_arg(ctx, i, &len) : NULL;
+    len = p ? (len < size - 1 ? len : size - 1) : 0;
+    if (len)
+        memcpy(buf, p, len);
+    buf[len] = 0;
+    return buf;
+}
+
+/* The chaos test's task (tests/integration/test_chaos.c): arguments PATH, TAG and
+ * optionally SLEEP_MS. Appends "<tag> <wall-clock us> <node> <pid>\n" to PATH when it
+ * starts, in one write, so runs of many tasks share a file and each run of each task
+ * shows with its start time; then sleeps, so that faults find it running. Returns
+ * "<node> <pid>". */
+ESC_TASK(chaos_mark)
+{
+    (void)arg;
+    (void)len;
+    char path[512], tag[128], ms_text[32], line[768];
+    chaos_arg(ctx, 0, path, sizeof path);
+    chaos_arg(ctx, 1, tag, sizeof tag);
+    long ms = atol(chaos_arg(ctx, 2, ms_text, sizeof ms_text));
+    const char *node = getenv("ESCHER_NODE_ID");
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int n = snprintf(line, sizeof line, "%s %lld %s %d\n", tag,
+                     (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000, node ? node : "-",
+                     (int)getpid());
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return 1;
+    /* One fwrite of the whole line through an O_APPEND stream: lines of concurrent
+     * tasks never interleave. */
+    size_t put = fwrite(line, 1, (size_t)n, f);
+    if (fclose(f) != 0 || put != (size_t)n)
+        return 1;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts) < 0)
+        ;
+    return esc_buf_printf(ret, "%s %d", node ? node : "-", (int)getpid());
+}
+
+/* The chaos test's actor method: counts its calls in the worker; returns
+ * "<pid> <count>". A worker that replaced the actor's worker starts again from 1. */
+static long long chaos_steps;
+
+ESC_TASK(chaos_step)
+{
+    (void)ctx;
+    (void)arg;
+    (void)len;
+    return esc_buf_printf(ret, "%d %lld", (int)getpid(), ++chaos_steps);
+}
