@@ -87,6 +87,18 @@ static int register_job(esc_client *c, const char *namespace_, const char *attac
     return ESC_OK;
 }
 
+/* A client with no job registers nothing, but like one that registers it learns at
+ * once (UNAVAILABLE, no retry) when no GCS answers, through a read. */
+static int probe_gcs(esc_client *c, esc_status *st)
+{
+    Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
+    ProtobufCMessage *m;
+    int rc = esc_client_call(c, "GetClusterStatus", &req.base, &m, 0, st);
+    if (rc == ESC_OK)
+        protobuf_c_message_free_unpacked(m, NULL);
+    return rc;
+}
+
 /* Fills address, token and node id of c from opts, the environment and the session. */
 static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **token,
                              esc_status *st)
@@ -194,6 +206,7 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
         if (o->no_job) {
             c->job_id = esc_client_strdup(""); /* the GCS knows no such job */
             c->namespace_ = esc_client_strdup(o->namespace_ ? o->namespace_ : "");
+            rc = probe_gcs(c, st);
         } else
             rc = register_job(c, o->namespace_, c->attached ? job : NULL, st);
     }
