@@ -1,0 +1,99 @@
+/* task_cancel.c: cancel, withdraw and kill (task_internal.h). */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "task_internal.h"
+#include "actor_manager.h"
+#include "ids.h"
+#include "peers.h"
+#include "results.h"
+#include "worker_pool.h"
+
+typedef struct {
+    task_manager *tm;
+    esc_rpc_ctx *call;
+    char task_id[ESC_OBJECT_ID_MAX];
+} withdraw_ctx;
+/* The raylet the task was forwarded to answered: pass it on; withdrawn there means
+ * forgotten here too. */
+static void on_withdrawn_there(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
+{
+    withdraw_ctx *w = ud;
+    const Escher__CancelTaskReply *r = (const Escher__CancelTaskReply *)reply;
+    if (code != ESC_OK) {
+        esc_rpc_finish(w->call, code, st->message);
+    } else {
+        if (r->found && !r->started) {
+            task_entry *e = esc_strmap_del(w->tm->spilled, w->task_id);
+            if (e)
+                task_entry_free(e);
+        }
+        esc_rpc_reply(w->call, &r->base);
+    }
+    if (reply)
+        protobuf_c_message_free_unpacked(reply, NULL);
+    free(w);
+}
+
+/* Withdraws a task that has not started: queued, waiting for arguments, or forwarded
+ * (then the raylet it went to decides). */
+static void withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_id)
+{
+    Escher__CancelTaskReply rep = ESCHER__CANCEL_TASK_REPLY__INIT;
+    task_entry *e = task_find_queued(tm, task_id);
+    if (e)
+        task_dequeue(tm, e);
+    else
+        e = esc_strmap_del(tm->fetching, task_id);
+    if (e) {
+        task_entry_free(e);
+        rep.found = true;
+    } else if (esc_strmap_get(tm->running, task_id)) {
+        rep.found = rep.started = true;
+    } else if ((e = esc_strmap_get(tm->spilled, task_id)) && e->spilled_addr) {
+        withdraw_ctx *w = calloc(1, sizeof *w);
+        *w = (withdraw_ctx){.tm = tm, .call = call};
+        snprintf(w->task_id, sizeof w->task_id, "%s", task_id);
+        Escher__CancelTaskRequest fwd = ESCHER__CANCEL_TASK_REQUEST__INIT;
+        fwd.task_id = w->task_id;
+        fwd.if_queued = true;
+        peers_call(tm->r->peers, peers_get(tm->r->peers, e->spilled_addr), "CancelTask", &fwd.base, 0, 0,
+                   on_withdrawn_there, w);
+        return;
+    }
+    esc_rpc_reply(call, &rep.base);
+}
+
+void task_cancel_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__CancelTaskRequest *req = (const Escher__CancelTaskRequest *)msg;
+    if (req->if_queued) {
+        char id[ESC_OBJECT_ID_MAX];
+        snprintf(id, sizeof id, "%s", req->task_id);
+        withdraw(tm, call, id);
+        return;
+    }
+    Escher__CancelTaskReply rep = ESCHER__CANCEL_TASK_REPLY__INIT;
+    task_entry *e = task_find_queued(tm, req->task_id);
+    if (e) {
+        task_dequeue(tm, e);
+        results_store_error(tm->r->results, e->spec, "cancelled");
+        task_entry_free(e);
+        rep.found = true;
+    } else {
+        rep.found = worker_pool_cancel(tm->r->pool, req->task_id);
+    }
+    esc_rpc_reply(call, &rep.base);
+}
+
+void task_cancel_handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__KillActorRequest *req = (const Escher__KillActorRequest *)msg;
+    Escher__KillActorReply rep = ESCHER__KILL_ACTOR_REPLY__INIT;
+    rep.found = actor_manager_kill(tm->r->actors, req->actor_id, "killed");
+    esc_rpc_reply(call, &rep.base);
+}

@@ -1,0 +1,104 @@
+/* task_internal.h: the parts of the task manager (task_manager.h), one concern per file:
+ *
+ *   task_manager.c  entries, the wait queue, admission and execution, the TaskService's
+ *                   submissions, node death and job end, demand for status;
+ *   task_spill.c    placement elsewhere: where a task that does not fit here goes, and
+ *                   forwarding it there (peers.h);
+ *   task_args.c     argument objects: fetching the missing ones, lending them to the
+ *                   worker;
+ *   task_cancel.c   cancel, withdraw, kill an actor;
+ *   task_lineage.c  ends reported by the raylets tasks were forwarded to, and the lineage
+ *                   kept to make lost results again (Reconstruct).
+ *
+ * Only these files include this header; the rest of the raylet sees task_manager.h. */
+#ifndef RAYLET_TASK_INTERNAL_H
+#define RAYLET_TASK_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accounting.h"
+#include "gpu_slots.h"
+#include "raylet.h"
+#include "rpc.h"
+#include "strmap.h"
+#include "task.pb-c.h"
+#include "task_manager.h"
+
+/* Lineage kept per raylet: the specs of this many ended forwarded tasks at most, the
+ * oldest forgotten first (their lost returns can then no longer be made again). */
+#define LINEAGE_MAX 100000
+
+typedef struct task_entry {
+    struct task_entry *prev, *next; /* the queue, while waiting */
+    task_manager *tm;
+    char *spilled_to;               /* node id, while forwarded */
+    char *spilled_addr;             /* and that node's raylet */
+    unsigned forwards;              /* forwards made: tells a stale forward's outcome */
+    Escher__TaskSpec *spec;         /* owned */
+    accounting_req *req;              /* names point into spec */
+    size_t nreq;
+    int64_t gpus;                   /* the GPU quantity requested (fixed point) */
+    gpu_grant grant;                /* the instances it holds while running */
+} task_entry;
+
+struct task_manager {
+    raylet *r;
+    task_entry *head, *tail;        /* FIFO of waiting tasks */
+    size_t nqueued;
+    esc_strmap *running;            /* task id -> task_entry */
+    /* Tasks this raylet forwarded and that have not ended, by task id, from the moment
+     * the forward goes out: when their node dies they are submitted again while retries
+     * remain. A task leaves when its end is reported (TasksDone: its results exist, and
+     * it never runs again for a node death), when its forward fails, or when its job
+     * ends. An actor's creation stays while the actor lives: its node's death restarts
+     * it. */
+    esc_strmap *spilled;
+    /* Lineage: ended tasks that this raylet forwarded as their origin (TaskSpec.origin),
+     * by task id, so a return lost with the node that held it can be made again when a
+     * reader asks (Reconstruct), never before. Gone when the job ends; bounded by
+     * LINEAGE_MAX, oldest first (lineage_order is a ring of their ids, possibly stale). */
+    esc_strmap *lineage;
+    char **lineage_order;
+    size_t lineage_next;
+    esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
+    gpu_slots *gpus;                /* which GPU instance each running task holds */
+    esc_strmap *actors;             /* actor id -> creation entry holding its resources */
+};
+
+/* ---- task_manager.c */
+void task_entry_free(task_entry *e);
+/* The FIFO of waiting tasks. */
+void task_enqueue(task_manager *tm, task_entry *e);
+void task_dequeue(task_manager *tm, task_entry *e);
+task_entry *task_find_queued(task_manager *tm, const char *task_id);
+/* Admission: the table must fit, and so must the GPU instances. */
+bool task_fits_now(task_manager *tm, const task_entry *e);
+/* Places a task that is not queued: here, elsewhere, or in the queue. */
+void task_schedule(task_manager *tm, task_entry *e);
+
+/* ---- task_spill.c */
+const char *task_spill_target(task_manager *tm, const task_entry *e, const char **node_id);
+void task_spill_forward(task_manager *tm, task_entry *e, const char *address,
+                        const char *node_id);
+bool task_spill_same_placement(const task_entry *a, const task_entry *b);
+
+/* ---- task_args.c */
+bool task_args_wait(task_manager *tm, task_entry *e);
+const char *task_args_lend(task_manager *tm, task_entry *e, char *why, size_t len);
+void task_args_unlend(task_entry *e);
+/* Removes and returns the job's tasks waiting for arguments (*n of them). */
+task_entry **task_args_take_job(task_manager *tm, const char *job_id, size_t *n);
+
+/* ---- task_cancel.c */
+void task_cancel_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+void task_cancel_handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+
+/* ---- task_lineage.c */
+void task_lineage_handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+void task_lineage_handle_reconstruct(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+/* Forgets the lineage of the job (every job's when job_id is NULL). */
+void task_lineage_drop(task_manager *tm, const char *job_id);
+
+#endif

@@ -1,0 +1,108 @@
+/* task_lineage.c: the ends of forwarded tasks and their lineage (task_internal.h,
+ * docs/tasks.md "When a node fails"). */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "names.h"
+#include "pbutil.h"
+#include "task_internal.h"
+#include "ids.h"
+#include "peers.h"
+#include "results.h"
+
+/* Keeps an ended task's spec for reconstruction, forgetting the oldest past the bound. */
+static void lineage_keep(task_manager *tm, task_entry *e)
+{
+    char **slot = &tm->lineage_order[tm->lineage_next];
+    tm->lineage_next = (tm->lineage_next + 1) % LINEAGE_MAX;
+    if (*slot) {
+        task_entry *old = esc_strmap_del(tm->lineage, *slot);
+        if (old)
+            task_entry_free(old);
+        free(*slot);
+    }
+    *slot = strdup(e->spec->task_id);
+    free(e->spilled_to);
+    e->spilled_to = NULL;
+    esc_strmap_put(tm->lineage, e->spec->task_id, e);
+}
+
+/* True while the task is somewhere in this raylet: queued, fetching, running, forwarded. */
+static bool in_progress(task_manager *tm, const char *task_id)
+{
+    return esc_strmap_get(tm->spilled, task_id) || esc_strmap_get(tm->running, task_id) ||
+           esc_strmap_get(tm->fetching, task_id) || task_find_queued(tm, task_id);
+}
+
+/* A reader found every copy of a return gone with its node: the task that made it runs
+ * again, from its lineage, once however many readers ask. */
+void task_lineage_handle_reconstruct(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__ReconstructRequest *req = (const Escher__ReconstructRequest *)msg;
+    Escher__ReconstructReply rep = ESCHER__RECONSTRUCT_REPLY__INIT;
+    size_t n = strlen(req->object_id);
+    if (!esc_object_id_valid(req->object_id) || n <= 4) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "invalid object id");
+        return;
+    }
+    char task_id[ESC_OBJECT_ID_MAX];
+    snprintf(task_id, sizeof task_id, "%.*s", (int)(n - 4), req->object_id); /* esc_return_id */
+    task_entry *e = esc_strmap_del(tm->lineage, task_id);
+    rep.found = e || in_progress(tm, task_id);
+    esc_rpc_reply(call, &rep.base);
+    if (!e)
+        return;
+    ESC_WARN("object %s was lost with its node; running task %s (%s) again from its lineage",
+             req->object_id, task_id, e->spec->name);
+    e->spec->spill_hops = 0;
+    task_schedule(tm, e);
+}
+
+/* A raylet this one forwarded tasks to says they ended: the notice goes on the way the
+ * task came here (the spec kept at forwarding says whom to tell), or to the owner. */
+void task_lineage_handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__TasksDoneRequest *req = (const Escher__TasksDoneRequest *)msg;
+    for (size_t i = 0; i < req->n_done; i++) {
+        const Escher__TaskDone *d = req->done[i];
+        task_entry *e = esc_strmap_get(tm->spilled, d->task_id);
+        Escher__ReadyObject **objs = malloc((d->n_returns + 1) * sizeof *objs);
+        for (size_t k = 0; k < d->n_returns; k++)
+            objs[k] = (Escher__ReadyObject *)esc_pb_dup(&d->returns[k]->base);
+        const char *back = e ? e->spec->reply_to : "";
+        results_deliver(tm->r->results, back[0] ? peers_get(tm->r->peers, back) : NULL, d->task_id,
+                        e ? e->spec->owner_id : d->owner_id, objs, d->n_returns);
+        /* It ended: its results exist, so its node's death must not run it again; its
+         * origin keeps it as lineage, in case a reader finds them lost. */
+        if (e && !e->spec->actor_creation) {
+            esc_strmap_del(tm->spilled, d->task_id);
+            if (!strcmp(e->spec->origin, tm->r->node_id))
+                lineage_keep(tm, e);
+            else
+                task_entry_free(e);
+        }
+    }
+    Escher__TasksDoneReply rep = ESCHER__TASKS_DONE_REPLY__INIT;
+    esc_rpc_reply(call, &rep.base);
+}
+
+/* Forgets the lineage of the job (every job's when job_id is NULL). The ring keeps the
+ * ids: stale ones are skipped when their slot comes round. */
+void task_lineage_drop(task_manager *tm, const char *job_id)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(tm->lineage, &pos, &k, &v)) {
+        task_entry *e = v;
+        if (!job_id || !strcmp(e->spec->job_id, job_id)) {
+            esc_strmap_del(tm->lineage, k); /* deleting the entry just returned is allowed */
+            task_entry_free(e);
+        }
+    }
+}
