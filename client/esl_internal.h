@@ -21,7 +21,8 @@ bool esl_alive(const esc_node_status *n);
  * it, in one batch. A delete aimed at all nodes is refused when some node lacks the
  * name (docs/resources.md), as a node that joined after the resource was made
  * everywhere does. Looks again (3 tries) when a node or row went between the look and
- * the commit. Returns the commit's code, ESC_OK when nothing was left to delete. */
+ * the commit, and waits (up to 5 s) until every node applied the delete. Returns the
+ * commit's code or the wait's, ESC_OK when nothing was left to delete. */
 int esl_delete_present(esc_client *c, const char *const *names, size_t n);
 
 #endif

@@ -6,6 +6,8 @@
 #include "escher/esl.h"
 #include "esl_internal.h"
 
+#define DELETE_APPLIED_MS 5000
+
 void esl_request_add(esl_request *r, const char *name, int64_t qty)
 {
     for (size_t i = 0; i < r->n; i++) {
@@ -169,8 +171,13 @@ int esl_delete_present(esc_client *c, const char *const *names, size_t n)
         esc_batch *b = esc_batch_new();
         size_t added = add_present_deletes(c, s, names, n, b);
         esc_cluster_status_free(s);
-        rc = added ? esc_batch_commit(c, b, NULL, NULL) : ESC_OK;
+        uint64_t seq = 0;
+        rc = added ? esc_batch_commit(c, b, &seq, NULL) : ESC_OK;
         esc_batch_free(b);
+        /* Gone when this returns: every node admits against the delete, and the rows
+         * it reports (status) no longer have the names. */
+        if (rc == ESC_OK && added)
+            return esc_wait_applied(c, seq, NULL, 0, DELETE_APPLIED_MS, NULL);
         if (rc != ESC_NOT_FOUND && rc != ESC_INVALID_ARGUMENT)
             return rc;
     }
