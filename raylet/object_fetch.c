@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ids.h"
 #include "log.h"
 #include "object.pb-c.h"
 #include "raylet.h"
@@ -16,15 +17,21 @@
 #include "task.pb-c.h"
 
 #define WAIT_ROUND_MS 1000   /* one held GetLocations; stop is noticed between rounds */
-#define RETRY_MS 200
+#define RETRY_MS 200         /* at least this long between two rounds of one fetch */
+/* Fetch threads per raylet. Each takes a fetch, makes one round (at most WAIT_ROUND_MS
+ * waiting at the GCS, then the pull) and puts it back at the tail when the object is not
+ * there yet: up to FETCH_THREADS fetches wait at the GCS at once, event driven; beyond
+ * that they take turns, a round each. */
+#define FETCH_THREADS 32
 #define PULL_TIMEOUT_MS 600000
 #define RECONSTRUCT_TIMEOUT_MS 5000
 
 typedef struct fetch {
-    struct fetch *next;
+    struct fetch *next;       /* every fetch not yet delivered (f->all) */
+    struct fetch *next_queued;/* the queue of fetches waiting for a thread */
     object_fetcher *f;
     char *id, *job_id;
-    pthread_t thread;
+    uint64_t not_before_ms;   /* its next round starts no sooner (esc_now_ms) */
     /* outcome, handed to the loop */
     int code;
     char error[512];
@@ -40,21 +47,15 @@ typedef struct fetch {
 struct object_fetcher {
     struct raylet *r;
     esc_rpc_channel *gcs;
+    pthread_t threads[FETCH_THREADS];
+    int nthreads;
     pthread_mutex_t mu;
-    pthread_cond_t idle;   /* signalled when a thread has posted its result */
+    pthread_cond_t work;   /* signalled when a fetch is queued, and at stop */
     bool stopping;
-    int live;              /* threads that have not posted their result yet */
+    fetch *head, *tail;    /* fetches waiting for a thread, oldest first */
     fetch *all;            /* every fetch not yet delivered */
-    esc_strmap *running;   /* object id -> fetch, while its thread works */
+    esc_strmap *running;   /* object id -> fetch, until delivered */
 };
-
-static bool stopping(object_fetcher *f)
-{
-    pthread_mutex_lock(&f->mu);
-    bool s = f->stopping;
-    pthread_mutex_unlock(&f->mu);
-    return s;
-}
 
 static void nap(int ms)
 {
@@ -189,7 +190,6 @@ static void deliver(void *arg)
 {
     fetch *x = arg;
     object_fetcher *f = x->f;
-    pthread_join(x->thread, NULL); /* it posted this as its last act */
     pthread_mutex_lock(&f->mu);
     esc_strmap_del(f->running, x->id);
     unlink_fetch(f, x);
@@ -216,30 +216,62 @@ static void deliver(void *arg)
     free(x);
 }
 
+/* Under f->mu. */
+static void queue_push(object_fetcher *f, fetch *x)
+{
+    x->next_queued = NULL;
+    if (f->tail)
+        f->tail->next_queued = x;
+    else
+        f->head = x;
+    f->tail = x;
+    pthread_cond_signal(&f->work);
+}
+
+/* Under f->mu: the oldest queued fetch, waiting while there is none (NULL once
+ * stopping). */
+static fetch *queue_pop(object_fetcher *f)
+{
+    while (!f->head && !f->stopping)
+        pthread_cond_wait(&f->work, &f->mu);
+    if (f->stopping)
+        return NULL;
+    fetch *x = f->head;
+    f->head = x->next_queued;
+    if (!f->head)
+        f->tail = NULL;
+    return x;
+}
+
+/* One round of x on this thread; true when x is settled (posted to the loop). */
+static bool work_on(object_fetcher *f, fetch *x)
+{
+    uint64_t now = esc_now_ms();
+    if (x->not_before_ms > now)
+        nap((int)(x->not_before_ms - now));
+    x->not_before_ms = esc_now_ms() + RETRY_MS;
+    if (fetch_round(x) == ESC_OK)
+        x->code = ESC_OK;
+    else if (x->final)
+        x->code = ESC_NOT_FOUND;
+    else
+        return false;
+    esc_loop_post(f->r->loop, deliver, x);
+    return true;
+}
+
 static void *fetch_main(void *arg)
 {
-    fetch *x = arg;
-    object_fetcher *f = x->f;
-    for (;;) {
-        if (stopping(f)) {
-            x->code = ESC_UNAVAILABLE;
-            snprintf(x->error, sizeof x->error, "raylet shutting down");
-            break;
-        }
-        if (fetch_round(x) == ESC_OK) {
-            x->code = ESC_OK;
-            break;
-        }
-        if (x->final) {
-            x->code = ESC_NOT_FOUND;
-            break;
-        }
-        nap(RETRY_MS);
-    }
-    esc_loop_post(f->r->loop, deliver, x);
+    object_fetcher *f = arg;
     pthread_mutex_lock(&f->mu);
-    f->live--;
-    pthread_cond_broadcast(&f->idle);
+    fetch *x;
+    while ((x = queue_pop(f)) != NULL) {
+        pthread_mutex_unlock(&f->mu);
+        bool settled = work_on(f, x);
+        pthread_mutex_lock(&f->mu);
+        if (!settled)
+            queue_push(f, x); /* not there yet: the others take their turn first */
+    }
     pthread_mutex_unlock(&f->mu);
     return NULL;
 }
@@ -247,37 +279,51 @@ static void *fetch_main(void *arg)
 object_fetcher *object_fetch_new(struct raylet *r)
 {
     object_fetcher *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
     f->r = r;
     f->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
     pthread_mutex_init(&f->mu, NULL);
-    pthread_cond_init(&f->idle, NULL);
+    pthread_cond_init(&f->work, NULL);
     f->running = esc_strmap_new();
+    for (int i = 0; i < FETCH_THREADS; i++) {
+        if (pthread_create(&f->threads[f->nthreads], NULL, fetch_main, f) != 0)
+            break;
+        f->nthreads++;
+    }
+    if (f->nthreads == 0) {
+        object_fetch_free(f);
+        return NULL;
+    }
+    if (f->nthreads < FETCH_THREADS)
+        ESC_WARN("started %d of %d object fetch threads", f->nthreads, FETCH_THREADS);
     return f;
 }
 
 void object_fetch_start(object_fetcher *f, const char *id, const char *job_id)
 {
     pthread_mutex_lock(&f->mu);
-    if (f->stopping || esc_strmap_get(f->running, id)) {
+    if (esc_strmap_get(f->running, id)) {
         pthread_mutex_unlock(&f->mu);
         return;
     }
     fetch *x = calloc(1, sizeof *x);
+    if (!x)
+        abort(); /* the raylet's out-of-memory policy */
     x->f = f;
     x->id = strdup(id);
     x->job_id = strdup(job_id);
-    if (pthread_create(&x->thread, NULL, fetch_main, x) != 0) {
-        pthread_mutex_unlock(&f->mu);
-        ESC_ERROR("cannot start a thread to fetch object %s", id);
-        free(x->id);
-        free(x->job_id);
-        free(x);
-        return;
-    }
     esc_strmap_put(f->running, id, x);
-    f->live++;
     x->next = f->all;
     f->all = x;
+    if (f->stopping) {
+        /* Settled at once: the task fails instead of waiting in fetching. */
+        x->code = ESC_UNAVAILABLE;
+        snprintf(x->error, sizeof x->error, "raylet shutting down");
+        esc_loop_post(f->r->loop, deliver, x);
+    } else {
+        queue_push(f, x);
+    }
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -286,10 +332,24 @@ void object_fetch_stop(object_fetcher *f)
     if (!f)
         return;
     pthread_mutex_lock(&f->mu);
+    bool was = f->stopping;
     f->stopping = true;
-    while (f->live > 0)
-        pthread_cond_wait(&f->idle, &f->mu);
+    pthread_cond_broadcast(&f->work);
     pthread_mutex_unlock(&f->mu);
+    if (was)
+        return;
+    /* Each thread ends its round (a held GetLocations: at most about a second). */
+    for (int i = 0; i < f->nthreads; i++)
+        pthread_join(f->threads[i], NULL);
+    /* What did not settle fails: its tasks end instead of waiting in fetching. */
+    while (f->head) {
+        fetch *x = f->head;
+        f->head = x->next_queued;
+        x->code = ESC_UNAVAILABLE;
+        snprintf(x->error, sizeof x->error, "raylet shutting down");
+        esc_loop_post(f->r->loop, deliver, x);
+    }
+    f->tail = NULL;
 }
 
 void object_fetch_free(object_fetcher *f)
@@ -301,7 +361,6 @@ void object_fetch_free(object_fetcher *f)
     while (f->all) {
         fetch *x = f->all;
         f->all = x->next;
-        pthread_join(x->thread, NULL);
         free(x->data);
         free(x->obj_error);
         free(x->id);
@@ -310,7 +369,7 @@ void object_fetch_free(object_fetcher *f)
     }
     esc_strmap_free(f->running);
     esc_rpc_channel_free(f->gcs);
-    pthread_cond_destroy(&f->idle);
+    pthread_cond_destroy(&f->work);
     pthread_mutex_destroy(&f->mu);
     free(f);
 }

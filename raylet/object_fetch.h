@@ -3,8 +3,10 @@
  * A fetch waits at the GCS object directory until some node holds the object (its
  * producing task may still be running), pulls it from one of them in chunks, and hands
  * it to the loop, which stores the copy here (announcing the new location) and tells
- * the task manager. Fetches of one object are merged. Each fetch runs on its own thread
- * because it mostly waits; the loop never blocks.
+ * the task manager. Fetches of one object are merged. A bounded pool of threads
+ * (FETCH_THREADS) does the fetching, a round per fetch at a time (a round waits at the
+ * GCS up to a second), so the loop never blocks and the thread count does not grow with
+ * the number of objects awaited.
  */
 #ifndef RAYLET_OBJECT_FETCH_H
 #define RAYLET_OBJECT_FETCH_H
@@ -12,6 +14,7 @@
 struct raylet;
 typedef struct object_fetcher object_fetcher;
 
+/* Starts the pool; NULL when not even one thread could start. */
 object_fetcher *object_fetch_new(struct raylet *r);
 
 /* Starts fetching id (job_id: the owner, for the local copy) unless a fetch of it runs.
@@ -19,8 +22,9 @@ object_fetcher *object_fetch_new(struct raylet *r);
  * (object_service_arrived, or object_service_fetch_failed with the reason). */
 void object_fetch_start(object_fetcher *f, const char *id, const char *job_id);
 
-/* Stops every fetch and waits until each has posted its result (within about a second);
- * the owner then drains its loop, which delivers them. */
+/* Stops the pool (each thread ends its round: about a second) and posts every fetch not
+ * settled as failed ("raylet shutting down"); the owner then drains its loop, which
+ * delivers them. A fetch started after this fails the same way at once. */
 void object_fetch_stop(object_fetcher *f);
 
 /* Frees the fetcher (stopping it first if needed; undelivered results are dropped). */

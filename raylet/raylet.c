@@ -248,6 +248,10 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->tasks = task_manager_new(r);
     r->actors = actor_manager_new(r);
     r->fetcher = object_fetch_new(r);
+    if (!r->fetcher) {
+        snprintf(err, errlen, "cannot start the object fetch threads");
+        return -1;
+    }
     object_waiters waiters = {on_object_arrived, on_fetch_failed, r->tasks};
     object_service_set_waiters(r->objects, &waiters);
     if (start_workers(r, err, errlen) != 0)

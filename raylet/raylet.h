@@ -9,9 +9,11 @@
  *  - the subscription thread (gcs_link.c) reads the GCS event stream and posts each
  *    event to the loop, where log_apply.c applies it;
  *  - the outbound sender thread (runtime/rpc_async.c) makes the calls the loop must not
- *    block on: object locations to the GCS, tasks spilled to other raylets;
- *  - worker processes are watched through pidfds on the loop; argument fetches run on
- *    their own short-lived threads (object_fetch.c).
+ *    block on: object locations and other writes to the GCS;
+ *  - one sender thread per peer raylet (peers.c): tasks forwarded, withdrawn, and the
+ *    notices of their ends;
+ *  - worker processes are watched through pidfds on the loop; argument objects are
+ *    fetched by a pool of FETCH_THREADS threads (object_fetch.c).
  */
 #ifndef RAYLET_H
 #define RAYLET_H
