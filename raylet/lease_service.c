@@ -6,15 +6,17 @@
  *    in a FIFO queue, also when it names a resource that is absent, until a log entry or
  *    a release makes it fit, or until wait_ms passes (then granted=false). wait_ms 0
  *    answers granted=false at once.
- *  - The queue is re-examined, in FIFO order, at the end of every loop turn in which an
- *    event was applied or a lease was released (raylet_changed): event driven, never on
- *    a timer. A request that does not fit does not block those behind it.
+ *  - The queue is the node's one admission queue (admission.h), shared with the tasks
+ *    that wait: it is re-examined, in FIFO order, at the end of every loop turn in which
+ *    an event was applied or something was released (raylet_changed): event driven,
+ *    never on a timer. A request that does not fit does not block those behind it.
  *  - Names are matched literally: physical names ("CPU") or full "<ns>/<name>".
  *  - ReturnLease releases exactly what the grant held. Leases of a job are released
  *    when its EV_JOB_FINISHED event is applied; its queued requests are answered
  *    granted=false.
  * Everything here runs on the loop thread. */
 #include "lease_service.h"
+#include "admission.h"
 #include "raylet.h"
 #include "resource_rows.h"
 #include "task_manager.h"
@@ -47,7 +49,7 @@ typedef struct lease {
 } lease;
 
 typedef struct waiter {
-    struct waiter *prev, *next;
+    admission_entry q;        /* first: the node's queue (admission.h) */
     lease_service *ls;
     esc_rpc_ctx *call;
     ev_timer timer;
@@ -59,8 +61,7 @@ struct lease_service {
     esc_strmap *by_id;        /* decimal lease id -> lease */
     lease *leases;            /* every granted lease */
     size_t nleases;
-    waiter *qhead, *qtail;    /* FIFO of requests waiting to fit */
-    size_t nqueued;
+    size_t nqueued;           /* requests waiting in the node's queue (r->admission) */
     uint64_t next_id;
 };
 
@@ -134,15 +135,7 @@ static void lease_remove(lease_service *ls, lease *l)
 
 static void queue_unlink(lease_service *ls, waiter *w)
 {
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        ls->qhead = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        ls->qtail = w->prev;
-    w->prev = w->next = NULL;
+    admission_remove(ls->r->admission, &w->q);
     ls->nqueued--;
     ev_timer_stop(esc_loop_ev(ls->r->loop), &w->timer);
 }
@@ -172,6 +165,16 @@ static void on_waiter_cancel(esc_rpc_ctx *call, void *ud)
     waiter_free(w);
 }
 
+static void try_waiter(admission_entry *a, uint64_t pass);
+
+/* The waiting request at or behind a (NULL when none); entries of other kinds skipped. */
+static waiter *waiter_from(admission_entry *a)
+{
+    while (a && a->try_fn != try_waiter)
+        a = a->next;
+    return (waiter *)a; /* q is the first member */
+}
+
 static void enqueue(lease_service *ls, reqset *rs, esc_rpc_ctx *call, uint32_t wait_ms)
 {
     waiter *w = calloc(1, sizeof *w);
@@ -180,12 +183,8 @@ static void enqueue(lease_service *ls, reqset *rs, esc_rpc_ctx *call, uint32_t w
     w->ls = ls;
     w->call = call;
     w->rs = rs;
-    w->prev = ls->qtail;
-    if (ls->qtail)
-        ls->qtail->next = w;
-    else
-        ls->qhead = w;
-    ls->qtail = w;
+    w->q.try_fn = try_waiter;
+    admission_push(ls->r->admission, &w->q);
     ls->nqueued++;
     struct ev_loop *ev = esc_loop_ev(ls->r->loop);
     ev_now_update(ev);
@@ -195,24 +194,22 @@ static void enqueue(lease_service *ls, reqset *rs, esc_rpc_ctx *call, uint32_t w
     esc_rpc_ctx_on_cancel(call, on_waiter_cancel, w);
 }
 
-void lease_service_reexamine(lease_service *ls)
+/* A waiting request's turn in a re-examination (admission.h). */
+static void try_waiter(admission_entry *a, uint64_t pass)
 {
-    accounting *a = ls->r->acct;
-    waiter *w = ls->qhead;
-    while (w) {
-        waiter *next = w->next;
-        if (esc_rpc_ctx_cancelled(w->call)) {
-            /* Do not grant what nobody will learn about; on_waiter_cancel may not come
-             * (the server may be stopping), so answer here. */
-            queue_unlink(ls, w);
-            esc_rpc_finish(w->call, ESC_CANCELLED, "request cancelled");
-            waiter_free(w);
-        } else if (accounting_acquire(a, w->rs->req, w->rs->n)) {
-            queue_unlink(ls, w);
-            grant(ls, w->rs, w->call);
-            free(w);
-        }
-        w = next;
+    (void)pass;
+    waiter *w = (waiter *)a;
+    lease_service *ls = w->ls;
+    if (esc_rpc_ctx_cancelled(w->call)) {
+        /* Do not grant what nobody will learn about; on_waiter_cancel may not come (the
+         * server may be stopping), so answer here. */
+        queue_unlink(ls, w);
+        esc_rpc_finish(w->call, ESC_CANCELLED, "request cancelled");
+        waiter_free(w);
+    } else if (accounting_acquire(ls->r->acct, w->rs->req, w->rs->n)) {
+        queue_unlink(ls, w);
+        grant(ls, w->rs, w->call);
+        free(w);
     }
 }
 
@@ -298,8 +295,8 @@ void lease_service_job_finished(lease_service *ls, const char *job_id)
         lease_remove(ls, l);
         released++;
     }
-    for (waiter *w = ls->qhead, *next; w; w = next) {
-        next = w->next;
+    for (waiter *w = waiter_from(admission_first(ls->r->admission)), *next; w; w = next) {
+        next = waiter_from(w->q.next);
         if (strcmp(w->rs->job_id, job_id) != 0)
             continue;
         queue_unlink(ls, w);
@@ -350,8 +347,8 @@ void lease_service_free(lease_service *ls)
 {
     if (!ls)
         return;
-    while (ls->qhead) {
-        waiter *w = ls->qhead;
+    waiter *w;
+    while ((w = waiter_from(admission_first(ls->r->admission))) != NULL) {
         queue_unlink(ls, w);
         esc_rpc_finish(w->call, ESC_UNAVAILABLE, "raylet is shutting down");
         waiter_free(w);

@@ -12,8 +12,6 @@ typedef struct lease_service lease_service;
 lease_service *lease_service_new(struct raylet *r);
 /* Registers the Raylet service's handlers on the server. */
 int lease_service_serve(lease_service *ls, esc_rpc_server *srv);
-/* Grants queued requests that fit now, in FIFO order. */
-void lease_service_reexamine(lease_service *ls);
 /* Releases every lease of the job and fails its queued requests. */
 void lease_service_job_finished(lease_service *ls, const char *job_id);
 size_t lease_service_count(const lease_service *ls);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "actor_manager.h"
+#include "admission.h"
 #include "cluster_view.h"
 #include "peers.h"
 #include "results.h"
@@ -106,12 +107,8 @@ void raylet_flush(raylet *r)
     log_apply_free_spent(r);
     if (r->queue_dirty) {
         r->queue_dirty = false;
-        if (lease_service_queued(r->leases) > 0) {
-            lease_service_reexamine(r->leases);
-            publish_if_changed(r);
-        }
-        if (task_manager_queued(r->tasks) > 0) {
-            task_manager_reexamine(r->tasks);
+        if (admission_count(r->admission) > 0) {
+            admission_reexamine(r->admission);
             publish_if_changed(r);
         }
     }
@@ -239,6 +236,7 @@ int raylet_start(raylet *r, char *err, size_t errlen)
 
     r->loop = esc_loop_new();
     esc_loop_stop_on_signals(r->loop);
+    r->admission = admission_new();
     r->leases = lease_service_new(r);
     r->async = esc_rpc_async_new(esc_loop_post, r->loop); /* before the objects: they use it */
     r->objects = object_service_new(r, store_capacity(&r->node));
@@ -327,6 +325,8 @@ int raylet_shutdown(raylet *r)
     r->view = NULL;
     lease_service_free(r->leases);
     r->leases = NULL;
+    admission_free(r->admission); /* after both kinds took their entries out */
+    r->admission = NULL;
     object_service_free(r->objects);
     r->objects = NULL;
     gcs_link_free(r->link);

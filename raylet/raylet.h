@@ -43,6 +43,7 @@ typedef struct cluster_view cluster_view;
 typedef struct task_manager task_manager;
 typedef struct esc_rpc_async esc_rpc_async;
 typedef struct peers peers;
+typedef struct admission admission;
 typedef struct results results;
 
 typedef struct raylet {
@@ -51,6 +52,7 @@ typedef struct raylet {
     esc_loop *loop;
     accounting *acct;
     esc_rpc_server *server;
+    admission *admission;        /* the one queue of leases and tasks waiting to fit */
     lease_service *leases;
     object_service *objects;     /* the object store and its service */
     worker_pool *pool;           /* escher-worker processes */

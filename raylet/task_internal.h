@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "accounting.h"
+#include "admission.h"
 #include "gpu_slots.h"
 #include "raylet.h"
 #include "rpc.h"
@@ -31,7 +32,7 @@
 #define LINEAGE_MAX 100000
 
 typedef struct task_entry {
-    struct task_entry *prev, *next; /* the queue, while waiting */
+    admission_entry q;              /* first: the node's queue (admission.h), while waiting */
     task_manager *tm;
     char *spilled_to;               /* node id, while forwarded */
     char *spilled_addr;             /* and that node's raylet */
@@ -45,8 +46,13 @@ typedef struct task_entry {
 
 struct task_manager {
     raylet *r;
-    task_entry *head, *tail;        /* FIFO of waiting tasks */
-    size_t nqueued;
+    size_t nqueued;                 /* tasks in the node's queue (r->admission) */
+    /* The last task of the current re-examination pass that found no other node: during
+     * a pass the view only loses availability (debits), so a task placed like it would
+     * find none either. Queues of many tasks of one shape then cost one search per
+     * pass, not one per task. */
+    const task_entry *stuck;
+    uint64_t stuck_pass;
     esc_strmap *running;            /* task id -> task_entry */
     /* Tasks this raylet forwarded and that have not ended, by task id, from the moment
      * the forward goes out: when their node dies they are submitted again while retries
@@ -69,9 +75,11 @@ struct task_manager {
 
 /* ---- task_manager.c */
 void task_entry_free(task_entry *e);
-/* The FIFO of waiting tasks. */
+/* Tasks in the node's queue (admission.h), with leases waiting there too. */
 void task_enqueue(task_manager *tm, task_entry *e);
 void task_dequeue(task_manager *tm, task_entry *e);
+/* The queued task behind a (NULL when a is NULL); the entries of other kinds skipped. */
+task_entry *task_queued_from(const admission_entry *a);
 task_entry *task_find_queued(task_manager *tm, const char *task_id);
 /* Admission: the table must fit, and so must the GPU instances. */
 bool task_fits_now(task_manager *tm, const task_entry *e);

@@ -51,31 +51,32 @@ void task_entry_free(task_entry *e)
     free(e);
 }
 
+static void try_queued(admission_entry *a, uint64_t pass);
+
 void task_enqueue(task_manager *tm, task_entry *e)
 {
-    e->next = NULL;
-    e->prev = tm->tail;
-    if (tm->tail)
-        tm->tail->next = e;
-    else
-        tm->head = e;
-    tm->tail = e;
+    e->q.try_fn = try_queued;
+    admission_push(tm->r->admission, &e->q);
     tm->nqueued++;
 }
 
 void task_dequeue(task_manager *tm, task_entry *e)
 {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        tm->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        tm->tail = e->prev;
-    e->prev = e->next = NULL;
+    admission_remove(tm->r->admission, &e->q);
     tm->nqueued--;
 }
+
+task_entry *task_queued_from(const admission_entry *a)
+{
+    while (a && a->try_fn != try_queued)
+        a = a->next;
+    return (task_entry *)a; /* q is the first member */
+}
+
+/* Iterates over the queued tasks; e->q.next may change inside only for e itself. */
+#define FOR_QUEUED(tm, e, next)                                                            \
+    for (task_entry *e = task_queued_from(admission_first((tm)->r->admission)), *next;     \
+         e && ((next = task_queued_from(e->q.next)), 1); e = next)
 
 /* A system failure (the worker process died) is retried; an application failure (the
  * task returned non-zero, the command exited non-zero) or a cancel is not. */
@@ -205,30 +206,29 @@ void task_schedule(task_manager *tm, task_entry *e)
         task_enqueue(tm, e);
 }
 
-void task_manager_reexamine(task_manager *tm)
+/* A queued task's turn in a re-examination (admission.h): run it if it fits here, else
+ * send it where it fits now, else it keeps its place. */
+static void try_queued(admission_entry *a, uint64_t pass)
 {
-    /* The last task that found no other node: during a pass the view only loses
-     * availability (debits), so a task placed like it would find none either. Queues of
-     * many tasks of one shape then cost one search per pass, not one per task. */
-    const task_entry *stuck = NULL;
-    task_entry *e = tm->head;
-    while (e) {
-        task_entry *next = e->next;
-        if (task_fits_now(tm, e)) {
+    task_entry *e = (task_entry *)a;
+    task_manager *tm = e->tm;
+    if (tm->stuck_pass != pass) {
+        tm->stuck_pass = pass;
+        tm->stuck = NULL;
+    }
+    if (task_fits_now(tm, e)) {
+        task_dequeue(tm, e);
+        if (!task_args_wait(tm, e)) /* none fetched yet when it waited as infeasible */
+            run(tm, e);
+    } else if (!tm->stuck || !task_spill_same_placement(tm->stuck, e)) {
+        const char *node = NULL;
+        const char *to = task_spill_target(tm, e, &node);
+        if (to) {
             task_dequeue(tm, e);
-            if (!task_args_wait(tm, e)) /* none fetched yet when it waited as infeasible */
-                run(tm, e);
-        } else if (!stuck || !task_spill_same_placement(stuck, e)) {
-            const char *node = NULL;
-            const char *to = task_spill_target(tm, e, &node);
-            if (to) {
-                task_dequeue(tm, e);
-                task_spill_forward(tm, e, to, node);
-            } else {
-                stuck = e;
-            }
+            task_spill_forward(tm, e, to, node);
+        } else {
+            tm->stuck = e;
         }
-        e = next;
     }
 }
 
@@ -336,7 +336,7 @@ static void handle_submit_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, 
 
 task_entry *task_find_queued(task_manager *tm, const char *task_id)
 {
-    for (task_entry *e = tm->head; e; e = e->next)
+    FOR_QUEUED(tm, e, next)
         if (strcmp(e->spec->task_id, task_id) == 0)
             return e;
     return NULL;
@@ -434,14 +434,11 @@ void task_manager_job_finished(task_manager *tm, const char *job_id)
     for (size_t i = 0; i < n; i++)
         task_entry_free(done[i]);
     free(done);
-    task_entry *e = tm->head;
-    while (e) {
-        task_entry *next = e->next;
+    FOR_QUEUED(tm, e, next) {
         if (strcmp(e->spec->job_id, job_id) == 0) {
             task_dequeue(tm, e);
             task_entry_free(e);
         }
-        e = next;
     }
     actor_manager_job_finished(tm->r->actors, job_id);
     worker_pool_job_ended(tm->r->pool, job_id);
@@ -461,8 +458,7 @@ void task_manager_free(task_manager *tm)
 {
     if (!tm)
         return;
-    while (tm->head) {
-        task_entry *e = tm->head;
+    FOR_QUEUED(tm, e, next) {
         task_dequeue(tm, e);
         task_entry_free(e);
     }
@@ -534,7 +530,7 @@ Escher__Demand **task_manager_demand(task_manager *tm, size_t *n)
     esc_strmap *by_shape = esc_strmap_new();
     Escher__Demand **out = calloc(tm->nqueued + 1, sizeof *out);
     *n = 0;
-    for (task_entry *e = tm->head; e; e = e->next) {
+    FOR_QUEUED(tm, e, next) {
         char key[2048];
         shape_key(e, key, sizeof key);
         Escher__Demand *d = esc_strmap_get(by_shape, key);

@@ -32,8 +32,6 @@ typedef struct task_manager task_manager;
 task_manager *task_manager_new(struct raylet *r);
 /* Registers TaskService on the raylet's server. Returns 0 or -1. */
 int task_manager_serve(task_manager *tm, esc_rpc_server *srv);
-/* Starts queued tasks that fit now, spills those another node can take (loop thread). */
-void task_manager_reexamine(task_manager *tm);
 /* A node died: the tasks this raylet forwarded there are submitted again while their
  * retries last (their return values died with the node), else they fail. */
 void task_manager_node_dead(task_manager *tm, const char *node_id);

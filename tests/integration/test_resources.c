@@ -309,6 +309,85 @@ static void *queued_lease_thread(void *p)
     return NULL;
 }
 
+/* Queued leases and queued tasks of raylet i, from its GetNodeState. */
+static void node_queues(esc_rpc_channel *ch, unsigned *leases, unsigned *tasks)
+{
+    Escher__GetNodeStateRequest req = ESCHER__GET_NODE_STATE_REQUEST__INIT;
+    Escher__GetNodeStateReply *rep = NULL;
+    assert_int_equal(esc_rpc_call(ch, &escher__raylet__descriptor, "GetNodeState", &req.base,
+                                  (ProtobufCMessage **)&rep, 5000, 0, NULL),
+                     ESC_OK);
+    *leases = rep->queued_leases;
+    *tasks = 0;
+    for (size_t i = 0; i < rep->n_demand; i++)
+        *tasks += rep->demand[i]->count;
+    protobuf_c_message_free_unpacked(&rep->base, NULL);
+}
+
+typedef struct {
+    esc_rpc_channel *ch;
+    unsigned leases, tasks;
+} queue_probe;
+
+static bool queues_reach(void *p)
+{
+    queue_probe *q = p;
+    unsigned l, t;
+    node_queues(q->ch, &l, &t);
+    return l >= q->leases && t >= q->tasks;
+}
+
+static void *fifo_lease_thread(void *p)
+{
+    queued_lease *q = p;
+    q->granted = lease(q->ch, "fifo/slot", ESC_QTY(1), 20000, &q->id);
+    q->done_ms = h_now_ms();
+    return NULL;
+}
+
+/* One admission queue per node: a task waiting for a resource, then a lease request for
+ * the same capacity; when the capacity comes, the earlier (the task) gets it. With two
+ * queues the lease was always tried first, and the task waited behind it. */
+static void test_task_and_lease_share_one_queue(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "fifo", 0, false);
+    esc_target here = ESC_NODE(C.raylets[0].node_id);
+    uint64_t seq;
+    assert_int_equal(esc_resource_set(cl, "slot", 0, &here, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    esc_amount slot[] = {{.name = "fifo/slot", .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "100", .len = 3};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "stamp", .resources = slot,
+                          .nresources = 1, .args = &arg, .nargs = 1};
+    esc_ref *ref = NULL;
+    assert_int_equal(esc_task_submit(cl, &spec, &ref, NULL, NULL), ESC_OK);
+    esc_rpc_channel *ch = raylet_channel(0);
+    queue_probe task_queued = {ch, 0, 1};
+    assert_true(h_wait_until(queues_reach, &task_queued, 10000));
+    queued_lease q = {.ch = ch};
+    pthread_t t;
+    pthread_create(&t, NULL, fifo_lease_thread, &q);
+    queue_probe both_queued = {ch, 1, 1};
+    assert_true(h_wait_until(queues_reach, &both_queued, 10000));
+    assert_int_equal(esc_resource_set(cl, "slot", ESC_QTY(1), &here, &seq, NULL), ESC_OK);
+    void *v = NULL;
+    size_t len;
+    esc_status st;
+    int rc = esc_get(cl, ref, 10000, &v, &len, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "task: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK); /* it ran although the lease waited too */
+    free(v);
+    esc_ref_free(ref);
+    /* The lease comes once the task released the slot. */
+    pthread_join(t, NULL);
+    assert_true(q.granted);
+    unlease(ch, q.id);
+    esc_rpc_channel_free(ch);
+    esc_disconnect(cl);
+}
+
 static void test_shrink_and_delete_while_held(void **state)
 {
     (void)state;
@@ -582,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_delete_all_nodes_absent_somewhere),
         cmocka_unit_test(test_add_out_of_range),
         cmocka_unit_test(test_strings_must_be_utf8),
+        cmocka_unit_test(test_task_and_lease_share_one_queue),
     };
     int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0;
