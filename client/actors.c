@@ -88,11 +88,17 @@ static bool parse_info(const char *line, esc_actor_info *out)
 
 int esc_actor_get_info(esc_client *c, const esc_actor *a, esc_actor_info *out, esc_status *st)
 {
+    return esc_actor_info_of(c, a->id, out, st);
+}
+
+int esc_actor_info_of(esc_client *c, const char *actor_id, esc_actor_info *out,
+                      esc_status *st)
+{
     memset(out, 0, sizeof *out);
     out->state = ESC_ACTOR_PENDING;
     void *v = NULL;
     size_t len = 0;
-    int rc = esc_kv_get(c, ACTOR_STATE_NS, a->id, &v, &len, st);
+    int rc = esc_kv_get(c, ACTOR_STATE_NS, actor_id, &v, &len, st);
     if (rc == ESC_NOT_FOUND)
         return esc_status_set(st, ESC_OK, "%s", "not placed yet");
     if (rc != ESC_OK)
@@ -100,8 +106,13 @@ int esc_actor_get_info(esc_client *c, const esc_actor *a, esc_actor_info *out, e
     bool ok = parse_info(v, out); /* esc_kv_get ends the value with a NUL */
     free(v);
     if (!ok)
-        return esc_status_set(st, ESC_INTERNAL, "actor %s: unreadable state line", a->id);
+        return esc_status_set(st, ESC_INTERNAL, "actor %s: unreadable state line", actor_id);
     return ESC_OK;
+}
+
+int esc_actor_list(esc_client *c, char ***ids, size_t *n, esc_status *st)
+{
+    return esc_kv_keys(c, ACTOR_STATE_NS, NULL, ids, n, st);
 }
 
 /* Finds the actor's raylet: waits for its address in the key-value store, giving up

@@ -70,14 +70,53 @@ static json_t *node_json(const esc_node_status *n)
     return o;
 }
 
-static int print_json(const esc_cluster_status *s)
+/* Every actor's published state, in ids order ("actors" of the JSON form). */
+typedef struct {
+    char **ids;
+    size_t n;
+    esc_actor_info *info;
+} actor_list;
+
+static void actors_read(esc_client *c, actor_list *l)
+{
+    memset(l, 0, sizeof *l);
+    if (esc_actor_list(c, &l->ids, &l->n, NULL) != ESC_OK)
+        return; /* status shows the nodes all the same */
+    l->info = calloc(l->n + 1, sizeof *l->info);
+    for (size_t i = 0; i < l->n; i++)
+        esc_actor_info_of(c, l->ids[i], &l->info[i], NULL);
+}
+
+static void actors_free(actor_list *l)
+{
+    esc_kv_keys_free(l->ids, l->n);
+    free(l->info);
+}
+
+static json_t *actor_json(const char *id, const esc_actor_info *a)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(id));
+    json_object_set_new(o, "state", json_string(esc_actor_state_name(a->state)));
+    json_object_set_new(o, "restarts", json_integer(a->restarts));
+    json_object_set_new(o, "max_restarts", json_integer(a->max_restarts));
+    json_object_set_new(o, "node", json_string(a->node_id));
+    json_object_set_new(o, "why", json_string(a->why));
+    return o;
+}
+
+static int print_json(const esc_cluster_status *s, const actor_list *l)
 {
     json_t *nodes = json_array();
     for (size_t i = 0; i < s->nnodes; i++)
         json_array_append_new(nodes, node_json(&s->nodes[i]));
+    json_t *actors = json_array();
+    for (size_t i = 0; i < l->n; i++)
+        json_array_append_new(actors, actor_json(l->ids[i], &l->info[i]));
     json_t *root = json_object();
     json_object_set_new(root, "seq", json_integer((json_int_t)s->seq));
     json_object_set_new(root, "nodes", nodes);
+    json_object_set_new(root, "actors", actors);
     return cli_json_print(root);
 }
 
@@ -140,12 +179,33 @@ static void print_node(const esc_node_status *n)
         print_demand(&n->demand[i]);
 }
 
-static int print_table(const esc_cluster_status *s)
+/* Live actors one per line; dead ones counted (--json lists them all). */
+static void print_actors(const actor_list *l)
+{
+    size_t dead = 0, live = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->info[i].state == ESC_ACTOR_DEAD) {
+            dead++;
+            continue;
+        }
+        if (!live++)
+            printf("\nactors\n  %-32s %-10s %8s  %s\n", "ACTOR", "STATE", "RESTARTS", "NODE");
+        const esc_actor_info *a = &l->info[i];
+        printf("  %-32s %-10s %4u/%-3u  %s\n", l->ids[i], esc_actor_state_name(a->state),
+               a->restarts, a->max_restarts, a->node_id);
+    }
+    if (dead)
+        printf("%s%zu dead actor%s (escher status --json lists them)\n", live ? "" : "\n",
+               dead, dead == 1 ? "" : "s");
+}
+
+static int print_table(const esc_cluster_status *s, const actor_list *l)
 {
     printf("cluster: %zu node%s, applied seq %" PRIu64 " (committed %" PRIu64 ")\n",
            s->nnodes, s->nnodes == 1 ? "" : "s", s->seq, s->committed_seq);
     for (size_t i = 0; i < s->nnodes; i++)
         print_node(&s->nodes[i]);
+    print_actors(l);
     return CLI_EXIT_OK;
 }
 
@@ -165,10 +225,14 @@ int cmd_status(const cli_globals *g, int argc, char **argv)
         return rc;
     esc_cluster_status *s = NULL;
     esc_status st;
-    if (esc_get_cluster_status(c, &s, &st) != ESC_OK)
+    actor_list actors = {0};
+    if (esc_get_cluster_status(c, &s, &st) != ESC_OK) {
         rc = cli_status_fail(&st);
-    else
-        rc = json ? print_json(s) : print_table(s);
+    } else {
+        actors_read(c, &actors);
+        rc = json ? print_json(s, &actors) : print_table(s, &actors);
+    }
+    actors_free(&actors);
     esc_cluster_status_free(s);
     esc_disconnect(c);
     return rc;

@@ -252,6 +252,23 @@ static void test_idle_death_without_restarts(void **state)
     esc_disconnect(cl);
 }
 
+/* The actor's line in `escher status` (the CLI the operator reads): "" when absent. */
+static void status_line(const char *actor_id, char *out, size_t len)
+{
+    char cmd[1024];
+    const char *bin = getenv("ESCHER_BIN_DIR") ? getenv("ESCHER_BIN_DIR") : "build";
+    snprintf(cmd, sizeof cmd, "%s/client/escher --address %s --token %s status", bin,
+             C.gcs_addr, C.token);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    out[0] = 0;
+    char line[1024];
+    while (fgets(line, sizeof line, p))
+        if (strstr(line, actor_id))
+            snprintf(out, len, "%s", line);
+    assert_int_equal(pclose(p), 0);
+}
+
 /* max_restarts 1, worker killed while idle: the restart is counted and logged, and the
  * new worker ran the init (the state is the init's, not the old one nor a blank); killed
  * again, the actor is dead. */
@@ -281,6 +298,10 @@ static void test_idle_death_restarts_with_init(void **state)
     assert_int_equal(after.inits, 2);
     assert_int_equal(after.state, INIT_STATE);
     assert_int_equal(count_workers(), 1);
+    char line[1024];
+    status_line(esc_actor_id(a), line, sizeof line);
+    assert_non_null(strstr(line, "ALIVE"));
+    assert_non_null(strstr(line, "1/1"));     /* restarts / max_restarts */
 
     assert_int_equal(kill(after.pid, SIGKILL), 0);
     info = wait_info(cl, a, ESC_ACTOR_DEAD, 1);

@@ -491,6 +491,12 @@ typedef struct {
 /* Reads the actor's state as its host published it in the GCS (docs/tasks.md, "Actors").
  * ESC_OK with state PENDING when nothing is published yet. */
 int esc_actor_get_info(esc_client *c, const esc_actor *a, esc_actor_info *out, esc_status *st);
+/* The same by actor id (what esc_actor_list gives), for actors of any job. */
+int esc_actor_info_of(esc_client *c, const char *actor_id, esc_actor_info *out,
+                      esc_status *st);
+/* The ids of every actor whose host published a state, dead ones included; *ids is the
+ * caller's (esc_kv_keys_free(*ids, *n)). */
+int esc_actor_list(esc_client *c, char ***ids, size_t *n, esc_status *st);
 
 /* The state's name: "PENDING", "STARTING", "ALIVE", "RESTARTING", "DEAD". */
 const char *esc_actor_state_name(esc_actor_state s);
