@@ -110,13 +110,16 @@ static int print_json(const esc_cluster_status *s, const actor_list *l)
     json_t *nodes = json_array();
     for (size_t i = 0; i < s->nnodes; i++)
         json_array_append_new(nodes, node_json(&s->nodes[i]));
-    json_t *actors = json_array();
-    for (size_t i = 0; i < l->n; i++)
-        json_array_append_new(actors, actor_json(l->ids[i], &l->info[i]));
     json_t *root = json_object();
     json_object_set_new(root, "seq", json_integer((json_int_t)s->seq));
     json_object_set_new(root, "nodes", nodes);
-    json_object_set_new(root, "actors", actors);
+    /* Only when there are actors: a cluster without keeps the documented two keys. */
+    if (l->n) {
+        json_t *actors = json_array();
+        for (size_t i = 0; i < l->n; i++)
+            json_array_append_new(actors, actor_json(l->ids[i], &l->info[i]));
+        json_object_set_new(root, "actors", actors);
+    }
     return cli_json_print(root);
 }
 
