@@ -39,8 +39,11 @@
 
 #include <dirent.h>
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,9 +72,10 @@
 
 /* ------------------------------------------------------------------ figures */
 
-enum { F_RAYLET, F_WORKER, F_ACTOR, F_GCS, F_REDIS_PAUSE, F_REDIS_KILL, F_N };
+enum { F_RAYLET, F_WORKER, F_ACTOR, F_GCS, F_REDIS_PAUSE, F_REDIS_KILL, F_DRIVER, F_N };
 static const char *const fault_names[F_N] = {"raylet_kill", "worker_kill", "actor_worker_kill",
-                                             "gcs_kill", "redis_pause", "redis_kill"};
+                                             "gcs_kill", "redis_pause", "redis_kill",
+                                             "driver_kill"};
 
 enum {
     V_PHYSICAL_OVER,     /* held > total for a physical resource */
@@ -108,7 +112,7 @@ static struct {
     long runs, reruns;
     long probes, actor_calls_ok, actor_calls_failed, actors_created, actors_dead;
     long gangs_ok, gangs_failed, res_ops_ok, res_ops_failed, sessions;
-    double worst_probe_ms, worst_cleanup_ms;
+    double worst_probe_ms, worst_cleanup_ms, worst_cleanup_killed_ms;
     long gcs_max_rss_kb;
 } g_fig;
 
@@ -188,25 +192,50 @@ static void bump(long *counter)
     pthread_mutex_unlock(&g_mu);
 }
 
-/* Error messages of failed tasks, ids cut off, with counts: what the report shows. */
+/* Error messages of failed tasks, ids replaced by "<id>", with counts: the report. */
 #define MAX_REASONS 32
 static struct {
-    char text[64];
+    char text[128];
     long n;
 } g_reasons[MAX_REASONS];
 
-static void note_reason(const char *msg)
+/* Whether the n bytes at p are an id: 8 or more hex digits. */
+static bool is_id(const char *p, size_t n)
 {
-    char key[64];
+    if (n < 8)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!strchr("0123456789abcdef", p[i]))
+            return false;
+    return true;
+}
+
+/* msg with every id replaced by "<id>", so that failures group by kind. */
+static void reason_key(const char *msg, char *key, size_t len)
+{
     size_t k = 0;
-    /* Up to the first digit or hex id: "worker died: signal 9 (SIGKILL)" stays whole,
-     * "node 3f2a... died" becomes "node ". */
-    for (const char *p = msg; *p && k < sizeof key - 1; p++) {
-        if (p[0] >= '0' && p[0] <= '9' && strncmp(msg, "worker died", 11) != 0)
-            break;
-        key[k++] = *p;
+    for (const char *p = msg; *p && k + 5 < len;) {
+        size_t n = strcspn(p, " :,()");
+        if (is_id(p, n)) {
+            k += (size_t)snprintf(key + k, len - k, "<id>");
+        } else {
+            n = n ? n : 1;
+            size_t put = n < len - 1 - k ? n : len - 1 - k;
+            memcpy(key + k, p, put);
+            k += put;
+        }
+        p += n;
     }
     key[k] = 0;
+}
+
+static void note_reason(const char *msg)
+{
+    char key[128];
+    reason_key(msg, key, sizeof key);
+    static atomic_int shown;
+    if (atomic_fetch_add(&shown, 1) < 30)
+        say("a task or call failed: %s", msg);
     pthread_mutex_lock(&g_mu);
     int i = 0;
     while (i < MAX_REASONS && g_reasons[i].n && strcmp(g_reasons[i].text, key) != 0)
@@ -473,8 +502,20 @@ static esc_client *connect_driver(const char *ns, bool no_job)
 static struct {
     char ns[64];
     double ended; /* monotonic ms */
+    bool killed;  /* its driver was killed: the GCS's job timeout ends the job */
 } g_ended[MAX_ENDED];
 static int g_nended;
+
+static void job_ended(const char *ns, bool killed)
+{
+    pthread_mutex_lock(&g_mu);
+    if (g_nended < MAX_ENDED) {
+        snprintf(g_ended[g_nended].ns, sizeof g_ended[0].ns, "%s", ns);
+        g_ended[g_nended].killed = killed;
+        g_ended[g_nended++].ended = h_now_ms();
+    }
+    pthread_mutex_unlock(&g_mu);
+}
 
 /* Namespaces of running jobs whose "slot" must stay on raylet 0's node. */
 #define MAX_LIVE 16
@@ -507,13 +548,8 @@ static void end_session(esc_client *cl, const char *ns)
 {
     job_ending(ns);
     esc_disconnect(cl);
-    pthread_mutex_lock(&g_mu);
-    if (g_nended < MAX_ENDED) {
-        snprintf(g_ended[g_nended].ns, sizeof g_ended[0].ns, "%s", ns);
-        g_ended[g_nended++].ended = h_now_ms();
-    }
-    g_fig.sessions++;
-    pthread_mutex_unlock(&g_mu);
+    job_ended(ns, false);
+    bump(&g_fig.sessions);
 }
 
 /* ------------------------------------------------------------------ monitor */
@@ -625,8 +661,10 @@ static void check_cleanup(const esc_cluster_status *s)
             violation(V_LEFTOVER, "job %s ended %.0f s ago, still has %s", g_ended[i].ns,
                       age / 1000, where);
             pthread_mutex_lock(&g_mu);
-        } else if (age > g_fig.worst_cleanup_ms) {
-            g_fig.worst_cleanup_ms = age;
+        } else {
+            double *worst = g_ended[i].killed ? &g_fig.worst_cleanup_killed_ms
+                                              : &g_fig.worst_cleanup_ms;
+            *worst = age > *worst ? age : *worst;
         }
         g_ended[i--] = g_ended[--g_nended];
     }
@@ -1162,6 +1200,10 @@ static struct {
     unsigned rs;
     double start;              /* monotonic ms when faults began */
     bool redis_paused, redis_killed;
+    pid_t driver_pid;          /* a driver process to be killed (see kill_driver_step) */
+    int driver_fd;             /* it writes a line there once its job holds resources */
+    char driver_ns[64];
+    double driver_at;          /* monotonic ms of its start, or of the last kill */
 } K;
 
 static bool is_raylet_pid(pid_t ppid)
@@ -1300,6 +1342,97 @@ static void restart_raylets(bool all)
     }
 }
 
+/* ------------------------------------------------------------------ killed drivers */
+
+/* A driver process that the killer `kill -9`s: its job ends by the GCS's job timeout,
+ * and its resources (held by its running tasks) must go with it. The driver is this
+ * program run again (gRPC does not survive a plain fork of a process that used it):
+ *   test_chaos --driver GCS_ADDR TOKEN NODE_ID NAMESPACE RUNS_PATH
+ * It sets "held" on all nodes, starts two long tasks that hold one unit each, writes
+ * "ready" on stdout and waits to be killed. */
+static int killed_driver_main(char **argv)
+{
+    esc_connect_opts o = {.address = argv[2], .token = argv[3], .node_id = argv[4],
+                          .namespace_ = argv[5]};
+    esc_client *cl = NULL;
+    esc_target all = ESC_ALL_NODES;
+    if (esc_connect(&o, &cl, NULL) != ESC_OK ||
+        esc_resource_set(cl, "held", ESC_QTY(2), &all, NULL, NULL) != ESC_OK)
+        return 1;
+    char held[96];
+    snprintf(held, sizeof held, "%s/held", argv[5]);
+    esc_amount res[] = {{.name = held, .value = ESC_QTY(1)}};
+    /* Tag "d...": not a record of the parent's, which reads only "t<idx>" lines. */
+    esc_task_arg args[] = {{.data = argv[6], .len = strlen(argv[6])},
+                           {.data = "d", .len = 1}, {.data = "600000", .len = 6}};
+    esc_task_spec spec = {.name = "chaos-held", .library = h_tasks_lib(),
+                          .symbol = "chaos_mark", .resources = res, .nresources = 1,
+                          .args = args, .nargs = 3};
+    for (int i = 0; i < 2; i++) {
+        esc_ref *ref = NULL;
+        if (esc_task_submit(cl, &spec, &ref, NULL, NULL) != ESC_OK)
+            return 1;
+        esc_ref_free(ref);
+    }
+    printf("ready\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
+static void spawn_driver(void)
+{
+    static int n;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return;
+    snprintf(K.driver_ns, sizeof K.driver_ns, "chaos-k-%d", n++);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl("/proc/self/exe", "test_chaos", "--driver", C.gcs_addr, C.token,
+              C.raylets[0].node_id, K.driver_ns, g_runs_path, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    K.driver_pid = pid;
+    K.driver_fd = fds[0];
+    K.driver_at = h_now_ms();
+}
+
+/* Ends the driver process (its job is then the GCS's to end) and watches its
+ * namespace go. */
+static void end_driver(bool ready)
+{
+    pid_t pid = K.driver_pid;
+    h_kill(&K.driver_pid, SIGKILL);
+    close(K.driver_fd);
+    if (ready)
+        record_fault(F_DRIVER, pid, K.driver_ns);
+    job_ended(K.driver_ns, true);
+    K.driver_at = h_now_ms();
+}
+
+/* One step of the killed-driver fault: about every 20 s a driver starts; once it says
+ * it is ready it is killed. One that is not ready within 60 s (it could not connect,
+ * say) is killed too, without counting as a fault. */
+static void kill_driver_step(bool stopping)
+{
+    if (!K.driver_pid) {
+        if (!stopping && h_now_ms() - K.driver_at > 20000)
+            spawn_driver();
+        return;
+    }
+    struct pollfd p = {.fd = K.driver_fd, .events = POLLIN};
+    char line[16] = "";
+    bool ready = poll(&p, 1, 0) == 1 && read(K.driver_fd, line, sizeof line - 1) > 0 &&
+                 strncmp(line, "ready", 5) == 0;
+    if (ready || stopping || h_now_ms() - K.driver_at > 60000 || !h_alive(K.driver_pid))
+        end_driver(ready);
+}
+
 /* A daemon that exited although nobody killed it crashed: counted and restarted. */
 static void check_daemons(void)
 {
@@ -1364,6 +1497,7 @@ static void killer_run(void)
     while (h_now_ms() < stop) {
         restart_raylets(false);
         check_daemons();
+        kill_driver_step(false);
         if (h_now_ms() < next) {
             sleep_ms(100);
             continue;
@@ -1373,6 +1507,7 @@ static void killer_run(void)
     }
     restart_raylets(true);
     check_daemons();
+    kill_driver_step(true);
 }
 
 /* ------------------------------------------------------------------ final checks */
@@ -1414,19 +1549,22 @@ static run_line *read_runs(size_t *n)
     return v;
 }
 
-/* A fault since `prev` started that may have cost its result: its worker killed, or
- * any raylet killed (its own, or one it was forwarded through, whose death makes the
- * forwarder submit it again). A GCS restart is none: running tasks keep running. */
-static bool fault_between(const run_line *prev, const run_line *next)
+/* A fault that may have made the task run again before `next`: the worker of `prev`
+ * killed while it ran, or a raylet killed after the task was submitted (the one it ran
+ * on, or one it was forwarded through: rule 1 of docs/tasks.md, "When a node fails",
+ * submits it again when that node is declared dead). A raylet killed before the task
+ * was submitted never had it, so its death explains nothing; a GCS restart explains
+ * nothing either (running tasks keep running). */
+static bool fault_between(double submitted, const run_line *prev, const run_line *next)
 {
-    double from = prev->us / 1000.0 - 50, to = next->us / 1000.0;
+    double to = next->us / 1000.0;
     for (int i = 0; i < g_nfault_log; i++) {
-        if (g_fault_log[i].wall < from || g_fault_log[i].wall > to)
-            continue;
+        double at = g_fault_log[i].wall;
         int k = g_fault_log[i].kind;
-        if ((k == F_WORKER || k == F_ACTOR) && g_fault_log[i].pid == prev->pid)
+        if ((k == F_WORKER || k == F_ACTOR) && g_fault_log[i].pid == prev->pid &&
+            at >= prev->us / 1000.0 - 50 && at <= to)
             return true;
-        if (k == F_RAYLET)
+        if (k == F_RAYLET && at >= submitted && at <= to)
             return true;
     }
     return false;
@@ -1445,7 +1583,7 @@ static void check_task_runs(int idx, const run_line *r, size_t n)
     g_fig.reruns += n > 1 ? (long)n - 1 : 0;
     for (size_t i = 1; i < n; i++) {
         char a[32], b[32];
-        if (!fault_between(&r[i - 1], &r[i]))
+        if (!fault_between(t->submit_wall, &r[i - 1], &r[i]))
             violation(V_RERUN_NO_FAULT, "task %s ran on %s (pid %d) at %s, again on %s (pid %d)"
                       " at %s, with no fault in between", task_name(idx), r[i - 1].node,
                       r[i - 1].pid, clock_text(r[i - 1].us / 1000.0, a, sizeof a), r[i].node,
@@ -1503,7 +1641,7 @@ static void print_report(void)
     json_t *o = json_pack(
         "{s:s, s:i, s:i, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o},"
         " s:{s:I, s:I, s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I, s:I}, s:o,"
-        " s:{s:I, s:f}, s:f, s:I}",
+        " s:{s:I, s:f}, s:f, s:f, s:I}",
         "test", "chaos", "seconds", g_seconds, "seed", (int)g_seed, "faults",
         counts(fault_names, g_faults, F_N), "tasks", "submitted", (json_int_t)g_fig.submitted,
         "ok", (json_int_t)g_fig.ok, "failed", (json_int_t)g_fig.failed, "stranded",
@@ -1517,6 +1655,7 @@ static void print_report(void)
         "jobs_ended", (json_int_t)g_fig.sessions, "violations",
         counts(v_names, g_violations, V_N), "probe", "count", (json_int_t)g_fig.probes,
         "worst_latency_ms", g_fig.worst_probe_ms, "worst_cleanup_ms", g_fig.worst_cleanup_ms,
+        "worst_cleanup_killed_driver_ms", g_fig.worst_cleanup_killed_ms,
         "gcs_max_rss_kb", (json_int_t)g_fig.gcs_max_rss_kb);
     char *s = json_dumps(o, JSON_COMPACT);
     printf("%s\n", s);
@@ -1631,8 +1770,10 @@ static void test_chaos(void **state)
     free(g_tasks);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 7 && strcmp(argv[1], "--driver") == 0)
+        return killed_driver_main(argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chaos),
     };
