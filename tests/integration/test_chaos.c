@@ -8,12 +8,15 @@
  *    of every alive node; for an ephemeral resource held > total is allowed only after
  *    a shrink (docs/resources.md), so held must stay within the largest capacity its
  *    job ever gave it, and must not grow while it is above a total that did not change;
- *  - every task ends with a result or an error with a reason; none runs again after
- *    its result was read; a run again needs a fault since the previous run started;
+ *  - every task ends with a result or an error with a reason (never "invalid" or
+ *    "freed" for a reference its driver holds); none runs again after its result was
+ *    read; a run again needs its worker killed, or a raylet killed since it was
+ *    submitted;
  *  - no actor runs its init more than 1 + max_restarts times, and a call that reaches
  *    a new worker of an actor finds the init run in that worker (no silent reset);
- *  - a finished job's ephemeral resources disappear, and a live job's do not (a GCS
- *    restart reloads them from Redis);
+ *  - a finished job's ephemeral resources disappear within 30 s of its end or of the
+ *    GCS's last start, whichever is later (a restarted GCS gives a killed driver's job
+ *    a whole job timeout again), and a live job's do not (a GCS restart reloads them);
  *  - a probe task submitted every second finishes within 30 s, throughout;
  *  - the GCS's resident memory stays below a bound; no daemon dies unless killed.
  *
@@ -95,6 +98,7 @@ enum {
     V_DAEMON_DIED,       /* a daemon exited without being killed, or never came back */
     V_GCS_UNAVAILABLE,   /* no connection for a long time */
     V_UNCLEAN_EXIT,
+    V_RESULT_REFUSED,    /* esc_get: a held reference invalid, or its object freed or lost */
     V_N
 };
 static const char *const v_names[V_N] = {
@@ -102,7 +106,7 @@ static const char *const v_names[V_N] = {
     "task_unfinished", "error_without_reason", "result_without_run", "run_after_result",
     "rerun_without_fault", "actor_restarts_exceeded", "actor_reset_without_init",
     "leftover_resources", "registry_lost", "probe_late", "gcs_rss", "daemon_died",
-    "gcs_unavailable", "unclean_exit"};
+    "gcs_unavailable", "unclean_exit", "result_refused"};
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_faults[F_N];
@@ -120,6 +124,7 @@ static int g_seconds;
 static unsigned g_seed;
 static long g_rss_limit_kb;
 static double g_t0;           /* monotonic ms at the start of the chaos */
+static double g_gcs_started;  /* monotonic ms of the GCS's last (re)start (g_mu) */
 static atomic_bool g_stop_drivers, g_stop_watch;
 static h_cluster C;
 static char g_runs_path[400]; /* every task's and actor init's run lines */
@@ -467,6 +472,13 @@ static bool take_result(int idx, int rc, const esc_status *st)
     if (!st->message[0])
         violation(V_NO_REASON, "task %s: %s without a message", task_name(idx),
                   esc_status_name(rc));
+    /* The reference came from esc_task_submit and the driver never releases it, so it
+     * is neither invalid nor freed; and its lineage lives on raylet 0, which is never
+     * killed, so a lost copy is always made again (docs/tasks.md, rule 3). */
+    if (rc == ESC_INVALID_ARGUMENT || rc == ESC_NOT_FOUND)
+        violation(V_RESULT_REFUSED, "task %s: esc_get gave %s: %s", task_name(idx),
+                  esc_status_name(rc), st->message);
+    say("task %s: esc_get gave %s", task_name(idx), esc_status_name(rc));
     note_reason(st->message);
     set_outcome(idx, O_FAILED);
     return true;
@@ -653,13 +665,18 @@ static void check_cleanup(const esc_cluster_status *s)
     for (int i = 0; i < g_nended; i++) {
         char where[400];
         double age = h_now_ms() - g_ended[i].ended;
+        /* A restarted GCS never saw the driver's liveness stream, so it gives a killed
+         * driver's job a whole job timeout again: the deadline runs from the later of
+         * the job's end and the GCS's last start. */
+        double since = h_now_ms() - (g_gcs_started > g_ended[i].ended ? g_gcs_started
+                                                                       : g_ended[i].ended);
         bool left = ns_has_rows(s, g_ended[i].ns, where, sizeof where);
-        if (left && age < CLEANUP_LIMIT_MS)
+        if (left && since < CLEANUP_LIMIT_MS)
             continue;
         if (left) {
             pthread_mutex_unlock(&g_mu);
-            violation(V_LEFTOVER, "job %s ended %.0f s ago, still has %s", g_ended[i].ns,
-                      age / 1000, where);
+            violation(V_LEFTOVER, "job %s ended %.0f s ago (%.0f s after the GCS's last start),"
+                      " still has %s", g_ended[i].ns, age / 1000, since / 1000, where);
             pthread_mutex_lock(&g_mu);
         } else {
             double *worst = g_ended[i].killed ? &g_fig.worst_cleanup_killed_ms
@@ -1282,6 +1299,9 @@ static void restart_gcs(void)
     for (int tries = 0; tries < 5; tries++) {
         if (h_gcs_start(&C) == 0) {
             say("GCS back (pid %d)", (int)C.gcs_pid);
+            pthread_mutex_lock(&g_mu);
+            g_gcs_started = h_now_ms();
+            pthread_mutex_unlock(&g_mu);
             publish_view();
             return;
         }
