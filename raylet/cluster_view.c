@@ -96,6 +96,20 @@ static esc_capacity *cap_of(view_node *n, const char *name)
     return c;
 }
 
+/* A new raylet listens at address: whatever other node the view has there is gone (two
+ * raylets cannot listen on one address), even before the GCS declares it dead. */
+static void replace_at(cluster_view *v, const char *address, const char *new_id)
+{
+    size_t pos = 0;
+    const char *id;
+    void *val;
+    while (esc_strmap_next(v->nodes, &pos, &id, &val)) {
+        view_node *n = val;
+        if (n->alive && strcmp(id, new_id) && !strcmp(n->address, address))
+            n->alive = false;
+    }
+}
+
 /* Adds or refreshes a node from its NodeInfo (physical resources as capacities). */
 static void put_node(cluster_view *v, const Escher__NodeInfo *info)
 {
@@ -181,10 +195,35 @@ void cluster_view_apply(cluster_view *v, const Escher__Event *ev)
         apply_snapshot(v, ev);
         return;
     }
-    if (ev->node && ev->node->node_id && *ev->node->node_id)
+    if (ev->node && ev->node->node_id && *ev->node->node_id) {
         put_node(v, ev->node);
+        /* A registration is the newest news of its address (a snapshot's list is not
+         * ordered, so it cannot tell which of two nodes at one address is the new one). */
+        if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_ADDED)
+            replace_at(v, ev->node->address, ev->node->node_id);
+    }
     for (size_t i = 0; i < ev->n_ops; i++)
         apply_op(v, ev->ops[i]);
+}
+
+/* The node is this raylet: its id, or its address (an earlier node of this address that
+ * is not declared dead yet is this raylet's predecessor: sending there is sending here). */
+static bool is_self(const cluster_view *v, const char *self, const char *id,
+                    const view_node *n)
+{
+    if (!self)
+        return false;
+    if (!strcmp(id, self))
+        return true;
+    const view_node *me = esc_strmap_get(v->nodes, self);
+    return me && me->address && !strcmp(me->address, n->address);
+}
+
+void cluster_view_node_gone(cluster_view *v, const char *node_id)
+{
+    view_node *n = node_id ? esc_strmap_get(v->nodes, node_id) : NULL;
+    if (n)
+        n->alive = false;
 }
 
 /* A node tasks may be sent to: alive for the GCS and not suspect here. */
@@ -217,7 +256,7 @@ const char *cluster_view_find_feasible(const cluster_view *v, const char *self,
     void *val;
     while (esc_strmap_next(v->nodes, &pos, &id, &val)) {
         const view_node *node = val;
-        if (!usable(v, node) || (self && strcmp(id, self) == 0) || !covers(node, req, n))
+        if (!usable(v, node) || is_self(v, self, id, node) || !covers(node, req, n))
             continue;
         if (!best_id || strcmp(id, best_id) < 0) {
             best_id = id;
@@ -306,7 +345,7 @@ const char *cluster_view_find_available(cluster_view *v, const char *self,
     void *val;
     while (esc_strmap_next(v->nodes, &pos, &id, &val)) {
         view_node *node = val;
-        if (!usable(v, node) || (self && !strcmp(id, self)) ||
+        if (!usable(v, node) || is_self(v, self, id, node) ||
             (exclude_node && !strcmp(id, exclude_node)))
             continue;
         double h = headroom(node, req, n, now);

@@ -57,6 +57,10 @@ void cluster_view_debit(cluster_view *v, const char *node_id, const accounting_r
  * raylet could not reach them lately. */
 void cluster_view_set_suspects(cluster_view *v, const esc_strmap *suspects);
 
+/* This raylet learned that node_id's raylet is gone (another node answered at its
+ * address): it is skipped from now on, as if dead, until an event says otherwise. */
+void cluster_view_node_gone(cluster_view *v, const char *node_id);
+
 /* The id of the node whose raylet listens at address; NULL when none is known. */
 const char *cluster_view_node_at(const cluster_view *v, const char *address);
 

@@ -68,6 +68,10 @@ struct task_manager {
     esc_strmap *lineage;
     char **lineage_order;
     size_t lineage_next;
+    /* Tasks whose node died, while the directory says whether they ended (their first
+     * return exists or was lost): by task id. */
+    esc_strmap *checking;
+    esc_rpc_channel *gcs;           /* for that look */
     esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
     gpu_slots *gpus;                /* which GPU instance each running task holds */
     esc_strmap *actors;             /* actor id -> creation entry holding its resources */
@@ -106,6 +110,8 @@ void task_cancel_handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *ms
 /* ---- task_lineage.c */
 void task_lineage_handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
 void task_lineage_handle_reconstruct(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+/* Keeps an ended task's spec (this raylet is its origin) for reconstruction. */
+void task_lineage_keep(task_manager *tm, task_entry *e);
 /* Forgets the lineage of the job (every job's when job_id is NULL). */
 void task_lineage_drop(task_manager *tm, const char *job_id);
 

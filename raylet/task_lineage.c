@@ -14,7 +14,7 @@
 #include "results.h"
 
 /* Keeps an ended task's spec for reconstruction, forgetting the oldest past the bound. */
-static void lineage_keep(task_manager *tm, task_entry *e)
+void task_lineage_keep(task_manager *tm, task_entry *e)
 {
     char **slot = &tm->lineage_order[tm->lineage_next];
     tm->lineage_next = (tm->lineage_next + 1) % LINEAGE_MAX;
@@ -82,7 +82,7 @@ void task_lineage_handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *m
         if (e && !e->spec->actor_creation) {
             esc_strmap_del(tm->spilled, d->task_id);
             if (!strcmp(e->spec->origin, tm->r->node_id))
-                lineage_keep(tm, e);
+                task_lineage_keep(tm, e);
             else
                 task_entry_free(e);
         }

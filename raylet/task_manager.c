@@ -17,11 +17,16 @@
 #include "qty.h"
 #include "raylet.h"
 #include "object_service.h"
+#include "object.pb-c.h"
+#include "rpc_async.h"
+#include "ids.h"
 #include "results.h"
 #include "strmap.h"
 #include "worker_pool.h"
 
 #define MAX_RETURNS 1024
+/* Whether a task on a dead node ended: one directory look (its first return). */
+#define CHECK_TIMEOUT_MS 5000
 
 /* ------------------------------------------------------------ entries */
 
@@ -263,6 +268,10 @@ static int accept_spec(task_manager *tm, Escher__TaskSpec *spec, task_entry **re
     int rc = check_spec(spec, st);
     if (rc == ESC_OK && tm->r->stopping)
         rc = esc_status_set(st, ESC_UNAVAILABLE, "raylet shutting down");
+    if (rc == ESC_OK && *spec->forwarded_to && strcmp(spec->forwarded_to, tm->r->node_id))
+        rc = esc_status_set(st, ESC_FAILED_PRECONDITION, "this raylet is node %s, not %.64s "
+                            "(it took over that node's address)", tm->r->node_id,
+                            spec->forwarded_to);
     if (rc != ESC_OK) {
         protobuf_c_message_free_unpacked(&spec->base, NULL);
         return rc;
@@ -360,6 +369,8 @@ task_manager *task_manager_new(raylet *r)
     tm->running = esc_strmap_new();
     tm->spilled = esc_strmap_new();
     tm->lineage = esc_strmap_new();
+    tm->checking = esc_strmap_new();
+    tm->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
     tm->lineage_order = calloc(LINEAGE_MAX, sizeof *tm->lineage_order);
     tm->fetching = esc_strmap_new();
     tm->gpus = gpu_slots_new(node_gpus(r));
@@ -387,26 +398,93 @@ static task_entry **take_spilled(task_manager *tm, const char *node_id, const ch
     return out;
 }
 
+/* Runs a task whose node died again while its retries (an actor: its restarts) last. */
+static void run_again(task_manager *tm, task_entry *e, const char *node_id)
+{
+    bool actor = e->spec->actor_creation;
+    if (e->spec->attempt >= (actor ? e->spec->max_restarts : e->spec->max_retries)) {
+        results_store_error(tm->r->results, e->spec,
+                            actor ? "the actor's node died and no restarts remain"
+                                  : "the node running it died and no retries remain");
+        task_entry_free(e);
+        return;
+    }
+    e->spec->attempt++;
+    e->spec->spill_hops = 0;
+    ESC_WARN("task %s (%s) was on dead node %s; submitting it again (attempt %u of %u)",
+             e->spec->task_id, e->spec->name, node_id, e->spec->attempt,
+             actor ? e->spec->max_restarts : e->spec->max_retries);
+    task_schedule(tm, e);
+}
+
+typedef struct {
+    task_manager *tm;
+    char task_id[ESC_OBJECT_ID_MAX];
+    char node_id[128];
+} check_ctx;
+
+/* The directory's answer for the first return of a task whose node died: it decides
+ * whether the task ended (docs/tasks.md, "When a node fails", rule 1). */
+static void on_checked(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
+{
+    (void)st;
+    check_ctx *c = ud;
+    task_manager *tm = c->tm;
+    const Escher__GetLocationsReply *r = (const Escher__GetLocationsReply *)reply;
+    task_entry *e = esc_strmap_get(tm->checking, c->task_id);
+    if (e && !tm->r->stopping) {
+        esc_strmap_del(tm->checking, c->task_id);
+        if (code == ESC_OK && (r->found || r->lost)) {
+            /* It ended (a notice lost with a raylet on the way back): its returns exist,
+             * or existed and are made again only when asked for. */
+            ESC_INFO("task %s (%s) ended before node %s died; not run again", c->task_id,
+                     e->spec->name, c->node_id);
+            if (!strcmp(e->spec->origin, tm->r->node_id))
+                task_lineage_keep(tm, e);
+            else
+                task_entry_free(e);
+        } else {
+            run_again(tm, e, c->node_id);
+        }
+    }
+    if (reply)
+        protobuf_c_message_free_unpacked(reply, NULL);
+    free(c);
+}
+
+/* Asks the directory whether the task's first return exists (or was lost with a node)
+ * before running it again: the task may have ended on a node further down its spill path
+ * whose end notice died with the node that was to pass it back. */
+static void check_ended(task_manager *tm, task_entry *e, const char *node_id)
+{
+    check_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        abort();
+    c->tm = tm;
+    snprintf(c->task_id, sizeof c->task_id, "%s", e->spec->task_id);
+    snprintf(c->node_id, sizeof c->node_id, "%s", node_id);
+    esc_strmap_put(tm->checking, c->task_id, e);
+    char id[ESC_OBJECT_ID_MAX];
+    esc_return_id(e->spec->task_id, 0, id, sizeof id);
+    Escher__GetLocationsRequest req = ESCHER__GET_LOCATIONS_REQUEST__INIT;
+    req.object_id = id;
+    req.report_lost = true;
+    esc_rpc_async_call(tm->r->async, tm->gcs, &escher__object_directory__descriptor,
+                       "GetLocations", &req.base, CHECK_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
+                       on_checked, c);
+}
+
 void task_manager_node_dead(task_manager *tm, const char *node_id)
 {
     size_t n;
     task_entry **lost = take_spilled(tm, node_id, NULL, &n);
     for (size_t i = 0; i < n; i++) {
-        task_entry *e = lost[i];
         /* An actor is created again elsewhere while its restarts last (its state is lost,
-         * as after a worker crash); a task runs again while its retries last. */
-        bool actor = e->spec->actor_creation;
-        if (e->spec->attempt >= (actor ? e->spec->max_restarts : e->spec->max_retries)) {
-            results_store_error(tm->r->results, e->spec, actor ? "the actor's node died and no restarts remain"
-                                           : "the node running it died and no retries remain");
-            task_entry_free(e);
-            continue;
-        }
-        e->spec->attempt++;
-        e->spec->spill_hops = 0;
-        ESC_WARN("task %s (%s) was on dead node %s; submitting it again (attempt %u of %u)",
-                 e->spec->task_id, e->spec->name, node_id, e->spec->attempt, e->spec->max_retries);
-        task_schedule(tm, e);
+         * as after a worker crash); a task runs again if it had not ended. */
+        if (lost[i]->spec->actor_creation || !tm->r->async)
+            run_again(tm, lost[i], node_id);
+        else
+            check_ended(tm, lost[i], node_id);
     }
     free(lost);
 }
@@ -430,6 +508,16 @@ void task_manager_job_finished(task_manager *tm, const char *job_id)
         task_entry_free(done[i]);
     free(done);
     task_lineage_drop(tm, job_id);
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(tm->checking, &pos, &k, &v)) {
+        task_entry *e = v;
+        if (!strcmp(e->spec->job_id, job_id)) {
+            esc_strmap_del(tm->checking, k); /* deleting the entry just returned is allowed */
+            task_entry_free(e);
+        }
+    }
     done = task_args_take_job(tm, job_id, &n);
     for (size_t i = 0; i < n; i++)
         task_entry_free(done[i]);
@@ -469,6 +557,11 @@ void task_manager_free(task_manager *tm)
     while (esc_strmap_next(tm->spilled, &pos, &k, &v))
         task_entry_free(v);
     esc_strmap_free(tm->spilled);
+    pos = 0;
+    while (esc_strmap_next(tm->checking, &pos, &k, &v))
+        task_entry_free(v);
+    esc_strmap_free(tm->checking);
+    esc_rpc_channel_free(tm->gcs);
     task_lineage_drop(tm, NULL);
     esc_strmap_free(tm->lineage);
     for (size_t i = 0; i < LINEAGE_MAX; i++)

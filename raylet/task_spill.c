@@ -30,6 +30,9 @@ static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMess
     task_entry *e = esc_strmap_get(tm->spilled, f->task_id);
     if (code != ESC_OK && e && e->forwards == f->forwards) {
         esc_strmap_del(tm->spilled, f->task_id);
+        /* Another raylet answered at that node's address: the node is gone. */
+        if (code == ESC_FAILED_PRECONDITION)
+            cluster_view_node_gone(tm->r->view, e->spilled_to);
         ESC_WARN("forwarding task %s to %s failed (%s %s); it is placed again",
                  e->spec->task_id, e->spilled_addr, esc_status_name(code), st->message);
         /* The hop it did not make is not counted. */
@@ -66,11 +69,13 @@ void task_spill_forward(task_manager *tm, task_entry *e, const char *address, co
     snprintf(f->task_id, sizeof f->task_id, "%s", e->spec->task_id);
     /* The copy that goes out says to tell this raylet when it ends; the spec kept here
      * still says whom this raylet tells (the call copies the request). */
-    char *reply_to = e->spec->reply_to;
+    char *reply_to = e->spec->reply_to, *forwarded_to = e->spec->forwarded_to;
     e->spec->reply_to = tm->r->address;
+    e->spec->forwarded_to = (char *)node_id;
     peers_call(tm->r->peers, peers_get(tm->r->peers, address), "SubmitTask", &e->spec->base, 0, 0,
                on_forwarded, f);
     e->spec->reply_to = reply_to;
+    e->spec->forwarded_to = forwarded_to;
 }
 
 /* Where should a task that does not fit here now go? NULL: stay (run when it fits, or

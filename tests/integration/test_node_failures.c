@@ -178,7 +178,7 @@ static void test_finished_tasks_do_not_rerun(void **state)
     assert_true(ran_on_victim > 0);
     h_kill(&C.raylets[first].pid, SIGKILL);
     node_probe np = {cl, victim};
-    assert_true(h_wait_until(node_dead, &np, 10000));
+    assert_true(h_wait_until(node_dead, &np, 20000));
     /* The running task comes back from the survivor: by then the raylet that forwarded
      * everything has handled the death (the same pass that resubmitted it would have
      * resubmitted the finished ones). */
@@ -245,7 +245,7 @@ static void test_lost_result_made_again(void **state)
     assert_string_equal(where.node, C.raylets[victim].node_id);
     h_kill(&C.raylets[victim].pid, SIGKILL);
     node_probe np = {cl, where.node};
-    assert_true(h_wait_until(node_dead, &np, 10000));
+    assert_true(h_wait_until(node_dead, &np, 20000));
 
     /* A consumer on the survivor needs it as its argument: the survivor finds it lost and
      * asks the producer's origin (raylet 0) to make it again. */
