@@ -222,6 +222,7 @@ static void enqueue(worker_pool *p, pool_task *t)
  * when every field is NULL. */
 typedef struct {
     const char *job_id, *actor_id, *task_id;
+    bool calls_only; /* with actor_id: not its creation (init) */
 } task_filter;
 
 static bool filter_match(const task_filter *f, const pool_task *t)
@@ -230,7 +231,8 @@ static bool filter_match(const task_filter *f, const pool_task *t)
         return true;
     const char *actor = actor_of(t);
     return (f->job_id && !strcmp(t->spec->job_id, f->job_id)) ||
-           (f->actor_id && actor && !strcmp(actor, f->actor_id)) ||
+           (f->actor_id && actor && !strcmp(actor, f->actor_id) &&
+            !(f->calls_only && t->spec->actor_creation)) ||
            (f->task_id && !strcmp(t->spec->task_id, f->task_id));
 }
 
@@ -403,8 +405,14 @@ static void report_loss(worker *w, const char *why)
         return;
     w->reported = true;
     worker_pool *p = w->pool;
+    /* A call of the actor still queued here (no free slot when it came) would start a
+     * fresh worker, without the init, once this one is gone: it fails with the loss, as a
+     * running one does, after the owner heard of the loss (so it restarts first). */
+    task_list failed = {0};
+    take_queued(p, (task_filter){.actor_id = w->actor_id, .calls_only = true}, &failed, why);
     if (p->on_lost)
         p->on_lost(p->lost_ud, w->actor_id, why);
+    fail_list(&failed);
 }
 
 /* --------------------------------------------------------------------- exits */
