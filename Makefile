@@ -23,7 +23,9 @@ test-plain: build
 	cd $(BUILD_DIR) && ctest --output-on-failure
 
 test-asan: build-asan
-	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --output-on-failure
+	# The chaos run (5 minutes) runs in the plain pass only: under the sanitizers every
+	# daemon is several times slower and the run would measure that (docs/benchmarks.md).
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --output-on-failure -E test_chaos
 
 test: test-plain test-asan
 

@@ -318,7 +318,9 @@ static void forget_expired(gcs *g, void *ud)
  * alive with no node to refuse). */
 static bool due_to_forget(const gcs *g, const gcs_node *n, uint64_t now)
 {
+    /* now may be older than a death declared in the same sweep: no unsigned wrap. */
     return !gcs_node_alive(n) && !n->death_unstored && !n->death_queued && !n->forget_queued &&
+           now >= n->dead_since_ms &&
            now - n->dead_since_ms >= (uint64_t)g->cfg.dead_node_retention_ms;
 }
 

@@ -360,9 +360,10 @@ int object_service_store(raylet *r, const char *id, const char *job_id, const ch
         ESC_WARN("cannot store object %s: %s", id, st.message);
         return rc;
     }
+    object_store_set_origin(o->store, id, origin);
     object_view v;
     object_store_get(o->store, id, &v);
-    announce_add(o, &v, origin, NULL);
+    announce_add(o, &v, v.origin, NULL);
     return ESC_OK;
 }
 
@@ -403,8 +404,8 @@ void object_service_job_finished(object_service *o, const char *job_id)
 
 static void reannounce_one(void *ud, const object_view *v)
 {
-    /* Without origin: a directory that restarted has no lost objects to rebuild. */
-    announce_add(ud, v, NULL, NULL);
+    /* With its origin: a directory that restarted must be able to call it lost later. */
+    announce_add(ud, v, v->origin, NULL);
 }
 
 void object_service_reannounce(object_service *o)

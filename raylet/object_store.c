@@ -19,6 +19,7 @@ struct object_entry {
     char *id;
     char *job_id;
     char *error;
+    char *origin;         /* the node that can make it again (TaskSpec.origin); NULL none */
     uint8_t *data;
     uint64_t size;
     uint64_t written;     /* bytes written so far, all before this offset */
@@ -55,6 +56,7 @@ static void entry_destroy(object_entry *e)
     free(e->id);
     free(e->job_id);
     free(e->error);
+    free(e->origin);
     free(e->data);
     free(e);
 }
@@ -207,8 +209,19 @@ int object_store_put(object_store *s, const char *id, const char *job_id, const 
     return object_store_write(s, id, 0, data, len, 0, &sealed, st);
 }
 
+bool object_store_set_origin(object_store *s, const char *id, const char *origin)
+{
+    object_entry *e = esc_strmap_get(s->index, id);
+    if (!e || !origin || !*origin)
+        return false;
+    free(e->origin);
+    e->origin = strdup(origin);
+    return true;
+}
+
 static void fill_view(const object_entry *e, object_view *out)
 {
+    out->origin = e->origin ? e->origin : "";
     out->id = e->id;
     out->job_id = e->job_id;
     out->data = e->data;

@@ -45,6 +45,7 @@ typedef struct {
     uint64_t size;
     bool is_error;
     const char *error;   /* "" unless is_error */
+    const char *origin;  /* the node that can make it again, "" none (TaskSpec.origin) */
 } object_view;
 
 /* A store of `capacity` bytes; unsealed objects untouched for partial_timeout_ms are
@@ -73,6 +74,11 @@ int object_store_write(object_store *s, const char *id, uint64_t offset, const v
  * writers (task returns). Same codes as object_store_create. */
 int object_store_put(object_store *s, const char *id, const char *job_id, const void *data,
                      size_t len, bool is_error, const char *error, esc_status *st);
+
+/* Records the node that can make the object again (a task's return: its origin), so
+ * that a directory that restarted learns it again with the object. False when the id
+ * is not in the store or origin is empty. */
+bool object_store_set_origin(object_store *s, const char *id, const char *origin);
 
 /* The view of a sealed object: true, or false when absent or not sealed yet. */
 bool object_store_get(const object_store *s, const char *id, object_view *out);
