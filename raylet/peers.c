@@ -206,7 +206,9 @@ void peers_node_dead(peers *ps, const char *address)
     if (!p)
         return;
     clear_suspect(p);
-    esc_rpc_async_fail_queued(p->q, ESC_UNAVAILABLE, "peer raylet's node died");
+    /* CANCELLED, not UNAVAILABLE: these failures say nothing of whoever listens at the
+     * address next, and must not make it suspect. */
+    esc_rpc_async_fail_queued(p->q, ESC_CANCELLED, "peer raylet's node died");
 }
 
 void peers_stop(peers *ps)
