@@ -304,6 +304,7 @@ int raylet_shutdown(raylet *r)
     r->pool = NULL;
     results_stop(r->results);
     peers_stop(r->peers); /* forwards not made end as failures, posted to the loop */
+    task_manager_stop(r->tasks);
     object_service_stop(r->objects); /* nothing more goes out on the queue freed now */
     esc_rpc_async_free(r->async);
     r->async = NULL;

@@ -72,6 +72,7 @@ struct task_manager {
      * return exists or was lost): by task id. */
     esc_strmap *checking;
     esc_rpc_channel *gcs;           /* for that look */
+    esc_rpc_async *checker;         /* and its queue (NULL once stopped) */
     esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
     gpu_slots *gpus;                /* which GPU instance each running task holds */
     esc_strmap *actors;             /* actor id -> creation entry holding its resources */

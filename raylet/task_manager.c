@@ -27,6 +27,9 @@
 #define MAX_RETURNS 1024
 /* Whether a task on a dead node ended: one directory look (its first return). */
 #define CHECK_TIMEOUT_MS 5000
+/* ... held at the GCS up to this long for a location to appear: right after a GCS
+ * restart the raylets are still announcing their objects again. */
+#define CHECK_WAIT_MS 2000
 
 /* ------------------------------------------------------------ entries */
 
@@ -371,6 +374,7 @@ task_manager *task_manager_new(raylet *r)
     tm->lineage = esc_strmap_new();
     tm->checking = esc_strmap_new();
     tm->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
+    tm->checker = esc_rpc_async_new(esc_loop_post, r->loop);
     tm->lineage_order = calloc(LINEAGE_MAX, sizeof *tm->lineage_order);
     tm->fetching = esc_strmap_new();
     tm->gpus = gpu_slots_new(node_gpus(r));
@@ -469,8 +473,11 @@ static void check_ended(task_manager *tm, task_entry *e, const char *node_id)
     Escher__GetLocationsRequest req = ESCHER__GET_LOCATIONS_REQUEST__INIT;
     req.object_id = id;
     req.report_lost = true;
-    esc_rpc_async_call(tm->r->async, tm->gcs, &escher__object_directory__descriptor,
-                       "GetLocations", &req.base, CHECK_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
+    req.wait_ms = CHECK_WAIT_MS;
+    /* Its own queue: a held look must not delay the raylet's other calls to the GCS. */
+    esc_rpc_async_call(tm->checker, tm->gcs, &escher__object_directory__descriptor,
+                       "GetLocations", &req.base, CHECK_WAIT_MS + CHECK_TIMEOUT_MS,
+                       ESC_RPC_IDEMPOTENT,
                        on_checked, c);
 }
 
@@ -481,7 +488,7 @@ void task_manager_node_dead(task_manager *tm, const char *node_id)
     for (size_t i = 0; i < n; i++) {
         /* An actor is created again elsewhere while its restarts last (its state is lost,
          * as after a worker crash); a task runs again if it had not ended. */
-        if (lost[i]->spec->actor_creation || !tm->r->async)
+        if (lost[i]->spec->actor_creation || !tm->checker)
             run_again(tm, lost[i], node_id);
         else
             check_ended(tm, lost[i], node_id);
@@ -540,6 +547,14 @@ size_t task_manager_queued(const task_manager *tm)
 size_t task_manager_running(const task_manager *tm)
 {
     return esc_strmap_count(tm->running);
+}
+
+void task_manager_stop(task_manager *tm)
+{
+    if (tm) {
+        esc_rpc_async_free(tm->checker); /* looks not made yet end UNAVAILABLE */
+        tm->checker = NULL;
+    }
 }
 
 void task_manager_free(task_manager *tm)

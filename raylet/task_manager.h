@@ -43,6 +43,9 @@ void task_manager_object_failed(task_manager *tm, const char *id, const char *wh
 /* Drops the job's queued tasks and cancels its running ones. */
 void task_manager_job_finished(task_manager *tm, const char *job_id);
 size_t task_manager_queued(const task_manager *tm);
+/* Stops the task manager's own outbound calls (their callbacks are posted to the loop):
+ * call before the loop's last drain. */
+void task_manager_stop(task_manager *tm);
 /* The queued tasks grouped by resource shape, for status: *n Demand messages in a new
  * array; free it with task_manager_demand_free. */
 Escher__Demand **task_manager_demand(task_manager *tm, size_t *n);
