@@ -190,16 +190,6 @@ void peers_call(peers *ps, peer *p, const char *method, const ProtobufCMessage *
                        timeout_ms ? timeout_ms : ps->timeout_ms, flags, on_call_done, c);
 }
 
-int peers_timeout_ms(const peers *ps)
-{
-    return ps->timeout_ms;
-}
-
-bool peers_suspect(const peers *ps, const char *address)
-{
-    return esc_strmap_get(ps->suspects, address) != NULL;
-}
-
 void peers_node_dead(peers *ps, const char *address)
 {
     peer *p = address ? esc_strmap_get(ps->all, address) : NULL;

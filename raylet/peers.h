@@ -38,12 +38,6 @@ const char *peer_address(const peer *p);
 void peers_call(peers *ps, peer *p, const char *method, const ProtobufCMessage *req,
                 int timeout_ms, int flags, esc_rpc_async_fn fn, void *ud);
 
-/* The forward timeout (ms). */
-int peers_timeout_ms(const peers *ps);
-
-/* True when the peer at address is suspect. */
-bool peers_suspect(const peers *ps, const char *address);
-
 /* The GCS declared the node at address dead: stop probing it and forget the suspicion
  * (a new node may come back at that address). */
 void peers_node_dead(peers *ps, const char *address);

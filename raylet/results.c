@@ -237,7 +237,11 @@ static Escher__ReadyObject *store_one(results *rs, const Escher__TaskSpec *spec,
     esc_return_id(spec->task_id, i, id, sizeof id);
     const void *data = b ? b->data : NULL;
     size_t len = b ? b->len : 0;
-    object_service_store(rs->r, id, spec->job_id, spec->origin, data, len, why != NULL, why);
+    /* Only a return made away from its origin can be lost while the origin lives; one
+     * made on the origin dies with its lineage, so it carries none (and the common,
+     * local case stores and announces no origin at all). */
+    const char *origin = strcmp(spec->origin, rs->r->node_id) ? spec->origin : NULL;
+    object_service_store(rs->r, id, spec->job_id, origin, data, len, why != NULL, why);
     return results_object_new(id, data, len, why != NULL, why, rs->r->address);
 }
 

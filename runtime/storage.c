@@ -156,35 +156,8 @@ size_t esc_storage_batch_size(const esc_storage_batch *b)
     return b != NULL ? b->writes : 0;
 }
 
-int esc_storage_commit(esc_storage *st, esc_storage_batch *b, char *err, size_t errlen)
-{
-    int rc = -1;
-    if (st == NULL)
-        esc_storage_seterr(err, errlen, "storage: commit on a NULL store");
-    else if (b == NULL)
-        esc_storage_seterr(err, errlen, "storage: commit of a NULL batch "
-                                        "(esc_storage_batch_new failed?)");
-    else if (b->invalid != NULL)
-        esc_storage_seterr(err, errlen, "storage: commit refused: %s", b->invalid);
-    else if (b->count == 0)
-        rc = 0; /* nothing to apply; spare the backend a round trip */
-    else
-        rc = st->vt->commit(st, b, err, errlen);
-    esc_storage_batch_free(b);
-    return rc;
-}
-
-int esc_storage_attach(esc_storage *st, struct ev_loop *loop, char *err, size_t errlen)
-{
-    if (st == NULL || loop == NULL) {
-        esc_storage_seterr(err, errlen, "storage: attach needs a store and a loop");
-        return -1;
-    }
-    return st->vt->attach ? st->vt->attach(st, loop, err, errlen) : 0;
-}
-
-/* The checks of esc_storage_commit; returns 1 when the batch needs the backend. */
-static int async_precheck(esc_storage *st, esc_storage_batch *b, char *err, size_t errlen)
+/* The checks of every commit; returns 1 when the batch needs the backend. */
+static int precheck(esc_storage *st, esc_storage_batch *b, char *err, size_t errlen)
 {
     if (st == NULL)
         esc_storage_seterr(err, errlen, "storage: commit on a NULL store");
@@ -198,11 +171,31 @@ static int async_precheck(esc_storage *st, esc_storage_batch *b, char *err, size
     return 0;
 }
 
+int esc_storage_commit(esc_storage *st, esc_storage_batch *b, char *err, size_t errlen)
+{
+    int rc = -1;
+    /* An empty batch has nothing to apply: spare the backend a round trip. */
+    if (precheck(st, b, err, errlen))
+        rc = b->count == 0 ? 0 : st->vt->commit(st, b, err, errlen);
+    esc_storage_batch_free(b);
+    return rc;
+}
+
+int esc_storage_attach(esc_storage *st, struct ev_loop *loop, char *err, size_t errlen)
+{
+    if (st == NULL || loop == NULL) {
+        esc_storage_seterr(err, errlen, "storage: attach needs a store and a loop");
+        return -1;
+    }
+    return st->vt->attach ? st->vt->attach(st, loop, err, errlen) : 0;
+}
+
+
 void esc_storage_commit_async(esc_storage *st, esc_storage_batch *b, int timeout_ms,
                               esc_storage_done_fn done, void *ud)
 {
     char err[512] = "";
-    if (!async_precheck(st, b, err, sizeof err)) {
+    if (!precheck(st, b, err, sizeof err)) {
         esc_storage_batch_free(b);
         done(ud, err);
         return;
