@@ -87,11 +87,13 @@ static int get_locations(esc_client *c, const char *id, int wait_ms,
 /* Every copy of the object died with its node: asks the raylet that keeps the lineage
  * of the task that made it (origin) to run it again. ESC_OK when it does; NOT_FOUND when
  * nobody can. */
-static int reconstruct(esc_client *c, const char *origin, const char *id, esc_status *st)
+static int reconstruct(esc_client *c, const Escher__GetLocationsReply *r, const char *id,
+                       esc_status *st)
 {
+    const char *origin = r->origin_address;
     if (!*origin)
         return esc_status_set(st, ESC_NOT_FOUND, "object %s was lost with its node, and so "
-                              "was the node that kept its lineage", id);
+                              "was the node that kept its lineage (%.64s)", id, r->origin);
     esc_rpc_channel *ch = esc_rpc_channel_new(origin, c->token);
     Escher__ReconstructRequest req = ESCHER__RECONSTRUCT_REQUEST__INIT;
     req.object_id = (char *)id;
@@ -229,11 +231,12 @@ static int read_stream(esc_rpc_stream *s, assembly *a, esc_status *st)
 }
 
 /* Pulls the object from the raylet at address within timeout_ms (0: no limit). */
-static int pull_from(esc_client *c, const char *address, const char *id, int timeout_ms,
-                     void **data, size_t *len, esc_status *st)
+static int pull_from(esc_client *c, const char *address, const char *node_id, const char *id,
+                     int timeout_ms, void **data, size_t *len, esc_status *st)
 {
     Escher__PullRequest req = ESCHER__PULL_REQUEST__INIT;
     req.object_id = (char *)id;
+    req.node_id = (char *)node_id;
     req.chunk_size = PULL_CHUNK;
     esc_rpc_stream *s = esc_rpc_stream_open_timeout(esc_client_raylet_channel(c, address),
                                                     &escher__object_store__descriptor, "Pull",
@@ -311,8 +314,8 @@ static int pull_any(esc_client *c, const esc_ref *ref, const Escher__GetLocation
             unreachable = true;
             break;
         }
-        rc = pull_from(c, r->addresses[order[k]], ref->id, d->once ? c->timeout_ms : timeout,
-                       data, len, st);
+        rc = pull_from(c, r->addresses[order[k]], r->node_ids[order[k]], ref->id,
+                       d->once ? c->timeout_ms : timeout, data, len, st);
         if (rc == ESC_OK || rc == ESC_ABORTED || rc == ESC_RESOURCE_EXHAUSTED)
             break;
         unreachable |= rc != ESC_NOT_FOUND;
@@ -345,7 +348,7 @@ static int get_from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
             return rc;
         asked = false;
         if (r->lost) {
-            rc = reconstruct(c, r->origin_address, ref->id, st);
+            rc = reconstruct(c, r, ref->id, st);
             protobuf_c_message_free_unpacked(&r->base, NULL);
             if (rc != ESC_OK)
                 return rc;
@@ -385,7 +388,8 @@ static int get_owned(esc_client *c, const esc_ref *ref, esc_owned_value *v, cons
     /* Its node died: the value is lost or has copies elsewhere; the directory knows. */
     if (esc_client_is_dead(c, v->address))
         return ESC_UNAVAILABLE;
-    int rc = pull_from(c, v->address, ref->id, d->forever ? 0 : d->once ? c->timeout_ms
+    /* Any failure here sends the reader to the directory, which names the node. */
+    int rc = pull_from(c, v->address, "", ref->id, d->forever ? 0 : d->once ? c->timeout_ms
                                                                         : left_ms(d),
                        data, len, st);
     return rc == ESC_OK || rc == ESC_ABORTED || rc == ESC_RESOURCE_EXHAUSTED ? rc

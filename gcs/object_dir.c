@@ -216,6 +216,8 @@ static void reply_locations(gcs *g, esc_rpc_ctx *call, const dir_obj *o)
     }
     rep.lost = o && o->lost;
     gcs_node *origin = rep.lost ? gcs_node_find(g, o->origin) : NULL;
+    if (rep.lost)
+        rep.origin = o->origin;
     if (gcs_node_alive(origin))
         rep.origin_address = origin->info->address;
     esc_rpc_reply(call, &rep.base);

@@ -64,12 +64,13 @@ static void nap(int ms)
 }
 
 /* Reads a whole object from the raylet at address into x. */
-static int pull(fetch *x, const char *address)
+static int pull(fetch *x, const char *address, const char *node_id)
 {
     object_fetcher *f = x->f;
     esc_rpc_channel *ch = esc_rpc_channel_new(address, f->r->cfg.token);
     Escher__PullRequest req = ESCHER__PULL_REQUEST__INIT;
     req.object_id = x->id;
+    req.node_id = (char *)node_id;
     esc_status st = {0};
     esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &escher__object_store__descriptor, "Pull",
                                                     &req.base, PULL_TIMEOUT_MS, &st);
@@ -110,12 +111,12 @@ static int pull(fetch *x, const char *address)
 
 /* Every copy died with its node: asks the raylet at origin (the task's lineage) to make
  * it again. Sets x->final when nobody can. */
-static int ask_reconstruct(fetch *x, const char *origin)
+static int ask_reconstruct(fetch *x, const char *origin, const char *origin_node)
 {
     if (!*origin) {
         x->final = true;
         snprintf(x->error, sizeof x->error, "object %.80s was lost with its node, and so was "
-                 "the node that kept its lineage", x->id);
+                 "the node that kept its lineage (%.64s)", x->id, origin_node);
         return ESC_NOT_FOUND;
     }
     esc_rpc_channel *ch = esc_rpc_channel_new(origin, x->f->r->cfg.token);
@@ -158,7 +159,7 @@ static int fetch_round(fetch *x)
     if (rc != ESC_OK)
         return rc;
     if (rep->lost) {
-        rc = ask_reconstruct(x, rep->origin_address);
+        rc = ask_reconstruct(x, rep->origin_address, rep->origin);
         protobuf_c_message_free_unpacked(&rep->base, NULL);
         return rc;
     }
@@ -168,7 +169,7 @@ static int fetch_round(fetch *x)
             x->local = true; /* stored here meanwhile (a task of this node made it) */
             rc = ESC_OK;
         } else {
-            rc = pull(x, rep->addresses[i]);
+            rc = pull(x, rep->addresses[i], rep->node_ids[i]);
         }
     }
     protobuf_c_message_free_unpacked(&rep->base, NULL);

@@ -278,6 +278,13 @@ static void on_pull(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     object_service *o = ud;
     const Escher__PullRequest *rq = (const Escher__PullRequest *)msg;
+    if (*rq->node_id && strcmp(rq->node_id, o->r->node_id) != 0) {
+        char why[256];
+        snprintf(why, sizeof why, "this address is node %s now, not %.64s", o->r->node_id,
+                 rq->node_id);
+        esc_rpc_finish(call, ESC_UNAVAILABLE, why);
+        return;
+    }
     pull *p = calloc(1, sizeof *p);
     if (!p)
         abort();

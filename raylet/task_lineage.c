@@ -30,10 +30,12 @@ void task_lineage_keep(task_manager *tm, task_entry *e)
     esc_strmap_put(tm->lineage, e->spec->task_id, e);
 }
 
-/* True while the task is somewhere in this raylet: queued, fetching, running, forwarded. */
+/* True while the task is somewhere in this raylet: queued, fetching, running, forwarded,
+ * or its forwardee just died and the directory is being asked whether it ended. */
 static bool in_progress(task_manager *tm, const char *task_id)
 {
-    return esc_strmap_get(tm->spilled, task_id) || esc_strmap_get(tm->running, task_id) ||
+    return esc_strmap_get(tm->spilled, task_id) || esc_strmap_get(tm->checking, task_id) ||
+           esc_strmap_get(tm->running, task_id) ||
            esc_strmap_get(tm->fetching, task_id) || task_find_queued(tm, task_id);
 }
 

@@ -302,14 +302,18 @@ esc_client *h_connect(h_cluster *c, const char *ns, int local, bool detached)
     return cl;
 }
 
+void h_show_logs(h_cluster *c, int lines)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "tail -n %d %s/*.log 1>&2", lines, c->dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "harness: cannot show the logs in %s\n", c->dir);
+}
+
 static void dump_logs(h_cluster *c)
 {
-    if (!getenv("H_DUMP_LOGS"))
-        return;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "tail -n 30 %s/*.log 1>&2", c->dir);
-    if (system(cmd) != 0)
-        return;
+    if (getenv("H_DUMP_LOGS"))
+        h_show_logs(c, 30);
 }
 
 static int g_unclean;

@@ -258,16 +258,20 @@ static void test_lost_result_made_again(void **state)
     size_t len = 0;
     esc_status st;
     int rc = esc_get(cl, consumed, 30000, &v, &len, &st);
-    if (rc != ESC_OK)
+    if (rc != ESC_OK) {
         fprintf(stderr, "consumer: %s %s\n", esc_status_name(rc), st.message);
+        h_show_logs(&C, 60);
+    }
     assert_int_equal(rc, ESC_OK);
     assert_int_equal(len, BIG);
     assert_memory_equal(v, payload, BIG);
     free(v);
     /* The owner reads the producer's return: the new copy, on the survivor. */
     rc = esc_get(cl, produced, 30000, &v, &len, &st);
-    if (rc != ESC_OK)
+    if (rc != ESC_OK) {
         fprintf(stderr, "producer: %s %s\n", esc_status_name(rc), st.message);
+        h_show_logs(&C, 60);
+    }
     assert_int_equal(rc, ESC_OK);
     assert_int_equal(len, BIG);
     assert_memory_equal(v, payload, BIG);

@@ -319,6 +319,14 @@ static void test_validation(void **state)
     assert_int_equal(esc_rpc_stream_next(s, &m, &st), 0);
     assert_int_equal(st.code, ESC_NOT_FOUND);
     esc_rpc_stream_free(s);
+    /* A reader that expects another node at this address (one that died, its address
+     * reused) is told the node is not there, not that the object was freed. */
+    pr.node_id = C.raylets[NODE_B].node_id;
+    s = esc_rpc_stream_open(c, &escher__object_store__descriptor, "Pull", &pr.base, &st);
+    assert_non_null(s);
+    assert_int_equal(esc_rpc_stream_next(s, &m, &st), 0);
+    assert_int_equal(st.code, ESC_UNAVAILABLE);
+    esc_rpc_stream_free(s);
     esc_rpc_channel_free(c);
 }
 
