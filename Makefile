@@ -1,7 +1,8 @@
 # make demo: install what is missing, build, run a one-node cluster and use ephemeral resources.
-# make test: install what is missing, build (plain and with ASan+UBSan), run every test
-#            but the chaos run.
-# make chaos: the 5-minute chaos run (tests/integration/test_chaos.c, docs/benchmarks.md).
+# make test: install what is missing, build (plain and with ASan+UBSan), run every test;
+#            the 5-minute chaos run only in the plain pass (sanitized daemons are several
+#            times slower, so its latency bounds would measure the sanitizer).
+# make chaos: the chaos run alone (tests/integration/test_chaos.c, docs/benchmarks.md).
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
@@ -21,10 +22,8 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DESCHER_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_DIR) -j$(JOBS)
 
-# The chaos run is its own target until it passes every time: it still finds a rare
-# violation (docs/benchmarks.md, "tests/integration/test_chaos").
 test-plain: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -E test_chaos
+	cd $(BUILD_DIR) && ctest --output-on-failure
 
 test-asan: build-asan
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --output-on-failure -E test_chaos

@@ -213,18 +213,17 @@ int esc_rpc_call(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc, cons
     bool idempotent = flags & ESC_RPC_IDEMPOTENT;
     gpr_timespec deadline = deadline_after(timeout_ms);
     int64_t backoff = 20;
-    grpc_byte_buffer *send = esc_rpc_pack(req);
     for (;;) {
+        /* A buffer per attempt: gRPC takes the slices of a message it sends, so a buffer
+         * sent once is empty, and a retry with it would send an all-default request. */
+        grpc_byte_buffer *send = esc_rpc_pack(req);
         int rc = unary_once(c, handle, md, send, reply, deadline, idempotent, st);
-        if (rc != ESC_UNAVAILABLE || !idempotent) {
-            grpc_byte_buffer_destroy(send);
+        grpc_byte_buffer_destroy(send);
+        if (rc != ESC_UNAVAILABLE || !idempotent)
             return rc;
-        }
         int64_t left = ms_left(deadline);
-        if (left <= 0) {
-            grpc_byte_buffer_destroy(send);
+        if (left <= 0)
             return rc;
-        }
         int64_t nap = backoff < left ? backoff : left;
         struct timespec ts = {nap / 1000, (nap % 1000) * 1000000};
         nanosleep(&ts, NULL);

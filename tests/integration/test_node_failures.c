@@ -225,7 +225,7 @@ static bool is_located(void *p)
 static void test_lost_result_made_again(void **state)
 {
     (void)state;
-    h_init(&C, 1000);
+    h_init(&C, 2000); /* 1 s leaves little margin for a sanitized run on a loaded machine */
     const char *extras[] = {"--num-cpus 2", "--num-cpus 2 --resources work=1",
                             "--num-cpus 2 --resources work=1"};
     assert_int_equal(h_start_cluster(&C, 3, extras), 0);

@@ -24,6 +24,7 @@ typedef struct {
     char addr[64];
     esc_rpc_ctx *held;       /* a WaitApplied call the server never answers */
     int cancelled;           /* set on the loop when the held call's peer went away */
+    int flaked;              /* KvGet "flaky" has answered UNAVAILABLE once */
 } fixture;
 
 static void *run_loop(void *p)
@@ -32,11 +33,15 @@ static void *run_loop(void *p)
     return NULL;
 }
 
-/* KvGet echoes the key back as the value. */
+/* KvGet echoes the key back as the value ("flaky": after one UNAVAILABLE). */
 static void on_kv_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
-    (void)ud;
     const Escher__KvGetRequest *req = (const Escher__KvGetRequest *)msg;
+    fixture *f = ud;
+    if (!strcmp(req->key, "flaky") && !f->flaked++) {
+        esc_rpc_finish(call, ESC_UNAVAILABLE, "not yet");
+        return;
+    }
     if (!strcmp(req->key, "fail")) {
         esc_rpc_finish(call, ESC_NOT_FOUND, "no such key");
         return;
@@ -262,6 +267,26 @@ static void test_unavailable_and_retry(void **state)
     esc_loop_free(g.loop);
 }
 
+/* An idempotent call retried after UNAVAILABLE sends its whole request again (gRPC
+ * takes the bytes of a sent message, so each attempt needs its own copy). */
+static void test_retry_sends_the_request_again(void **state)
+{
+    fixture *f = *state;
+    esc_rpc_channel *ch = esc_rpc_channel_new(f->addr, "sekrit");
+    Escher__KvGetRequest req = ESCHER__KV_GET_REQUEST__INIT;
+    req.key = "flaky";
+    Escher__KvGetReply *rep = NULL;
+    esc_status st;
+    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base,
+                          (ProtobufCMessage **)&rep, 5000, ESC_RPC_IDEMPOTENT, &st);
+    assert_int_equal(rc, ESC_OK);
+    assert_int_equal(f->flaked, 2);
+    assert_int_equal(rep->value.len, strlen("flaky"));
+    assert_memory_equal(rep->value.data, "flaky", strlen("flaky"));
+    protobuf_c_message_free_unpacked(&rep->base, NULL);
+    esc_rpc_channel_free(ch);
+}
+
 static void test_bind_conflict(void **state)
 {
     fixture *f = *state;
@@ -280,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_deadline_and_cancel_reach_handler),
         cmocka_unit_test(test_malformed_request),
         cmocka_unit_test(test_bind_conflict),
+        cmocka_unit_test(test_retry_sends_the_request_again),
         cmocka_unit_test(test_unavailable_and_retry),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
