@@ -40,6 +40,10 @@ struct esc_client {
     char owner_id[33];
     pthread_mutex_t owner_mu;
     struct esc_owner *owner;
+    /* job_submit.c: the entrypoint this client submitted (esc_job_submit), guarded by
+     * run_mu; NULL before. */
+    pthread_mutex_t run_mu;
+    struct esc_job_run *run;
 };
 
 /* One unary call of a Gcs method with the client's default deadline. */
