@@ -38,6 +38,11 @@ struct Escher__TaskStateReply;
 int job_task_state(esc_client *c, const char *address, const char *task_id,
                    struct Escher__TaskStateReply **reply, esc_status *st);
 
+/* The node whose raylet holds the task now (queued, fetching or running), found from
+ * its submit node along its forwards (job_status.c): false when none does. */
+bool job_entrypoint_node(esc_client *c, const char *submit_node, const char *task_id,
+                         char *node, size_t len);
+
 /* The driver's side of the job this client submitted (job_submit.c); freed by
  * esc_disconnect. */
 void esc_job_run_free(struct esc_job_run *run);

@@ -5,6 +5,9 @@
  * raylets in turn, and the one that has the output (or, following, holds the task)
  * answers with an empty first message, the others with NOT_FOUND at once.
  *
+ * Following, the raylet that holds the entrypoint (TaskService.GetTaskState from the
+ * node it was submitted to, along its forwards) is asked first.
+ *
  * Following a job whose entrypoint is on no raylet yet (the submission is on its way,
  * or a forward is), the reader asks again every FIND_AGAIN_MS until one holds it or the
  * job ends. Once found, the raylet streams the output as it grows and ends the stream
@@ -169,7 +172,12 @@ static int follow_job(esc_client *c, const char *job_id, const char *node, const
          * ran its entrypoint nowhere this round saw, and the next round looks at every
          * node once more without following. */
         bool running = job_running(c, job_id);
-        int rc = read_round(c, node, task, running, fn, ud, st);
+        /* The raylet that holds it first: raylets that share a log folder (several on
+         * one machine) could otherwise answer for a task that runs on another. */
+        char holder[128];
+        const char *first = job_entrypoint_node(c, node, task, holder, sizeof holder)
+                                ? holder : node;
+        int rc = read_round(c, first, task, running, fn, ud, st);
         if (rc != ESC_NOT_FOUND)
             return rc;
         if (!running)

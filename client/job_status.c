@@ -44,39 +44,63 @@ static void take_request(esc_job_status_info *j, const Escher__TaskStateReply *r
                                                  .value = r->shape[i]->value};
 }
 
-/* Where the entrypoint is: from its submit node along its forwards. Leaves j alone
- * when no raylet holds it (not arrived yet, or ended) or one does not answer. */
-static void locate_entrypoint(esc_client *c, esc_job_status_info *j)
+/* Asks the submit node's raylet where the task is, then the raylets it was forwarded
+ * to. Returns the reply of the raylet that holds it (queued, fetching or running; the
+ * caller frees it) with that node's id in node, or NULL when none does (not arrived yet,
+ * ended) or one did not answer. */
+static Escher__TaskStateReply *find_holder(esc_client *c, const char *submit_node,
+                                          const char *task_id, char *node, size_t len)
 {
     char address[300];
-    if (!j->submit_node[0] ||
-        esc_client_raylet_address(c, j->submit_node, address, sizeof address, NULL) != ESC_OK)
-        return;
-    char node[128];
-    snprintf(node, sizeof node, "%s", j->submit_node);
+    if (!submit_node[0] ||
+        esc_client_raylet_address(c, submit_node, address, sizeof address, NULL) != ESC_OK)
+        return NULL;
+    snprintf(node, len, "%s", submit_node);
     for (int hop = 0; hop < MAX_HOPS; hop++) {
         Escher__TaskStateReply *r;
-        if (job_task_state(c, address, j->task_id, &r, NULL) != ESC_OK)
-            return;
-        Escher__TaskPhase phase = r->phase;
-        if (phase == ESCHER__TASK_PHASE__TASK_QUEUED) {
-            free(j->state);
-            j->state = strdup("PENDING");
-            take_request(j, r);
-        }
-        if (phase == ESCHER__TASK_PHASE__TASK_QUEUED || phase == ESCHER__TASK_PHASE__TASK_RUNNING ||
-            phase == ESCHER__TASK_PHASE__TASK_FETCHING) {
-            free(j->node_id);
-            j->node_id = strdup(node);
-        }
-        if (phase == ESCHER__TASK_PHASE__TASK_FORWARDED && *r->address) {
-            snprintf(node, sizeof node, "%s", r->node_id);
+        if (job_task_state(c, address, task_id, &r, NULL) != ESC_OK)
+            return NULL;
+        if (r->phase == ESCHER__TASK_PHASE__TASK_QUEUED ||
+            r->phase == ESCHER__TASK_PHASE__TASK_RUNNING ||
+            r->phase == ESCHER__TASK_PHASE__TASK_FETCHING)
+            return r;
+        bool forwarded = r->phase == ESCHER__TASK_PHASE__TASK_FORWARDED && *r->address;
+        if (forwarded) {
+            snprintf(node, len, "%s", r->node_id);
             snprintf(address, sizeof address, "%s", r->address);
         }
         protobuf_c_message_free_unpacked(&r->base, NULL);
-        if (phase != ESCHER__TASK_PHASE__TASK_FORWARDED)
-            return;
+        if (!forwarded)
+            return NULL;
     }
+    return NULL;
+}
+
+bool job_entrypoint_node(esc_client *c, const char *submit_node, const char *task_id,
+                         char *node, size_t len)
+{
+    Escher__TaskStateReply *r = find_holder(c, submit_node, task_id, node, len);
+    if (r)
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+    return r != NULL;
+}
+
+/* Where the entrypoint is: PENDING with its request while it is queued. Leaves j alone
+ * when no raylet holds it or one does not answer. */
+static void locate_entrypoint(esc_client *c, esc_job_status_info *j)
+{
+    char node[128];
+    Escher__TaskStateReply *r = find_holder(c, j->submit_node, j->task_id, node, sizeof node);
+    if (!r)
+        return;
+    if (r->phase == ESCHER__TASK_PHASE__TASK_QUEUED) {
+        free(j->state);
+        j->state = strdup("PENDING");
+        take_request(j, r);
+    }
+    free(j->node_id);
+    j->node_id = strdup(node);
+    protobuf_c_message_free_unpacked(&r->base, NULL);
 }
 
 /* ------------------------------------------------------------------ the view */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,26 @@ void log_index_scan(const char *dir, const char *task_id, log_attempts *a)
     for (size_t i = 0; i < gl.gl_pathc; i++)
         scan_file(gl.gl_pathv[i], task_id, a);
     globfree(&gl);
+    if (a->n > 1)
+        qsort(a->v, a->n, sizeof *a->v, by_start);
+}
+
+void log_index_rescan(const char *task_id, log_attempts *a)
+{
+    size_t n = a->n;
+    char (*files)[PATH_MAX] = malloc((n + 1) * sizeof *files);
+    size_t nfiles = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < nfiles && !seen; k++)
+            seen = !strcmp(files[k], a->v[i].idx);
+        if (!seen)
+            memcpy(files[nfiles++], a->v[i].idx, PATH_MAX);
+    }
+    a->n = 0;
+    for (size_t k = 0; k < nfiles; k++)
+        scan_file(files[k], task_id, a);
+    free(files);
     if (a->n > 1)
         qsort(a->v, a->n, sizeof *a->v, by_start);
 }

@@ -28,6 +28,10 @@ typedef struct {
 /* Replaces *a with the task's attempts recorded in dir's worker-*.idx, in the order
  * they started. */
 void log_index_scan(const char *dir, const char *task_id, log_attempts *a);
+/* Replaces *a with the task's attempts in the index files that its attempts were found
+ * in (cheaper than log_index_scan while a task runs: a worker's index grows only by the
+ * tasks it runs, one at a time). */
+void log_index_rescan(const char *task_id, log_attempts *a);
 void log_attempts_free(log_attempts *a);
 
 /* Opens the capture file of an attempt (which 0: .out, 1: .err); -1 with errno. */

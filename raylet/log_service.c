@@ -85,18 +85,32 @@ static void track_new_attempts(log_reader *lr)
     lr->npos = lr->att.n;
 }
 
+/* Reads the index: every index file of the folder while no attempt is known or once
+ * the task ended here (a retry may have run on another worker), else only the files of
+ * the attempts known. A task that does not run here yet has written nothing. */
+static void read_index(log_reader *lr, bool held)
+{
+    task_manager *tm = lr->ls->r->tasks;
+    if (held && !lr->att.n && !task_manager_is_running(tm, lr->task_id))
+        return;
+    if (!lr->att.n || !held)
+        log_index_scan(lr->ls->r->log_dir, lr->task_id, &lr->att);
+    else
+        log_index_rescan(lr->task_id, &lr->att);
+}
+
 /* One look: sizes of the known attempts, then the index. Sets lr->complete when the
  * task is not held here and every attempt's limit came from sizes taken after that. */
 static void look(log_reader *lr)
 {
-    bool held = task_manager_holds(lr->ls->r->tasks, lr->task_id);
+    bool held = lr->follow && task_manager_holds(lr->ls->r->tasks, lr->task_id);
     for (int tries = 0; tries < 4; tries++) {
         size_t known = lr->att.n;
         off_t (*size)[2] = calloc(known + 1, sizeof *size);
         for (size_t i = 0; i < known; i++)
             for (int w = 0; w < 2; w++)
                 size[i][w] = capture_size(&lr->att.v[i], w);
-        log_index_scan(lr->ls->r->log_dir, lr->task_id, &lr->att);
+        read_index(lr, held);
         track_new_attempts(lr);
         for (size_t i = 0; i < known && i < lr->att.n; i++)
             for (int w = 0; w < 2; w++) {
@@ -258,6 +272,7 @@ static void on_stream_logs(esc_rpc_ctx *call, const ProtobufCMessage *msg, void 
         reader_end(lr, ESC_CANCELLED, "reader went away");
         return;
     }
+    /* The hello's drain pumps what this look found. */
     look(lr);
 }
 

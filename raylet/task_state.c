@@ -45,6 +45,11 @@ bool task_manager_holds(task_manager *tm, const char *task_id)
            task_find_queued(tm, task_id);
 }
 
+bool task_manager_is_running(task_manager *tm, const char *task_id)
+{
+    return esc_strmap_get(tm->running, task_id) != NULL;
+}
+
 void task_state_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     task_manager *tm = ud;
