@@ -54,7 +54,7 @@ void task_state_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     task_manager *tm = ud;
     const Escher__TaskStateRequest *rq = (const Escher__TaskStateRequest *)msg;
-    if (!esc_name_valid(rq->task_id)) {
+    if (!esc_object_id_valid(rq->task_id)) {
         esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "not a task id");
         return;
     }

@@ -22,6 +22,7 @@
 #include "escher/jobs.h"
 #include "harness.h"
 #include "raylet.pb-c.h"
+#include "task.pb-c.h"
 
 static h_cluster C;
 
@@ -441,6 +442,16 @@ static void test_bad_input(void **state)
         assert_int_equal(st.code, ESC_INVALID_ARGUMENT);
         esc_rpc_stream_free(sm);
     }
+    Escher__TaskStateRequest tq = ESCHER__TASK_STATE_REQUEST__INIT;
+    tq.task_id = "../../etc";
+    ProtobufCMessage *reply = NULL;
+    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "GetTaskState",
+                                  &tq.base, &reply, 5000, 0, &st), ESC_INVALID_ARGUMENT);
+    tq.task_id = "0123abcd"; /* a task this raylet never saw */
+    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "GetTaskState",
+                                  &tq.base, &reply, 5000, 0, &st), ESC_OK);
+    assert_int_equal(((Escher__TaskStateReply *)reply)->phase, ESCHER__TASK_PHASE__TASK_UNKNOWN);
+    protobuf_c_message_free_unpacked(reply, NULL);
     esc_rpc_channel *nochan = esc_rpc_channel_new(addr, "wrong-token");
     Escher__StreamLogsRequest rq = ESCHER__STREAM_LOGS_REQUEST__INIT;
     rq.task_id = "0123abcd";
