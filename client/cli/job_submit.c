@@ -49,7 +49,8 @@ static const char usage[] =
     "Without --no-wait, the entrypoint's stdout and stderr are copied to ours while it\n"
     "runs (from whichever node runs it), and the command exits with the entrypoint's exit\n"
     "code: 128+N when a signal N killed it, 1 for any other failure. SIGINT or SIGTERM\n"
-    "stops the job (exit 130).\n";
+    "stops the job (exit 130). While the entrypoint waits for resources, a line on stderr\n"
+    "says what it lacks (\"job ID pending: no node has NS/NAME\").\n";
 
 #define MAX_RESOURCES 32
 /* How long one wait for the entrypoint's end lasts before signals are looked at. */
@@ -57,6 +58,8 @@ static const char usage[] =
 /* A cluster that has not answered for this long is given up on. */
 #define LOST_AFTER_MS 30000
 #define ERROR_PAUSE_MS 200
+/* How often a submit that waits looks whether its entrypoint is PENDING. */
+#define PENDING_LOOK_MS 1000
 /* After a stop, how long the stopped entrypoint's result is waited for. */
 #define STOP_WAIT_MS 5000
 #define EXIT_INTERRUPTED 130
@@ -265,11 +268,37 @@ static void stop_on_signal(submit_ctx *s, int sig, outcome *o)
     o->cli_exit = EXIT_INTERRUPTED;
 }
 
+/* Until the entrypoint runs: whether it waits for resources, looked at every
+ * PENDING_LOOK_MS, and said on stderr each time what it lacks changes. */
+typedef struct {
+    uint64_t next_look;
+    bool started;
+    char said[640];
+} pending_watch;
+
+static void watch_pending(const submit_ctx *s, pending_watch *w)
+{
+    uint64_t now = esc_now_ms();
+    if (w->started || now < w->next_look)
+        return;
+    w->next_look = now + PENDING_LOOK_MS;
+    esc_job_status_info info;
+    if (esc_job_status(s->c, s->job_id, &info, NULL) == ESC_OK) {
+        w->started = !strcmp(info.state, "RUNNING") && info.node_id[0];
+        if (!strcmp(info.state, "PENDING") && strcmp(info.result, w->said) != 0) {
+            snprintf(w->said, sizeof w->said, "%s", info.result);
+            fprintf(stderr, "job %s %s\n", s->job_id, info.result);
+        }
+    }
+    esc_job_status_clear(&info);
+}
+
 /* Waits for the entrypoint's end (esc_job_wait records it and ends the job), a signal,
  * or a cluster that stops answering for LOST_AFTER_MS. */
 static void wait_entrypoint(submit_ctx *s, outcome *o)
 {
     uint64_t failing_since = 0;
+    pending_watch pw = {.next_look = esc_now_ms() + PENDING_LOOK_MS};
     for (;;) {
         esc_status st;
         int rc = esc_job_wait(s->c, WAIT_SLICE_MS, &o->r, &st);
@@ -293,6 +322,8 @@ static void wait_entrypoint(submit_ctx *s, outcome *o)
             stop_on_signal(s, sig, o);
             return;
         }
+        if (!failing)
+            watch_pending(s, &pw);
     }
 }
 

@@ -291,6 +291,21 @@ wait_job "$J7" FAILED
 [ "$(jq_job "$J7" 'j["status"], j["result"], j["message"]')" = "('STOPPED', 'stopped', 'stopped by escher job stop')" ] ||
   fail "status after stopping a pending job: $(cat "$T/status.json")"
 
+step "a waiting submit says what a pending entrypoint lacks; SIGINT stops it"
+"$ESC" job submit --resources nosuch/other=2 -- echo never >"$T/pend.out" 2>"$T/pend.err" &
+SUBMIT=$!
+for i in $(seq 200); do grep -q " pending: " "$T/pend.err" && break; sleep 0.1; done
+J9=$(sed -n 's/^job \([0-9a-f]*\) submitted.*/\1/p' "$T/pend.err")
+grep -qx "job $J9 pending: no node has nosuch/other" "$T/pend.err" ||
+  fail "no pending line from the waiting submit: $(cat "$T/pend.err")"
+kill -INT "$SUBMIT"
+RC=0
+wait "$SUBMIT" || RC=$?
+[ "$RC" -eq 130 ] || fail "exited $RC, want 130: $(cat "$T/pend.err")"
+[ "$(tail -n 1 "$T/pend.err")" = "escher: job $J9 stopped: stopped by SIGINT" ] ||
+  fail "last stderr line: $(tail -n 1 "$T/pend.err")"
+wait_job "$J9" FAILED
+
 step "errors are one line: size limit, missing directory, usage"
 run job list --json
 BEFORE=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["jobs"]))' "$T/out")
