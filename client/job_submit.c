@@ -145,7 +145,15 @@ static int submit_entrypoint(esc_client *c, const esc_job_spec *s, bool workdir,
         .num_returns = 1,
     };
     esc_status why;
-    int rc = esc_task_submit(c, &spec, &run->ref, run->task_id, &why);
+    int rc = ESC_OK;
+    esc_prepared *p = esc_task_prepare(c, &spec, &run->ref, &why);
+    if (!p) {
+        rc = why.code;
+    } else {
+        esc_prepared_mark_entrypoint(p, run->task_id);
+        rc = esc_prepared_submit(c, p, NULL, 0, &why);
+        esc_prepared_free(p);
+    }
     for (size_t i = 0; i < nown; i++)
         free_secret(own[i]);
     if (rc != ESC_OK)

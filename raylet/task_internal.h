@@ -122,5 +122,8 @@ void task_lineage_drop(task_manager *tm, const char *job_id);
 
 /* ---- task_state.c */
 void task_state_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+/* Tells the GCS that a job's entrypoint (TaskSpec.job_entrypoint) now waits in this
+ * node's queue (pending, with what it lacks), or no longer does. */
+void task_state_report_entrypoint(task_manager *tm, const task_entry *e, bool pending);
 
 #endif

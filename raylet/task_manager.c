@@ -66,12 +66,16 @@ void task_enqueue(task_manager *tm, task_entry *e)
     e->q.try_fn = try_queued;
     admission_push(tm->r->admission, &e->q);
     tm->nqueued++;
+    if (e->spec->job_entrypoint)
+        task_state_report_entrypoint(tm, e, true);
 }
 
 void task_dequeue(task_manager *tm, task_entry *e)
 {
     admission_remove(tm->r->admission, &e->q);
     tm->nqueued--;
+    if (e->spec->job_entrypoint)
+        task_state_report_entrypoint(tm, e, false);
 }
 
 task_entry *task_queued_from(const admission_entry *a)

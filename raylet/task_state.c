@@ -4,12 +4,22 @@
  * request lacks, as status shows it), fetching its arguments, running, or forwarded to
  * another node that has not reported its end. A reader that wants to know where a task
  * is follows FORWARDED answers from the raylet it was submitted to (libescher's
- * job_status.c does, for a job's entrypoint). */
+ * job_status.c does, for a job's entrypoint).
+ *
+ * A job's entrypoint entering or leaving the queue is also told to the GCS
+ * (ReportEntrypoint, fire and forget on the raylet's outbound queue), so that ListJobs
+ * shows the job waiting without asking any raylet. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "gcs.pb-c.h"
 #include "names.h"
+#include "rpc_async.h"
 #include "task_internal.h"
+
+/* A report to the GCS that cannot go out in this long is dropped: the GCS's view is
+ * advisory (GetTaskState is the authority), and the outbound queue must move on. */
+#define REPORT_TIMEOUT_MS 5000
 
 /* The queued entry's request, copied into the reply (which then owns it). */
 static void fill_queued(task_manager *tm, const task_entry *e, Escher__TaskStateReply *rep)
@@ -37,6 +47,28 @@ static void free_queued(Escher__TaskStateReply *rep)
     for (size_t i = 0; i < rep->n_shape; i++)
         protobuf_c_message_free_unpacked(&rep->shape[i]->base, NULL);
     free(rep->shape);
+}
+
+void task_state_report_entrypoint(task_manager *tm, const task_entry *e, bool pending)
+{
+    raylet *r = tm->r;
+    if (r->stopping || !r->async || !r->registered)
+        return; /* a raylet going away: its job's end, or the next node, says more */
+    Escher__ReportEntrypointRequest req = ESCHER__REPORT_ENTRYPOINT_REQUEST__INIT;
+    req.job_id = e->spec->job_id;
+    req.task_id = e->spec->task_id;
+    req.node_id = r->node_id;
+    req.pending = pending;
+    Escher__Demand *d = pending ? task_demand_of(tm, e) : NULL;
+    if (d) {
+        req.missing = d->missing;
+        req.n_missing = d->n_missing;
+        req.infeasible = d->infeasible;
+    }
+    esc_rpc_async_call(r->async, tm->gcs, &escher__gcs__descriptor, "ReportEntrypoint",
+                       &req.base, REPORT_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
+    if (d)
+        protobuf_c_message_free_unpacked(&d->base, NULL);
 }
 
 bool task_manager_holds(task_manager *tm, const char *task_id)

@@ -3,8 +3,8 @@
  * following output as it is written and whole afterwards (from a client with no local
  * node), esc_job_wait's result and record; the output of an entrypoint that ran on the
  * other node read through that node's raylet (and gone with it); an infeasible
- * entrypoint shown as PENDING with what it lacks (through the SDK and `escher job
- * status`), a pending one that starts once its resource appears, and stopping a pending
+ * entrypoint shown as PENDING with what it lacks (through the SDK, the GCS's ListJobs
+ * and `escher job status`), a pending one that starts once its resource appears, and stopping a pending
  * job while its logs are followed; bad input answered with clear errors. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,6 +159,33 @@ static bool node1_dead(void *c)
     return dead;
 }
 
+/* What the GCS's ListJobs says of job_id's entrypoint: waits on node (or "" when it
+ * does not), and its first missing name ("" when none). */
+typedef struct {
+    esc_client *c;
+    const char *job_id;
+    const char *node, *missing;
+    bool infeasible;
+} listed_wait;
+
+static bool listed_as(void *arg)
+{
+    listed_wait *w = arg;
+    esc_job_info *jobs;
+    size_t n;
+    if (esc_list_jobs(w->c, &jobs, &n, NULL) != ESC_OK)
+        return false;
+    bool ok = false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(jobs[i].id, w->job_id))
+            ok = !strcmp(jobs[i].pending_node, w->node) &&
+                 !strcmp(jobs[i].npending_missing ? jobs[i].pending_missing[0] : "",
+                         w->missing) &&
+                 jobs[i].pending_infeasible == w->infeasible;
+    esc_jobs_free(jobs, n);
+    return ok;
+}
+
 /* ------------------------------------------------------------------ tests */
 
 /* Submit, status while it runs, output followed as it is written, the result. */
@@ -311,6 +338,9 @@ static void test_infeasible_pending_then_runs(void **state)
     assert_int_equal(info.request[0].value, ESC_QTY(1));
     assert_string_equal(info.result, "pending: no node has jobapi3/slot");
     esc_job_status_clear(&info);
+    /* The GCS's ListJobs shows it too, as the raylet that queued it reported. */
+    listed_wait lw = {r, job_id, C.raylets[0].node_id, "jobapi3/slot", true};
+    assert_true(h_wait_until(listed_as, &lw, 30000));
     esc_job_status_info *jobs;
     size_t n;
     assert_int_equal(esc_job_list(r, &jobs, &n, &st), ESC_OK);
@@ -335,6 +365,10 @@ static void test_infeasible_pending_then_runs(void **state)
     /* The resource appears on node 0: the entrypoint runs and succeeds. */
     uint64_t seq;
     assert_int_equal(esc_resource_set(c, "slot", ESC_QTY(1), NULL, &seq, &st), ESC_OK);
+    /* Its raylet says it left the queue: ListJobs stops showing it waiting while the
+     * job still runs (the driver has not read the result yet). */
+    listed_wait ran = {r, job_id, "", "", false};
+    assert_true(h_wait_until(listed_as, &ran, 30000));
     esc_job_result res;
     assert_int_equal(esc_job_wait(c, 30000, &res, &st), ESC_OK);
     assert_int_equal(res.outcome, ESC_JOB_SUCCEEDED);
@@ -366,6 +400,8 @@ static void test_pending_stopped_while_followed(void **state)
     assert_int_equal(info.nmissing, 0);
     assert_string_equal(info.result, "pending: no node can hold CPU=1000");
     esc_job_status_clear(&info);
+    listed_wait lw = {r, job_id, C.raylets[0].node_id, "", true};
+    assert_true(h_wait_until(listed_as, &lw, 30000));
 
     follower f;
     follow_start(&f, r, job_id);
