@@ -13,7 +13,10 @@
  * its job id): entrypoint, task, where it was submitted, and its result once it ended.
  *
  * Errors as in escher.h: every call returns a status code and, when st is not NULL,
- * fills st with the code and a one-line message.
+ * fills st with the code and a one-line message. The calls are thread-safe; on one
+ * client, esc_job_submit and esc_job_wait run one at a time (a wait holds the client's
+ * submission until it returns), while status, logs and stop run alongside them: a
+ * driver may follow its job's output on one thread and wait on another.
  */
 #ifndef ESCHER_JOBS_H
 #define ESCHER_JOBS_H
