@@ -51,10 +51,15 @@ static void scan_file(const char *path, const char *task_id, log_attempts *a)
     fclose(f);
 }
 
+/* Start time, then file and offset: a total order, so attempts keep their places from
+ * one scan to the next (a reader's positions are kept by place). */
 static int by_start(const void *x, const void *y)
 {
     const log_attempt *a = x, *b = y;
-    return (a->ms > b->ms) - (a->ms < b->ms);
+    if (a->ms != b->ms)
+        return (a->ms > b->ms) - (a->ms < b->ms);
+    int c = strcmp(a->idx, b->idx);
+    return c ? c : (a->start[0] > b->start[0]) - (a->start[0] < b->start[0]);
 }
 
 void log_index_scan(const char *dir, const char *task_id, log_attempts *a)
