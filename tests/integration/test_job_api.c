@@ -504,6 +504,50 @@ static void test_bad_input(void **state)
     esc_disconnect(c);
 }
 
+/* Output larger than one chunk (64 KiB) arrives whole and in order, followed or not. */
+typedef struct {
+    size_t n;
+    bool in_order; /* every byte so far is 'x', but a last '\n' */
+    bool ended;
+} counter;
+
+static int count_fn(void *ud, int stream, const void *data, size_t len)
+{
+    counter *k = ud;
+    const char *p = data;
+    for (size_t i = 0; i < len && stream == 1; i++) {
+        k->in_order &= !k->ended && (p[i] == 'x' || p[i] == '\n');
+        k->ended |= p[i] == '\n';
+    }
+    k->n += stream == 1 ? len : 0;
+    return 0;
+}
+
+static void test_large_output(void **state)
+{
+    (void)state;
+    const char *argv[] = {"sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x; echo", NULL};
+    esc_client *c = driver("jobapi6");
+    esc_job_spec spec = {.argv = argv};
+    char job_id[ESC_ID_MAX];
+    esc_status st;
+    assert_int_equal(esc_job_submit(c, &spec, job_id, &st), ESC_OK);
+    esc_client *r = remote_reader();
+    counter followed = {.in_order = true};
+    assert_int_equal(esc_job_logs(r, job_id, true, count_fn, &followed, &st), ESC_OK);
+    esc_job_result res;
+    assert_int_equal(esc_job_wait(c, 30000, &res, &st), ESC_OK);
+    assert_int_equal(res.outcome, ESC_JOB_SUCCEEDED);
+    counter whole = {.in_order = true};
+    assert_int_equal(esc_job_logs(r, job_id, false, count_fn, &whole, &st), ESC_OK);
+    assert_int_equal(followed.n, 300001);
+    assert_true(followed.in_order && followed.ended);
+    assert_int_equal(whole.n, 300001);
+    assert_true(whole.in_order && whole.ended);
+    esc_disconnect(r);
+    esc_disconnect(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +555,7 @@ int main(void)
         cmocka_unit_test(test_infeasible_pending_then_runs),
         cmocka_unit_test(test_pending_stopped_while_followed),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_large_output),
         /* Last: it kills node 1. */
         cmocka_unit_test(test_logs_through_remote_raylet),
     };
