@@ -278,9 +278,16 @@ static void test_logs_through_remote_raylet(void **state)
     char job_id[ESC_ID_MAX];
     esc_status st;
     assert_int_equal(esc_job_submit(c, &spec, job_id, &st), ESC_OK);
+    /* Followed by the driver itself, on node 0, while it runs on node 1. */
+    follower f;
+    follow_start(&f, c, job_id);
     esc_job_result res;
     assert_int_equal(esc_job_wait(c, 30000, &res, &st), ESC_OK);
     assert_int_equal(res.outcome, ESC_JOB_SUCCEEDED);
+    assert_int_equal(pthread_join(f.thread, NULL), 0);
+    assert_int_equal(f.rc, ESC_OK);
+    assert_string_equal(f.out.out, "remote-output\n");
+    assert_string_equal(f.out.err, "remote-err\n");
     esc_disconnect(c);
 
     esc_client *r = remote_reader();
