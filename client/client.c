@@ -1,6 +1,7 @@
 /* client.c: connecting to the cluster (address, token and node discovery through the
  * session directory), registering the client's job, and disconnecting. */
 #include "client_internal.h"
+#include "job_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -193,6 +194,7 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
     esc_client_raylets_init(c);
     pthread_mutex_init(&c->owner_mu, NULL);
     pthread_mutex_init(&c->watch_mu, NULL);
+    pthread_mutex_init(&c->run_mu, NULL);
     esc_random_hex(c->owner_id, 16);
     c->detached = o->detached;
     c->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
@@ -245,6 +247,8 @@ void esc_disconnect(esc_client *c)
         return;
     /* Stop the stream first so its end is not mistaken for anything but our leaving. */
     esc_subscription_stop(c->live);
+    esc_job_run_free(c->run);
+    pthread_mutex_destroy(&c->run_mu);
     esc_owner_free(c->owner); /* what is queued goes out before the job ends */
     pthread_mutex_destroy(&c->owner_mu);
     pthread_mutex_destroy(&c->watch_mu);

@@ -40,6 +40,10 @@ struct esc_client {
     char owner_id[33];
     pthread_mutex_t owner_mu;
     struct esc_owner *owner;
+    /* job_submit.c: the entrypoint this client submitted (esc_job_submit), guarded by
+     * run_mu; NULL before. */
+    pthread_mutex_t run_mu;
+    struct esc_job_run *run;
 };
 
 /* One unary call of a Gcs method with the client's default deadline. */
@@ -98,6 +102,9 @@ esc_prepared *esc_task_prepare(esc_client *c, const esc_task_spec *in, esc_ref *
 /* Submits it with its own resources plus extra[0..n) (strings only read now). */
 int esc_prepared_submit(esc_client *c, esc_prepared *p, const esc_amount *extra, size_t n,
                         esc_status *st);
+/* Marks it as a job's entrypoint (TaskSpec.job_entrypoint: raylets that queue it tell
+ * the GCS) and copies its id into task_id (ESC_ID_MAX bytes). */
+void esc_prepared_mark_entrypoint(esc_prepared *p, char *task_id);
 void esc_prepared_free(esc_prepared *p);
 
 /* ---- owner.c ---- */

@@ -27,6 +27,11 @@ static void fill_job(esc_job_info *j, const Escher__JobInfo *p)
     j->start_ms = p->start_ms;
     j->end_ms = p->end_ms;
     j->driver_pid = p->driver_pid;
+    j->pending_node = strdup(p->pending_node);
+    j->pending_missing = calloc(p->n_pending_missing + 1, sizeof *j->pending_missing);
+    for (size_t i = 0; i < p->n_pending_missing; i++)
+        j->pending_missing[j->npending_missing++] = strdup(p->pending_missing[i]);
+    j->pending_infeasible = p->pending_infeasible;
 }
 
 int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st)
@@ -56,6 +61,10 @@ void esc_jobs_free(esc_job_info *jobs, size_t n)
         free(jobs[i].namespace_);
         free(jobs[i].state);
         free(jobs[i].entrypoint);
+        free(jobs[i].pending_node);
+        for (size_t k = 0; k < jobs[i].npending_missing; k++)
+            free(jobs[i].pending_missing[k]);
+        free(jobs[i].pending_missing);
     }
     free(jobs);
 }

@@ -356,6 +356,12 @@ int esc_prepared_submit(esc_client *c, esc_prepared *p, const esc_amount *extra,
     return esc_status_set(st, ESC_OK, NULL);
 }
 
+void esc_prepared_mark_entrypoint(esc_prepared *p, char *task_id)
+{
+    p->spec->job_entrypoint = true;
+    snprintf(task_id, ESC_ID_MAX, "%s", p->spec->task_id);
+}
+
 void esc_prepared_free(esc_prepared *p)
 {
     if (p) {

@@ -70,6 +70,9 @@ typedef struct {
     int streams;                      /* live driver streams */
     uint64_t orphan_since_ms;         /* when the last stream dropped (or registration) */
     bool end_queued;                  /* the sweep queued its end (write_queue.c) */
+    /* Its entrypoint waits in a raylet's queue: that raylet's last report (owned; NULL
+     * when none waits). Memory only: ListJobs shows it, storage never has it. */
+    Escher__ReportEntrypointRequest *pending;
 } gcs_job;
 
 typedef struct gcs_sub gcs_sub;

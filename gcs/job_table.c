@@ -29,6 +29,14 @@ static gcs_job *job_put(gcs *g, Escher__JobInfo *info)
     return j;
 }
 
+/* Forgets the report that the job's entrypoint waits. */
+static void pending_clear(gcs_job *j)
+{
+    if (j->pending)
+        protobuf_c_message_free_unpacked(&j->pending->base, NULL);
+    j->pending = NULL;
+}
+
 void gcs_job_load(gcs *g, Escher__JobInfo *info)
 {
     job_put(g, info);
@@ -137,6 +145,7 @@ static void job_ended(gcs *g, uint64_t seq, const char *err, void *ud)
     if (j)
         j->end_queued = false;
     if (seq && j) {
+        pending_clear(j);
         protobuf_c_message_free_unpacked(&j->info->base, NULL);
         j->info = c->done;
         c->done = NULL;
@@ -208,19 +217,63 @@ static void lost_end_expire(gcs *g, void *ud)
     job_ended(g, 0, NULL, ud);
 }
 
+/* The row as ListJobs shows it: the stored row, plus where its entrypoint waits. The
+ * copy is shallow: it borrows the row's and the report's strings. */
+static void list_row(const gcs_job *j, Escher__JobInfo *out)
+{
+    *out = *j->info;
+    const Escher__ReportEntrypointRequest *p = j->pending;
+    if (p && j->info->state == ESCHER__JOB_STATE__JOB_RUNNING) {
+        out->pending_node = p->node_id;
+        out->pending_missing = p->missing;
+        out->n_pending_missing = p->n_missing;
+        out->pending_infeasible = p->infeasible;
+    }
+}
+
 static void handle_list(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     (void)msg;
     gcs *g = ud;
     Escher__ListJobsReply rep = ESCHER__LIST_JOBS_REPLY__INIT;
-    rep.jobs = calloc(esc_strmap_count(g->jobs) + 1, sizeof *rep.jobs);
+    size_t n = esc_strmap_count(g->jobs);
+    Escher__JobInfo *rows = calloc(n + 1, sizeof *rows);
+    rep.jobs = calloc(n + 1, sizeof *rep.jobs);
     size_t pos = 0;
     const char *k;
     void *v;
-    while (esc_strmap_next(g->jobs, &pos, &k, &v))
-        rep.jobs[rep.n_jobs++] = ((gcs_job *)v)->info;
+    while (esc_strmap_next(g->jobs, &pos, &k, &v)) {
+        list_row(v, &rows[rep.n_jobs]);
+        rep.jobs[rep.n_jobs] = &rows[rep.n_jobs];
+        rep.n_jobs++;
+    }
     esc_rpc_reply(call, &rep.base);
     free(rep.jobs);
+    free(rows);
+}
+
+/* A raylet's report on a job's entrypoint (gcs.proto, ReportEntrypoint). Reports about
+ * an unknown or ended job change nothing: the entrypoint goes with its job. */
+static void handle_report_entrypoint(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__ReportEntrypointRequest *req = (const Escher__ReportEntrypointRequest *)msg;
+    gcs_job *j = gcs_job_find(g, req->job_id);
+    if (!esc_object_id_valid(req->task_id) || !*req->node_id) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "a report names a task and a node");
+        return;
+    }
+    if (j && j->info->state == ESCHER__JOB_STATE__JOB_RUNNING) {
+        if (req->pending) {
+            pending_clear(j);
+            j->pending = (Escher__ReportEntrypointRequest *)esc_pb_dup(msg);
+        } else if (j->pending && !strcmp(j->pending->node_id, req->node_id) &&
+                   !strcmp(j->pending->task_id, req->task_id)) {
+            pending_clear(j);
+        }
+    }
+    Escher__ReportEntrypointReply rep = ESCHER__REPORT_ENTRYPOINT_REPLY__INIT;
+    esc_rpc_reply(call, &rep.base);
 }
 
 void gcs_job_stream_opened(gcs *g, const char *job_id)
@@ -266,6 +319,7 @@ void gcs_jobs_free(gcs *g)
     void *v;
     while (esc_strmap_next(g->jobs, &pos, &k, &v)) {
         gcs_job *j = v;
+        pending_clear(j);
         protobuf_c_message_free_unpacked(&j->info->base, NULL);
         free(j);
     }
@@ -293,4 +347,6 @@ void gcs_jobs_register(gcs *g)
     esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "RegisterJob", handle_register, g);
     gcs_handle_write(g, "FinishJob", handle_finish);
     esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ListJobs", handle_list, g);
+    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ReportEntrypoint",
+                          handle_report_entrypoint, g);
 }

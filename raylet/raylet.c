@@ -11,6 +11,7 @@
 #include "lease_service.h"
 #include "object_service.h"
 #include "log_apply.h"
+#include "log_service.h"
 #include "gcs_link.h"
 #include "node_detect.h"
 
@@ -203,6 +204,7 @@ static int start_workers(raylet *r, char *err, size_t errlen)
     size_t stale = esc_remove_stale_sockets(ESC_SOCKET_DIR);
     if (stale)
         ESC_INFO("removed %zu worker sockets of raylets that are gone", stale);
+    snprintf(r->log_dir, sizeof r->log_dir, "%s", logs);
     worker_pool_config pc = {.worker_exe = exe, .socket_path = sock, .log_dir = logs};
     r->pool = worker_pool_new(esc_loop_ev(r->loop), &pc, err, errlen);
     return r->pool ? 0 : -1;
@@ -254,6 +256,7 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     object_service_set_waiters(r->objects, &waiters);
     if (start_workers(r, err, errlen) != 0)
         return -1;
+    r->logs = log_service_new(r);
     char listen[300];
     host_port(listen, sizeof listen, r->cfg.bind, r->cfg.port);
     r->server = esc_rpc_server_new(listen, r->cfg.token, esc_loop_post, r->loop, err, errlen);
@@ -262,7 +265,8 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     if (lease_service_serve(r->leases, r->server) != 0 ||
         object_service_serve(r->objects, r->server) != 0 ||
         task_manager_serve(r->tasks, r->server) != 0 ||
-        results_serve(r->results, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
+        results_serve(r->results, r->server) != 0 ||
+        log_service_serve(r->logs, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
         snprintf(err, errlen, "cannot start the gRPC server on %s", listen);
         return -1;
     }
@@ -328,6 +332,8 @@ int raylet_shutdown(raylet *r)
     r->leases = NULL;
     admission_free(r->admission); /* after both kinds took their entries out */
     r->admission = NULL;
+    log_service_free(r->logs); /* like pulls: after the drain ran what calls posted */
+    r->logs = NULL;
     object_service_free(r->objects);
     r->objects = NULL;
     gcs_link_free(r->link);

@@ -45,6 +45,7 @@ typedef struct esc_rpc_async esc_rpc_async;
 typedef struct peers peers;
 typedef struct admission admission;
 typedef struct results results;
+typedef struct log_service log_service;
 
 typedef struct raylet {
     raylet_config cfg;
@@ -63,6 +64,8 @@ typedef struct raylet {
     struct actor_manager *actors;/* the actors hosted here */
     esc_rpc_async *async;        /* outbound calls that must not block the loop */
     struct object_fetcher *fetcher; /* argument objects from other nodes */
+    log_service *logs;           /* StreamLogs: tasks' output read from log_dir */
+    char log_dir[4096];          /* where workers write tasks' output */
     gcs_link *link;
     char address[300];           /* node_ip:port advertised to the cluster */
     char node_id[128];           /* "" until registered */

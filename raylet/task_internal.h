@@ -8,7 +8,8 @@
  *                   worker;
  *   task_cancel.c   cancel, withdraw, kill an actor;
  *   task_lineage.c  ends reported by the raylets tasks were forwarded to, and the lineage
- *                   kept to make lost results again (Reconstruct).
+ *                   kept to make lost results again (Reconstruct);
+ *   task_state.c    where one task is on this raylet (GetTaskState, log following).
  *
  * Only these files include this header; the rest of the raylet sees task_manager.h. */
 #ifndef RAYLET_TASK_INTERNAL_H
@@ -90,6 +91,9 @@ task_entry *task_find_queued(task_manager *tm, const char *task_id);
 bool task_fits_now(task_manager *tm, const task_entry *e);
 /* Places a task that is not queued: here, elsewhere, or in the queue. */
 void task_schedule(task_manager *tm, task_entry *e);
+/* A queued task's request as status shows it: shape, infeasible, missing names (a new
+ * message, count 0; free with protobuf_c_message_free_unpacked). */
+Escher__Demand *task_demand_of(task_manager *tm, const task_entry *e);
 
 /* ---- task_spill.c */
 const char *task_spill_target(task_manager *tm, const task_entry *e, const char **node_id);
@@ -115,5 +119,11 @@ void task_lineage_handle_reconstruct(esc_rpc_ctx *call, const ProtobufCMessage *
 void task_lineage_keep(task_manager *tm, task_entry *e);
 /* Forgets the lineage of the job (every job's when job_id is NULL). */
 void task_lineage_drop(task_manager *tm, const char *job_id);
+
+/* ---- task_state.c */
+void task_state_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+/* Tells the GCS that a job's entrypoint (TaskSpec.job_entrypoint) now waits in this
+ * node's queue (pending, with what it lacks), or no longer does. */
+void task_state_report_entrypoint(task_manager *tm, const task_entry *e, bool pending);
 
 #endif

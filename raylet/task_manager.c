@@ -66,12 +66,16 @@ void task_enqueue(task_manager *tm, task_entry *e)
     e->q.try_fn = try_queued;
     admission_push(tm->r->admission, &e->q);
     tm->nqueued++;
+    if (e->spec->job_entrypoint)
+        task_state_report_entrypoint(tm, e, true);
 }
 
 void task_dequeue(task_manager *tm, task_entry *e)
 {
     admission_remove(tm->r->admission, &e->q);
     tm->nqueued--;
+    if (e->spec->job_entrypoint)
+        task_state_report_entrypoint(tm, e, false);
 }
 
 task_entry *task_queued_from(const admission_entry *a)
@@ -504,7 +508,8 @@ int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
            esc_rpc_server_handle(srv, d, "TasksDone", task_lineage_handle_tasks_done, tm) |
            esc_rpc_server_handle(srv, d, "CancelTask", task_cancel_handle, tm) |
            esc_rpc_server_handle(srv, d, "KillActor", task_cancel_handle_kill_actor, tm) |
-           esc_rpc_server_handle(srv, d, "Reconstruct", task_lineage_handle_reconstruct, tm);
+           esc_rpc_server_handle(srv, d, "Reconstruct", task_lineage_handle_reconstruct, tm) |
+           esc_rpc_server_handle(srv, d, "GetTaskState", task_state_handle, tm);
 }
 
 void task_manager_job_finished(task_manager *tm, const char *job_id)
@@ -610,7 +615,7 @@ static void shape_key(const task_entry *e, char *out, size_t len)
     }
 }
 
-static Escher__Demand *demand_of(task_manager *tm, const task_entry *e)
+Escher__Demand *task_demand_of(task_manager *tm, const task_entry *e)
 {
     Escher__Demand *d = calloc(1, sizeof *d);
     escher__demand__init(d);
@@ -643,7 +648,7 @@ Escher__Demand **task_manager_demand(task_manager *tm, size_t *n)
         shape_key(e, key, sizeof key);
         Escher__Demand *d = esc_strmap_get(by_shape, key);
         if (!d) {
-            d = demand_of(tm, e);
+            d = task_demand_of(tm, e);
             esc_strmap_put(by_shape, key, d);
             out[(*n)++] = d;
         }

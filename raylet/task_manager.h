@@ -51,6 +51,11 @@ void task_manager_stop(task_manager *tm);
 Escher__Demand **task_manager_demand(task_manager *tm, size_t *n);
 void task_manager_demand_free(Escher__Demand **d, size_t n);
 size_t task_manager_running(const task_manager *tm);
+/* Whether the task waits or runs on this node (queued, fetching its arguments, or
+ * running; not forwarded): its output may still grow here (task_state.c). */
+bool task_manager_holds(task_manager *tm, const char *task_id);
+/* Whether the task holds its resources here and runs (or is about to start). */
+bool task_manager_is_running(task_manager *tm, const char *task_id);
 /* Fails queued tasks ("raylet shutting down") and frees the manager; the worker pool
  * must already be freed (it ends the running tasks). */
 void task_manager_free(task_manager *tm);

@@ -1,10 +1,11 @@
 /* cmd_job.c: `escher job submit|list|status|logs|stop|fetch-workdir`.
  *
- * A submitted job is seen through two sources: the GCS's job table (is it running,
- * FINISHED or FAILED: the authority) and the record its submitter keeps in the key-value
- * store (entrypoint, task, result; job_record.c). `list` shows the jobs that have a
- * record, that is jobs made by `escher job submit`; every other client is a job too
- * (each CLI call is one), and those are not listed. */
+ * The work is libescher's (escher/jobs.h): esc_job_status and esc_job_list combine the
+ * GCS's job table, each submitted job's record and, while it runs, where its entrypoint
+ * is (PENDING with what it lacks); esc_job_logs reads output through the raylet of the
+ * node that ran it; esc_job_stop ends a job. `list` shows the jobs that have a record,
+ * that is jobs made by esc_job_submit; every other client is a job too (each CLI call
+ * is one), and those are not listed. */
 #include "job.h"
 
 #include <stdio.h>
@@ -20,15 +21,17 @@ static const char usage[] =
     "usage: escher job submit [OPTIONS] -- CMD ARGS...   (see escher job submit --help)\n"
     "       escher job list [--json]\n"
     "       escher job status JOB_ID [--json]\n"
-    "       escher job logs JOB_ID\n"
+    "       escher job logs JOB_ID [--follow]\n"
     "       escher job stop JOB_ID\n"
     "       escher job fetch-workdir JOB_ID DIR\n"
     "\n"
     "  submit         run a command as a new job's entrypoint on the cluster\n"
     "  list           jobs made by `escher job submit`: state, result, entrypoint\n"
-    "  status         one job in detail\n"
+    "  status         one job in detail; PENDING (with what it lacks) while its\n"
+    "                 entrypoint waits for resources\n"
     "  logs           the entrypoint's stdout (on stdout) and stderr (on stderr), read\n"
-    "                 from this machine's logs\n"
+    "                 through the raylet of the node that ran it; --follow: also wait\n"
+    "                 for it to start, and copy its output as it grows until it ends\n"
     "  stop           end a running job: its entrypoint is killed, and what the job\n"
     "                 holds (ephemeral resources, objects, tasks) goes\n"
     "  fetch-workdir  unpack a running job's working directory into DIR (an existing,\n"
@@ -36,97 +39,74 @@ static const char usage[] =
 
 /* ------------------------------------------------------------------ one job's view */
 
-typedef struct {
-    const char *id;
-    json_t *rec;              /* the record; NULL when there is none */
-    const esc_job_info *info; /* the GCS's row; NULL when it does not know the job */
-    bool stopped;             /* its stop mark is set */
-} job_view;
-
-static const char *rec_str(const json_t *rec, const char *key)
-{
-    const char *s = json_string_value(json_object_get(rec, key));
-    return s ? s : "";
-}
-
-static const esc_job_info *find_job(const esc_job_info *jobs, size_t n, const char *id)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(jobs[i].id, id))
-            return &jobs[i];
-    return NULL;
-}
-
-static const char *view_state(const job_view *v)
-{
-    return v->info ? v->info->state : "UNKNOWN";
-}
-
-/* What became of the entrypoint, in a few words. */
-static const char *view_result(const job_view *v, char *buf, size_t len)
-{
-    const char *status = rec_str(v->rec, "status");
-    json_t *code = json_object_get(v->rec, "exit_code");
-    if (!v->rec)
-        snprintf(buf, len, "-");
-    else if (!strcmp(status, "RUNNING") && !strcmp(view_state(v), "RUNNING"))
-        snprintf(buf, len, v->stopped ? "stopping" : "running");
-    else if (!strcmp(status, "RUNNING"))
-        /* The job ended while its record says running: its submitter never wrote the
-         * result (stopped meanwhile, or it died and the GCS ended the job). */
-        snprintf(buf, len, v->stopped ? "stopped" : "ended without a result");
-    else if (!strcmp(status, "STOPPED"))
-        snprintf(buf, len, "stopped");
-    else if (json_is_integer(code))
-        snprintf(buf, len, "exit code %lld", (long long)json_integer_value(code));
-    else
-        snprintf(buf, len, "%s", rec_str(v->rec, "message"));
-    return buf;
-}
-
-static void entrypoint_text(const json_t *rec, char *buf, size_t len)
+static void entrypoint_text(const esc_job_status_info *j, char *buf, size_t len)
 {
     buf[0] = '\0';
-    size_t i, used = 0;
-    json_t *a;
-    json_array_foreach(json_object_get(rec, "entrypoint"), i, a)
-    {
-        int n = snprintf(buf + used, len - used, "%s%s", i ? " " : "", json_string_value(a));
+    size_t used = 0;
+    for (size_t i = 0; i < j->nentrypoint; i++) {
+        int n = snprintf(buf + used, len - used, "%s%s", i ? " " : "", j->entrypoint[i]);
         if (n < 0 || (size_t)n >= len - used)
             break;
         used += (size_t)n;
     }
 }
 
-static const char *time_text(json_int_t ms, char *buf, size_t len)
+static const char *time_text(uint64_t ms, char *buf, size_t len)
 {
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
-    if (ms <= 0 || !localtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+    if (ms == 0 || !localtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
         snprintf(buf, len, "-");
     return buf;
 }
 
-/* The record plus the GCS's state and the result in words. */
-static json_t *view_json(const job_view *v)
+static json_t *strings_json(char *const *v, size_t n)
 {
-    json_t *o = v->rec ? json_deep_copy(v->rec) : json_object();
-    char result[320];
-    json_object_set_new(o, "job_id", json_string(v->id));
-    json_object_set_new(o, "state", json_string(view_state(v)));
-    json_object_set_new(o, "result", json_string(view_result(v, result, sizeof result)));
-    json_object_set_new(o, "stopped", json_boolean(v->stopped));
-    return o;
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
 }
 
-/* Fills v for id from the GCS's rows (jobs) and the key-value store. */
-static void view_load(esc_client *c, const char *id, const esc_job_info *jobs, size_t n,
-                      job_view *v)
+/* PENDING: what the entrypoint asks for and what no node has. */
+static json_t *pending_json(const esc_job_status_info *j)
 {
-    *v = (job_view){.id = id, .info = find_job(jobs, n, id)};
-    if (job_record_get(c, id, &v->rec, NULL) != ESC_OK)
-        v->rec = NULL;
-    v->stopped = v->rec && job_was_stopped(c, id);
+    json_t *req = json_object();
+    for (size_t i = 0; i < j->nrequest; i++)
+        json_object_set_new(req, j->request[i].name, cli_json_qty(j->request[i].value, false));
+    return json_pack("{s:b, s:o, s:o}", "infeasible", j->infeasible, "missing",
+                     strings_json(j->missing, j->nmissing), "request", req);
+}
+
+/* The fields of the job's record, its state and the result in words. */
+static json_t *view_json(const esc_job_status_info *j)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "job_id", json_string(j->id));
+    json_object_set_new(o, "state", json_string(j->state));
+    json_object_set_new(o, "result", json_string(j->result));
+    json_object_set_new(o, "stopped", json_boolean(j->stopped));
+    if (!strcmp(j->state, "PENDING"))
+        json_object_set_new(o, "pending", pending_json(j));
+    if (!j->has_record)
+        return o;
+    json_object_set_new(o, "status", json_string(j->status));
+    json_object_set_new(o, "namespace", json_string(j->namespace_));
+    json_object_set_new(o, "entrypoint", strings_json(j->entrypoint, j->nentrypoint));
+    json_object_set_new(o, "task_id", json_string(j->task_id));
+    json_object_set_new(o, "submit_node", json_string(j->submit_node));
+    json_object_set_new(o, "node_id", j->node_id[0] ? json_string(j->node_id) : json_null());
+    json_object_set_new(o, "working_dir",
+                        j->working_dir ? json_string(j->working_dir) : json_null());
+    json_object_set_new(o, "working_dir_bytes", json_integer((json_int_t)j->working_dir_bytes));
+    json_object_set_new(o, "submitted_ms", json_integer((json_int_t)j->submitted_ms));
+    json_object_set_new(o, "exit_code", j->exit_code >= 0 ? json_integer(j->exit_code)
+                                                          : json_null());
+    if (j->end_ms) {
+        json_object_set_new(o, "end_ms", json_integer((json_int_t)j->end_ms));
+        json_object_set_new(o, "message", json_string(j->message));
+    }
+    return o;
 }
 
 /* ------------------------------------------------------------------ helpers */
@@ -147,71 +127,14 @@ static int parse_job_args(int argc, char **argv, const cli_opt *opts, const char
     return 0;
 }
 
-/* Connects and fetches the GCS's job table. Prints errors; returns an exit code. */
-static int connect_and_list(const cli_globals *g, esc_client **c, esc_job_info **jobs,
-                            size_t *n)
-{
-    int rc = cli_connect(g, NULL, c);
-    if (rc != 0)
-        return rc;
-    esc_status st;
-    if (esc_list_jobs(*c, jobs, n, &st) != ESC_OK) {
-        esc_disconnect(*c);
-        return cli_status_fail(&st);
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------------ list */
 
-static void print_row(const job_view *v)
+static void print_row(const esc_job_status_info *j)
 {
-    char result[320], when[32], entry[1024];
-    entrypoint_text(v->rec, entry, sizeof entry);
-    printf("%-16s  %-8s  %-16s  %-19s  %s\n", v->id, view_state(v),
-           view_result(v, result, sizeof result),
-           time_text(json_integer_value(json_object_get(v->rec, "submitted_ms")), when,
-                     sizeof when),
-           entry);
-}
-
-static json_int_t submitted_ms(const job_view *v)
-{
-    return json_integer_value(json_object_get(v->rec, "submitted_ms"));
-}
-
-/* Oldest first, as they were submitted. */
-static int cmp_submitted(const void *a, const void *b)
-{
-    json_int_t x = submitted_ms(a), y = submitted_ms(b);
-    return x < y ? -1 : x > y;
-}
-
-/* The views of every job with a record, oldest first (*n of them; caller frees each
- * record and the array). */
-static int load_views(esc_client *c, const esc_job_info *jobs, size_t njobs, job_view **out,
-                      size_t *n, esc_status *st)
-{
-    char **ids;
-    size_t nids;
-    int rc = job_record_ids(c, &ids, &nids, st);
-    if (rc != ESC_OK)
-        return rc;
-    job_view *views = calloc(nids + 1, sizeof *views);
-    *n = 0;
-    for (size_t i = 0; i < nids; i++) {
-        view_load(c, ids[i], jobs, njobs, &views[*n]);
-        if (views[*n].rec) /* its id lives in ids: keep the id for printing */
-            views[*n].id = json_string_value(json_object_get(views[*n].rec, "job_id"));
-        if (views[*n].rec && views[*n].id)
-            ++*n;
-        else
-            json_decref(views[*n].rec);
-    }
-    esc_kv_keys_free(ids, nids);
-    qsort(views, *n, sizeof *views, cmp_submitted);
-    *out = views;
-    return ESC_OK;
+    char when[32], entry[1024];
+    entrypoint_text(j, entry, sizeof entry);
+    printf("%-16s  %-8s  %-16s  %-19s  %s\n", j->id, j->state, j->result,
+           time_text(j->submitted_ms, when, sizeof when), entry);
 }
 
 static int job_list(const cli_globals *g, int argc, char **argv)
@@ -224,57 +147,58 @@ static int job_list(const cli_globals *g, int argc, char **argv)
     if (rc != 0)
         return rc;
     esc_client *c;
-    esc_job_info *jobs;
-    size_t njobs;
-    if ((rc = connect_and_list(g, &c, &jobs, &njobs)) != 0)
+    if ((rc = cli_connect(g, NULL, &c)) != 0)
         return rc;
-    job_view *views = NULL;
+    esc_job_status_info *jobs = NULL;
     size_t n = 0;
     esc_status st;
-    if (load_views(c, jobs, njobs, &views, &n, &st) != ESC_OK) {
+    if (esc_job_list(c, &jobs, &n, &st) != ESC_OK) {
         rc = cli_status_fail(&st);
     } else if (json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++)
-            json_array_append_new(arr, view_json(&views[i]));
+            json_array_append_new(arr, view_json(&jobs[i]));
         rc = cli_json_print(json_pack("{s:o}", "jobs", arr));
     } else {
         printf("%-16s  %-8s  %-16s  %-19s  %s\n", "JOB_ID", "STATE", "RESULT", "SUBMITTED",
                "ENTRYPOINT");
         for (size_t i = 0; i < n; i++)
-            print_row(&views[i]);
+            print_row(&jobs[i]);
     }
-    for (size_t i = 0; i < n; i++)
-        json_decref(views[i].rec);
-    free(views);
-    esc_jobs_free(jobs, njobs);
+    esc_job_list_free(jobs, n);
     esc_disconnect(c);
     return rc;
 }
 
 /* ------------------------------------------------------------------ status */
 
-static void print_status(const job_view *v)
+static void print_status(const esc_job_status_info *j)
 {
-    char result[320], entry[1024], a[32], b[32];
-    printf("job:         %s\n", v->id);
-    printf("state:       %s\n", view_state(v));
-    printf("result:      %s\n", view_result(v, result, sizeof result));
-    if (!v->rec)
+    char entry[1024], a[32], b[32];
+    printf("job:         %s\n", j->id);
+    printf("state:       %s\n", j->state);
+    printf("result:      %s\n", j->result);
+    if (!strcmp(j->state, "PENDING")) {
+        printf("missing:    ");
+        for (size_t i = 0; i < j->nmissing; i++)
+            printf(" %s", j->missing[i]);
+        printf("%s\n", j->nmissing ? "" : j->infeasible ? " (no node is large enough)" : " -");
+    }
+    if (!j->has_record)
         return;
-    entrypoint_text(v->rec, entry, sizeof entry);
+    entrypoint_text(j, entry, sizeof entry);
     printf("entrypoint:  %s\n", entry);
-    printf("namespace:   %s\n", rec_str(v->rec, "namespace"));
-    printf("task:        %s\n", rec_str(v->rec, "task_id"));
-    if (json_is_string(json_object_get(v->rec, "working_dir")))
-        printf("working dir: %s\n", rec_str(v->rec, "working_dir"));
-    printf("submitted:   %s\n",
-           time_text(json_integer_value(json_object_get(v->rec, "submitted_ms")), a, sizeof a));
-    if (json_is_integer(json_object_get(v->rec, "end_ms")))
-        printf("ended:       %s\n",
-               time_text(json_integer_value(json_object_get(v->rec, "end_ms")), b, sizeof b));
-    if (json_object_get(v->rec, "message"))
-        printf("message:     %s\n", rec_str(v->rec, "message"));
+    printf("namespace:   %s\n", j->namespace_);
+    printf("task:        %s\n", j->task_id);
+    if (j->node_id[0])
+        printf("node:        %s\n", j->node_id);
+    if (j->working_dir)
+        printf("working dir: %s\n", j->working_dir);
+    printf("submitted:   %s\n", time_text(j->submitted_ms, a, sizeof a));
+    if (j->end_ms) {
+        printf("ended:       %s\n", time_text(j->end_ms, b, sizeof b));
+        printf("message:     %s\n", j->message);
+    }
 }
 
 static int job_status(const cli_globals *g, int argc, char **argv)
@@ -286,20 +210,20 @@ static int job_status(const cli_globals *g, int argc, char **argv)
     if (rc != 0)
         return rc;
     esc_client *c;
-    esc_job_info *jobs;
-    size_t njobs;
-    if ((rc = connect_and_list(g, &c, &jobs, &njobs)) != 0)
+    if ((rc = cli_connect(g, NULL, &c)) != 0)
         return rc;
-    job_view v;
-    view_load(c, pos[0], jobs, njobs, &v);
-    if (!v.rec && !v.info)
+    esc_job_status_info j;
+    esc_status st;
+    int code = esc_job_status(c, pos[0], &j, &st);
+    if (code == ESC_NOT_FOUND)
         rc = cli_fail("no job %s", pos[0]);
+    else if (code != ESC_OK)
+        rc = cli_status_fail(&st);
     else if (json)
-        rc = cli_json_print(view_json(&v));
+        rc = cli_json_print(view_json(&j));
     else
-        print_status(&v);
-    json_decref(v.rec);
-    esc_jobs_free(jobs, njobs);
+        print_status(&j);
+    esc_job_status_clear(&j);
     esc_disconnect(c);
     return rc;
 }
@@ -308,7 +232,8 @@ static int job_status(const cli_globals *g, int argc, char **argv)
 
 static int job_logs(const cli_globals *g, int argc, char **argv)
 {
-    const cli_opt opts[] = {{NULL, NULL, NULL}};
+    bool follow = false;
+    const cli_opt opts[] = {{"--follow", NULL, &follow}, {NULL, NULL, NULL}};
     const char *pos[1];
     int rc = parse_job_args(argc, argv, opts, pos, 1, "logs");
     if (rc != 0)
@@ -316,25 +241,10 @@ static int job_logs(const cli_globals *g, int argc, char **argv)
     esc_client *c;
     if ((rc = cli_connect(g, NULL, &c)) != 0)
         return rc;
-    json_t *rec;
     esc_status st;
-    int code = job_record_get(c, pos[0], &rec, &st);
+    if (esc_job_logs(c, pos[0], follow, cli_log_to_std, NULL, &st) != ESC_OK)
+        rc = cli_fail("%s", st.message);
     esc_disconnect(c);
-    if (code == ESC_NOT_FOUND)
-        return cli_fail("no job %s was submitted with escher job submit", pos[0]);
-    if (code != ESC_OK)
-        return cli_status_fail(&st);
-    const char *task = rec_str(rec, "task_id");
-    char dir[PATH_MAX];
-    if (!esc_object_id_valid(task))
-        rc = cli_fail("job %s has no entrypoint task in its record", pos[0]);
-    else if (!cli_task_logs_find(g->session_dir, task, dir, sizeof dir))
-        rc = cli_fail("no logs of job %s (entrypoint task %s) on this machine: it has not "
-                      "started yet, or it runs on another node",
-                      pos[0], task);
-    else if ((rc = cli_task_log_print(dir, task, "out", stdout)) == 0)
-        rc = cli_task_log_print(dir, task, "err", stderr);
-    json_decref(rec);
     return rc;
 }
 
@@ -348,24 +258,18 @@ static int job_stop_cmd(const cli_globals *g, int argc, char **argv)
     if (rc != 0)
         return rc;
     esc_client *c;
-    esc_job_info *jobs;
-    size_t njobs;
-    if ((rc = connect_and_list(g, &c, &jobs, &njobs)) != 0)
+    if ((rc = cli_connect(g, NULL, &c)) != 0)
         return rc;
-    job_view v;
-    view_load(c, pos[0], jobs, njobs, &v);
     esc_status st;
-    if (!v.info) {
-        rc = cli_fail("no job %s in the GCS", pos[0]);
-    } else if (strcmp(v.info->state, "RUNNING") != 0) {
-        printf("job %s is not running (%s)\n", pos[0], v.info->state);
-    } else if (job_stop(c, pos[0], rec_str(v.rec, "task_id"), &st) != ESC_OK) {
-        rc = cli_status_fail(&st);
-    } else {
+    int code = esc_job_stop(c, pos[0], "stopped by escher job stop", &st);
+    if (code == ESC_OK)
         printf("job %s stopped\n", pos[0]);
-    }
-    json_decref(v.rec);
-    esc_jobs_free(jobs, njobs);
+    else if (code == ESC_FAILED_PRECONDITION) /* it ended already: nothing to do */
+        printf("%s\n", st.message);
+    else if (code == ESC_NOT_FOUND)
+        rc = cli_fail("%s", st.message);
+    else
+        rc = cli_status_fail(&st);
     esc_disconnect(c);
     return rc;
 }

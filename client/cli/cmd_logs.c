@@ -1,10 +1,8 @@
 /* cmd_logs.c: `escher logs TASK_ID [--err]`: a task's captured stdout (or stderr).
  *
- * Workers write a task's output to their capture files, indexed by task, in their
- * raylet's --log-dir (SESSION/logs/tasks/ for raylets that `escher start` started). This
- * command reads them
- * from this machine only (task_logs.c says where it looks); a task that ran on another
- * machine has its logs there. */
+ * Read through the raylet of the node that ran the task, from any machine
+ * (esc_task_logs, escher/jobs.h): workers keep a task's output in their raylet's log
+ * folder, and that raylet serves it. */
 #include <stdio.h>
 
 #include "job.h"
@@ -13,9 +11,22 @@
 static const char usage[] =
     "usage: escher logs TASK_ID [--err]\n"
     "\n"
-    "Prints what the task wrote to stdout (--err: stderr). Looks on this machine only: in\n"
-    "the session's logs/tasks/, then in every /tmp/escher/session_*/logs/tasks/, then in\n"
-    "/tmp/escher/logs/*/ (raylets started without `escher start`).\n";
+    "Prints what the task wrote to stdout (--err: stderr), read through the raylet of the\n"
+    "node that ran it (every alive node is asked), from any machine of the cluster.\n";
+
+typedef struct {
+    int want; /* 1: stdout, 2: stderr */
+} log_filter;
+
+static int print_stream(void *ud, int stream, const void *data, size_t len)
+{
+    const log_filter *f = ud;
+    if (stream == f->want) {
+        fwrite(data, 1, len, stdout);
+        fflush(stdout);
+    }
+    return 0;
+}
 
 int cmd_logs(const cli_globals *g, int argc, char **argv)
 {
@@ -30,12 +41,15 @@ int cmd_logs(const cli_globals *g, int argc, char **argv)
         return rc;
     if (npos != 1)
         return cli_usage("logs takes one TASK_ID (see --help)");
-    /* Task ids become file names: nothing that could leave the log directory. */
     if (!esc_object_id_valid(pos[0]))
         return cli_usage("not a task id: \"%s\"", pos[0]);
-    char dir[PATH_MAX];
-    if (!cli_task_logs_find(g->session_dir, pos[0], dir, sizeof dir))
-        return cli_fail("no logs of task %s on this machine (did it run on another node?)",
-                        pos[0]);
-    return cli_task_log_print(dir, pos[0], err ? "err" : "out", stdout);
+    esc_client *c;
+    if ((rc = cli_connect(g, NULL, &c)) != 0)
+        return rc;
+    log_filter f = {err ? 2 : 1};
+    esc_status st;
+    if (esc_task_logs(c, pos[0], print_stream, &f, &st) != ESC_OK)
+        rc = cli_fail("%s", st.message);
+    esc_disconnect(c);
+    return rc;
 }

@@ -1,20 +1,11 @@
 /* job_submit.c: `escher job submit [OPTIONS] -- CMD ARGS...`.
  *
- * The process running this command is the job's driver: it registers the job (a
- * long-lived client, so the job lives exactly as long as it does), ships the working
- * directory into the GCS key-value store, submits the entrypoint as a command task,
- * waits for its result, records the outcome and ends the job (FINISHED, or FAILED when
- * the entrypoint failed), which cleans up whatever the job still holds.
- *
- * The entrypoint's environment carries ESCHER_ADDRESS and ESCHER_TOKEN, so that it can
- * connect as a driver itself, and, with a working directory, ESCHER_JOB_WORKDIR_KEY
- * (the job id), which tells escher-worker to unpack the directory and start the
- * command in it.
- *
- * Output: there is no log-streaming RPC. While waiting, the entrypoint's log files are
- * looked for on this machine (task_logs.c) and copied to our stdout and stderr as they
- * grow; an entrypoint that runs on another node only earns a warning that says where its
- * output is.
+ * The process running this command is the job's driver: it connects as a long-lived
+ * client (so the job lives exactly as long as it does) and hands the rest to libescher
+ * (escher/jobs.h): esc_job_submit ships the working directory and submits the
+ * entrypoint, esc_job_logs follows its output from whichever node runs it (on a thread
+ * of its own, onto our stdout and stderr), and esc_job_wait reads how it ended, records
+ * it and ends the job. SIGINT or SIGTERM stops the job (esc_job_stop).
  *
  * --no-wait forks before anything is connected (gRPC's threads do not survive a fork):
  * the child does everything above and, once the entrypoint is submitted, hands the job
@@ -24,18 +15,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../session.h"
-#include "../workdir.h"
 #include "ids.h"
 #include "qty.h"
 
@@ -58,19 +47,21 @@ static const char usage[] =
     "                            return; a background process stays the job's driver\n"
     "\n"
     "Without --no-wait, the entrypoint's stdout and stderr are copied to ours while it\n"
-    "runs (when it runs on this machine), and the command exits with the entrypoint's exit\n"
+    "runs (from whichever node runs it), and the command exits with the entrypoint's exit\n"
     "code: 128+N when a signal N killed it, 1 for any other failure. SIGINT or SIGTERM\n"
-    "stops the job (exit 130).\n";
+    "stops the job (exit 130). While the entrypoint waits for resources, a line on stderr\n"
+    "says what it lacks (\"job ID pending: no node has NS/NAME\").\n";
 
-#define DEFAULT_LIMIT (100ull << 20)
 #define MAX_RESOURCES 32
-/* How often the log files are read while waiting. */
+/* How long one wait for the entrypoint's end lasts before signals are looked at. */
 #define WAIT_SLICE_MS 250
 /* A cluster that has not answered for this long is given up on. */
 #define LOST_AFTER_MS 30000
 #define ERROR_PAUSE_MS 200
-#define STOP_CHECK_MS 1000
-#define STOP_GRACE_MS 2000
+/* How often a submit that waits looks whether its entrypoint is PENDING. */
+#define PENDING_LOOK_MS 1000
+/* After a stop, how long the stopped entrypoint's result is waited for. */
+#define STOP_WAIT_MS 5000
 #define EXIT_INTERRUPTED 130
 
 typedef struct {
@@ -80,44 +71,24 @@ typedef struct {
     char **cmd; /* the entrypoint: argv after "--", NULL-terminated */
     const cli_globals *g;
     /* derived */
-    char workdir[PATH_MAX]; /* absolute; "" without --working-dir */
-    uint64_t limit, workdir_bytes;
+    uint64_t limit;
     esc_amount amounts[MAX_RESOURCES];
     size_t namounts;
     char *res_copy; /* owns the names in amounts */
     /* the job */
     esc_client *c;
-    const char *job_id; /* owned by c */
-    char task_id[ESC_OBJECT_ID_MAX];
-    esc_ref *ref;
-    json_t *record;
+    char job_id[ESC_ID_MAX];
     sigset_t sigs; /* SIGINT and SIGTERM: blocked, taken by sigtimedwait */
 } submit_ctx;
 
-/* What became of the entrypoint. */
+/* What became of the entrypoint, and this command's exit code. */
 typedef struct {
-    const char *status; /* "SUCCEEDED", "FAILED", "STOPPED" */
-    int entry_exit;     /* the entrypoint's own exit code; -1 when it did not exit */
-    int cli_exit;       /* this command's exit code */
-    bool interrupted;   /* we got SIGINT/SIGTERM: the job must be stopped */
-    bool lost;          /* the cluster stopped answering */
-    char message[320];
+    esc_job_result r;
+    int cli_exit;
+    bool lost; /* the cluster stopped answering */
 } outcome;
 
 /* ------------------------------------------------------------------ flags */
-
-static const char *human_bytes(uint64_t n, char *buf, size_t len)
-{
-    static const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)n;
-    size_t u = 0;
-    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
-        v /= 1024.0;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-    return buf;
-}
 
 /* "1048576", "512K", "100M", "2G" (binary units; "MiB" and friends too). */
 static int parse_size(const char *text, uint64_t *out)
@@ -166,33 +137,6 @@ static int parse_resources(submit_ctx *s)
     return s->namounts ? 0 : cli_usage("--resources wants NAME=QTY,...");
 }
 
-static int too_large(const submit_ctx *s, uint64_t size, bool at_least)
-{
-    char a[32], b[32];
-    return cli_fail("working directory %s is too large: %s%s as a tar stream, over the limit "
-                    "of %s (--working-dir-limit)",
-                    s->working_dir, at_least ? "over " : "", human_bytes(size, a, sizeof a),
-                    human_bytes(s->limit, b, sizeof b));
-}
-
-/* Resolves and measures the working directory before anything is registered, so that
- * one that is missing or too large is refused at once and leaves no job behind. */
-static int check_working_dir(submit_ctx *s)
-{
-    if (!s->working_dir)
-        return 0;
-    struct stat sb;
-    if (!realpath(s->working_dir, s->workdir) || stat(s->workdir, &sb) != 0)
-        return cli_fail("cannot use working directory %s: %s", s->working_dir,
-                        strerror(errno));
-    if (!S_ISDIR(sb.st_mode))
-        return cli_fail("working directory %s is not a directory", s->working_dir);
-    esc_status st;
-    if (esc_workdir_measure(s->workdir, &s->workdir_bytes, &st) != ESC_OK)
-        return cli_fail("%s", st.message);
-    return s->workdir_bytes > s->limit ? too_large(s, s->workdir_bytes, false) : 0;
-}
-
 /* Splits argv at the first "--": options before it, the entrypoint after. */
 static int parse_args(submit_ctx *s, int argc, char **argv)
 {
@@ -217,7 +161,7 @@ static int parse_args(submit_ctx *s, int argc, char **argv)
         return cli_usage("job submit wants the entrypoint after --: escher job submit "
                          "[OPTIONS] -- CMD ARGS...");
     s->cmd = argv + nopts + 1; /* argv[argc] is NULL, as main's argv is */
-    s->limit = DEFAULT_LIMIT;
+    s->limit = ESC_JOB_WORKDIR_LIMIT;
     if (s->limit_text && (rc = parse_size(s->limit_text, &s->limit)) != 0)
         return rc;
     return parse_resources(s);
@@ -225,115 +169,65 @@ static int parse_args(submit_ctx *s, int argc, char **argv)
 
 /* ------------------------------------------------------------------ submitting */
 
-static int ship_working_dir(submit_ctx *s)
-{
-    if (!s->workdir[0])
-        return 0;
-    esc_status st;
-    uint64_t size;
-    int rc = esc_workdir_upload(s->c, s->job_id, s->workdir, s->limit, &size, &st);
-    if (rc == ESC_RESOURCE_EXHAUSTED)
-        return too_large(s, s->limit, true);
-    if (rc != ESC_OK)
-        return cli_fail("cannot ship working directory %s: %s: %s", s->working_dir,
-                        esc_status_name(rc), st.message);
-    s->workdir_bytes = size;
-    return 0;
-}
-
-static char *env_entry(const char *key, const char *value)
-{
-    char *e = NULL;
-    return asprintf(&e, "%s=%s", key, value) < 0 ? NULL : e;
-}
-
-static void free_secret(char *s)
-{
-    if (s)
-        memset(s, 0, strlen(s));
-    free(s);
-}
-
-static int submit_entrypoint(submit_ctx *s)
-{
-    char *token = cli_token(s->g);
-    char *env[4] = {env_entry("ESCHER_ADDRESS", esc_client_address(s->c)), NULL, NULL, NULL};
-    size_t n = 1;
-    if (token)
-        env[n++] = env_entry("ESCHER_TOKEN", token);
-    if (s->workdir[0])
-        env[n++] = env_entry("ESCHER_JOB_WORKDIR_KEY", s->job_id);
-    esc_task_spec spec = {
-        .argv = (const char *const *)s->cmd,
-        .env = (const char *const *)env,
-        .resources = s->amounts,
-        .nresources = s->namounts,
-        .num_returns = 1,
-    };
-    esc_status st;
-    int rc = esc_task_submit(s->c, &spec, &s->ref, s->task_id, &st);
-    for (size_t i = 0; i < n; i++)
-        free_secret(env[i]);
-    free_secret(token);
-    if (rc != ESC_OK)
-        return cli_fail("cannot submit the entrypoint: %s: %s", esc_status_name(rc),
-                        st.message);
-    return 0;
-}
-
-static json_t *new_record(const submit_ctx *s)
-{
-    json_t *argv = json_array();
-    for (char **a = s->cmd; *a; a++)
-        json_array_append_new(argv, json_string(*a));
-    json_t *r = json_object();
-    json_object_set_new(r, "job_id", json_string(s->job_id));
-    json_object_set_new(r, "namespace", json_string(esc_client_namespace(s->c)));
-    json_object_set_new(r, "entrypoint", argv);
-    json_object_set_new(r, "task_id", json_string(s->task_id));
-    json_object_set_new(r, "working_dir", s->workdir[0] ? json_string(s->workdir) : json_null());
-    json_object_set_new(r, "working_dir_bytes", json_integer((json_int_t)s->workdir_bytes));
-    json_object_set_new(r, "submitted_ms", json_integer((json_int_t)esc_wall_ms()));
-    json_object_set_new(r, "status", json_string("RUNNING"));
-    return r;
-}
-
-static int write_record(submit_ctx *s)
-{
-    esc_status st;
-    if (job_record_put(s->c, s->job_id, s->record, &st) != ESC_OK)
-        return cli_fail("cannot record job %s: %s: %s", s->job_id, esc_status_name(st.code),
-                        st.message);
-    return 0;
-}
-
-/* Connects, ships the working directory, submits the entrypoint and records the job.
- * On failure the job is ended (FAILED) and the client freed. */
+/* Connects as the job's driver and submits the entrypoint. On failure the client is
+ * freed (which ends the job it registered). */
 static int start_job(submit_ctx *s)
 {
     int rc = cli_connect_driver(s->g, s->ns, &s->c);
     if (rc != 0)
         return rc;
-    s->job_id = esc_client_job_id(s->c);
-    rc = ship_working_dir(s);
-    if (rc == 0)
-        rc = submit_entrypoint(s);
-    if (rc == 0) {
-        s->record = new_record(s);
-        rc = write_record(s);
-        if (rc != 0) {
-            esc_cancel(s->c, s->ref, NULL);
-            json_decref(s->record);
-        }
-    }
-    if (rc != 0) {
-        esc_ref_free(s->ref); /* NULL when the submit failed */
-        esc_workdir_delete(s->c, s->job_id, NULL);
-        esc_job_finish(s->c, NULL, true, NULL);
-        esc_disconnect(s->c);
-        s->c = NULL;
-    }
-    return rc;
+    esc_job_spec spec = {
+        .argv = (const char *const *)s->cmd,
+        .working_dir = s->working_dir,
+        .working_dir_limit = s->limit,
+        .resources = s->amounts,
+        .nresources = s->namounts,
+    };
+    esc_status st;
+    rc = esc_job_submit(s->c, &spec, s->job_id, &st);
+    if (rc == ESC_OK)
+        return 0;
+    if (rc == ESC_RESOURCE_EXHAUSTED)
+        cli_fail("%s (--working-dir-limit)", st.message);
+    else
+        cli_fail("%s", st.message);
+    esc_disconnect(s->c);
+    s->c = NULL;
+    return CLI_EXIT_FAIL;
+}
+
+/* The entrypoint's task id, for the line that says the job was submitted. */
+static void entrypoint_task(const submit_ctx *s, char *out, size_t len)
+{
+    esc_job_status_info info;
+    snprintf(out, len, "?");
+    if (esc_job_status(s->c, s->job_id, &info, NULL) == ESC_OK)
+        snprintf(out, len, "%s", info.task_id);
+    esc_job_status_clear(&info);
+}
+
+/* ------------------------------------------------------------------ following */
+
+int cli_log_to_std(void *ud, int stream, const void *data, size_t len)
+{
+    (void)ud;
+    FILE *f = stream == 2 ? stderr : stdout;
+    fwrite(data, 1, len, f);
+    fflush(f);
+    return 0;
+}
+
+/* The follower thread: the entrypoint's output onto ours until it ends (the raylet ends
+ * the stream then), or until the job ends without it running. */
+static void *follow_output(void *arg)
+{
+    submit_ctx *s = arg;
+    esc_status st;
+    int rc = esc_job_logs(s->c, s->job_id, true, cli_log_to_std, NULL, &st);
+    if (rc != ESC_OK)
+        cli_warn("cannot follow the entrypoint's output: %s: %s", esc_status_name(rc),
+                 st.message);
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ waiting */
@@ -346,118 +240,91 @@ static int take_signal(const submit_ctx *s, int wait_ms)
     return sig > 0 ? sig : 0;
 }
 
-/* The raylet's error text says how a command ended: "exited with code N", "killed by
- * signal N (SIGX)", or something else (cancelled, job ended, worker died). */
-static void set_failure(outcome *o, const char *why)
+/* The command's exit code for a result: the entrypoint's own exit code, 128+N for a
+ * signal N, 1 for anything else. */
+static int exit_code_of(const esc_job_result *r)
 {
-    *o = (outcome){.status = "FAILED", .entry_exit = -1, .cli_exit = CLI_EXIT_FAIL};
-    snprintf(o->message, sizeof o->message, "%s", why);
-    const char *p;
-    int n;
-    if ((p = strstr(why, "exited with code ")) && sscanf(p + 17, "%d", &n) == 1) {
-        o->entry_exit = n;
-        o->cli_exit = n;
-    } else if ((p = strstr(why, "killed by signal ")) && sscanf(p + 17, "%d", &n) == 1) {
-        o->cli_exit = 128 + n;
-    }
+    if (r->outcome == ESC_JOB_SUCCEEDED)
+        return 0;
+    if (r->outcome == ESC_JOB_FAILED && r->exit_code > 0)
+        return r->exit_code;
+    if (r->outcome == ESC_JOB_FAILED && r->signal > 0)
+        return 128 + r->signal;
+    return CLI_EXIT_FAIL;
 }
 
-typedef struct {
-    uint64_t failing_since;   /* when calls started failing; 0 while they succeed */
-    uint64_t next_stop_check; /* when to look for the stop mark again */
-    uint64_t stopped_at;      /* when the stop mark was seen; 0 before */
-} wait_state;
+/* Stops the job on SIGINT/SIGTERM and reads the stopped entrypoint's result. */
+static void stop_on_signal(submit_ctx *s, int sig, outcome *o)
+{
+    char why[64];
+    snprintf(why, sizeof why, "stopped by SIG%s", sigabbrev_np(sig));
+    esc_status st;
+    if (esc_job_stop(s->c, s->job_id, why, &st) != ESC_OK)
+        cli_warn("cannot stop job %s: %s", s->job_id, st.message);
+    if (esc_job_wait(s->c, STOP_WAIT_MS, &o->r, &st) != ESC_OK) {
+        o->r = (esc_job_result){.outcome = ESC_JOB_STOPPED, .exit_code = -1};
+        snprintf(o->r.message, sizeof o->r.message, "%s", why);
+    }
+    o->cli_exit = EXIT_INTERRUPTED;
+}
 
-/* A stopped job may leave no result to read (a task queued on another node is dropped
- * without one when its job ends), so once the stop mark is seen the result gets
- * STOP_GRACE_MS to arrive; the mark is looked for every STOP_CHECK_MS. */
-static bool stopped_long_ago(const submit_ctx *s, wait_state *w)
+/* Until the entrypoint runs: whether it waits for resources, looked at every
+ * PENDING_LOOK_MS, and said on stderr each time what it lacks changes. */
+typedef struct {
+    uint64_t next_look;
+    bool started;
+    char said[640];
+} pending_watch;
+
+static void watch_pending(const submit_ctx *s, pending_watch *w)
 {
     uint64_t now = esc_now_ms();
-    if (!w->stopped_at && now >= w->next_stop_check) {
-        w->next_stop_check = now + STOP_CHECK_MS;
-        if (job_was_stopped(s->c, s->job_id))
-            w->stopped_at = now;
-    }
-    return w->stopped_at && now - w->stopped_at > STOP_GRACE_MS;
-}
-
-/* Whether calls have failed for so long that the cluster is given up on. */
-static bool cluster_lost(wait_state *w, bool failing)
-{
-    if (!failing)
-        w->failing_since = 0;
-    else if (!w->failing_since)
-        w->failing_since = esc_now_ms();
-    return failing && esc_now_ms() - w->failing_since > LOST_AFTER_MS;
-}
-
-/* Reads the entrypoint's result, WAIT_SLICE_MS at a time so that its logs are copied
- * and signals are seen while it runs. */
-static void wait_entrypoint(const submit_ctx *s, cli_tail *tail, outcome *o)
-{
-    wait_state w = {0};
-    for (;;) {
-        void *data = NULL;
-        size_t len;
-        esc_status st;
-        int rc = esc_get(s->c, s->ref, WAIT_SLICE_MS, &data, &len, &st);
-        free(data);
-        if (tail)
-            cli_tail_pump(tail);
-        if (rc == ESC_OK) {
-            *o = (outcome){.status = "SUCCEEDED", .entry_exit = 0, .cli_exit = 0};
-            snprintf(o->message, sizeof o->message, "exited with code 0");
-            return;
+    if (w->started || now < w->next_look)
+        return;
+    w->next_look = now + PENDING_LOOK_MS;
+    esc_job_status_info info;
+    if (esc_job_status(s->c, s->job_id, &info, NULL) == ESC_OK) {
+        w->started = !strcmp(info.state, "RUNNING") && info.node_id[0];
+        if (!strcmp(info.state, "PENDING") && strcmp(info.result, w->said) != 0) {
+            snprintf(w->said, sizeof w->said, "%s", info.result);
+            fprintf(stderr, "job %s %s\n", s->job_id, info.result);
         }
-        if (rc == ESC_ABORTED || rc == ESC_NOT_FOUND) {
-            /* NOT_FOUND: the result was freed, which ending a job does. */
-            set_failure(o, rc == ESC_ABORTED ? st.message : "the job ended first");
+    }
+    esc_job_status_clear(&info);
+}
+
+/* Waits for the entrypoint's end (esc_job_wait records it and ends the job), a signal,
+ * or a cluster that stops answering for LOST_AFTER_MS. */
+static void wait_entrypoint(submit_ctx *s, outcome *o)
+{
+    uint64_t failing_since = 0;
+    pending_watch pw = {.next_look = esc_now_ms() + PENDING_LOOK_MS};
+    for (;;) {
+        esc_status st;
+        int rc = esc_job_wait(s->c, WAIT_SLICE_MS, &o->r, &st);
+        if (rc == ESC_OK) {
+            o->cli_exit = exit_code_of(&o->r);
             return;
         }
         bool failing = rc != ESC_DEADLINE_EXCEEDED;
-        if (cluster_lost(&w, failing)) {
-            set_failure(o, "");
-            snprintf(o->message, sizeof o->message, "lost the cluster: %s: %s",
+        uint64_t now = esc_now_ms();
+        failing_since = failing ? (failing_since ? failing_since : now) : 0;
+        if (failing && now - failing_since > LOST_AFTER_MS) {
+            o->r = (esc_job_result){.outcome = ESC_JOB_FAILED, .exit_code = -1};
+            snprintf(o->r.message, sizeof o->r.message, "lost the cluster: %s: %s",
                      esc_status_name(rc), st.message);
+            o->cli_exit = CLI_EXIT_FAIL;
             o->lost = true;
-            return;
-        }
-        if (!failing && stopped_long_ago(s, &w)) {
-            set_failure(o, "the job ended first");
             return;
         }
         int sig = take_signal(s, failing ? ERROR_PAUSE_MS : 0);
         if (sig) {
-            *o = (outcome){.status = "STOPPED", .entry_exit = -1,
-                           .cli_exit = EXIT_INTERRUPTED, .interrupted = true};
-            snprintf(o->message, sizeof o->message, "stopped by SIG%s", sigabbrev_np(sig));
+            stop_on_signal(s, sig, o);
             return;
         }
+        if (!failing)
+            watch_pending(s, &pw);
     }
-}
-
-/* Records the outcome and ends the job: FAILED unless the entrypoint succeeded. */
-static void finish_job(submit_ctx *s, outcome *o)
-{
-    if (o->lost)
-        return; /* nobody answers: the GCS ends the job when our stream is gone */
-    if (o->interrupted) {
-        job_stop(s->c, s->job_id, s->task_id, NULL);
-    } else if (strcmp(o->status, "SUCCEEDED") != 0 && job_was_stopped(s->c, s->job_id)) {
-        o->status = "STOPPED";
-        snprintf(o->message, sizeof o->message, "stopped by escher job stop");
-    }
-    json_object_set_new(s->record, "status", json_string(o->status));
-    json_object_set_new(s->record, "exit_code",
-                        o->entry_exit >= 0 ? json_integer(o->entry_exit) : json_null());
-    json_object_set_new(s->record, "message", json_string(o->message));
-    json_object_set_new(s->record, "end_ms", json_integer((json_int_t)esc_wall_ms()));
-    esc_status st;
-    if (job_record_put(s->c, s->job_id, s->record, &st) != ESC_OK)
-        cli_warn("cannot record the result of job %s: %s", s->job_id, st.message);
-    esc_workdir_delete(s->c, s->job_id, NULL);
-    esc_job_finish(s->c, NULL, strcmp(o->status, "SUCCEEDED") != 0, NULL);
 }
 
 /* The job id on stdout for the parent, then our output away from its pipes: into
@@ -491,26 +358,29 @@ static int run_job(submit_ctx *s, bool stream)
     int rc = start_job(s);
     if (rc != 0)
         return rc;
-    if (stream)
-        fprintf(stderr, "job %s submitted (entrypoint task %s)\n", s->job_id, s->task_id);
-    else
+    pthread_t follower;
+    bool following = false;
+    if (stream) {
+        char task[ESC_ID_MAX];
+        entrypoint_task(s, task, sizeof task);
+        fprintf(stderr, "job %s submitted (entrypoint task %s)\n", s->job_id, task);
+        following = pthread_create(&follower, NULL, follow_output, s) == 0;
+    } else {
         detach_output(s);
-    cli_tail tail;
-    cli_tail_init(&tail, s->g->session_dir, s->task_id);
+    }
     outcome o = {0};
-    wait_entrypoint(s, stream ? &tail : NULL, &o);
-    /* Only an entrypoint that exited surely ran, and wrote its logs somewhere. */
-    if (stream && !cli_tail_pump(&tail) && o.entry_exit >= 0)
-        cli_warn("the entrypoint's output is not on this machine (it ran on another node?): "
-                 "run escher logs %s there",
-                 s->task_id);
-    cli_tail_close(&tail);
-    finish_job(s, &o);
-    if (strcmp(o.status, "SUCCEEDED") != 0)
+    wait_entrypoint(s, &o);
+    /* The stream ends once the entrypoint ended on its node: the output is all here. */
+    if (following && !o.lost)
+        pthread_join(follower, NULL);
+    if (o.r.outcome != ESC_JOB_SUCCEEDED)
         cli_fail("job %s %s: %s", s->job_id,
-                 strcmp(o.status, "STOPPED") == 0 ? "stopped" : "failed", o.message);
-    esc_ref_free(s->ref);
-    json_decref(s->record);
+                 o.r.outcome == ESC_JOB_STOPPED ? "stopped" : "failed", o.r.message);
+    if (o.lost) {
+        /* The follower may be blocked on a raylet that is gone: leave without it. */
+        fflush(NULL);
+        _exit(o.cli_exit);
+    }
     esc_disconnect(s->c);
     return o.cli_exit;
 }
@@ -602,8 +472,6 @@ int cmd_job_submit(const cli_globals *g, int argc, char **argv)
 {
     submit_ctx s = {.g = g};
     int rc = parse_args(&s, argc, argv);
-    if (rc == 0)
-        rc = check_working_dir(&s);
     if (rc == 0)
         rc = s.no_wait ? run_detached(&s) : run_job(&s, true);
     free(s.res_copy);

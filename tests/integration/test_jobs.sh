@@ -2,7 +2,8 @@
 # test_jobs.sh: `escher job` and `escher logs` end to end, as a user runs them, on a
 # one-node cluster of our own: submit with a working directory (its files used, stdout and
 # stderr shown, the exit code propagated), job list/status/logs, escher logs TASK_ID,
-# --no-wait, job stop of a running job, SIGINT to a waiting submit, an entrypoint that
+# --no-wait, job stop of a running job, SIGINT to a waiting submit, job logs --follow, an
+# entrypoint that asks for a missing resource shown PENDING with it, an entrypoint that
 # connects to the cluster through ESCHER_ADDRESS/ESCHER_TOKEN, and the size limit and
 # usage errors as one clean line.
 #
@@ -244,6 +245,66 @@ run job submit --namespace other -- "$EXAMPLE"
 [ "$RC" -ne 0 ] || fail "an entrypoint that asks for another namespace joined the job"
 grep -q "runs in namespace other, not example" "$T/err" ||
   fail "no clear error for the namespace mismatch: $(cat "$T/err")"
+
+step "job logs --follow copies a running entrypoint's output until it ends"
+run job submit --no-wait -- sh -c "echo one; while [ ! -e $T/follow.gate ]; do sleep 0.05; done; echo two >&2; echo three"
+[ "$RC" -eq 0 ] || fail "exited $RC: $(cat "$T/err")"
+J8=$(cat "$T/out")
+"$ESC" job logs "$J8" --follow >"$T/follow.out" 2>"$T/follow.err" &
+FOLLOW=$!
+# "one" arrives while the entrypoint still waits for the gate: it was followed, not read after.
+for i in $(seq 200); do grep -qx one "$T/follow.out" && break; sleep 0.1; done
+grep -qx one "$T/follow.out" || fail "job logs --follow did not show the first line: $(cat "$T/follow.out")"
+kill -0 "$FOLLOW" 2>/dev/null || fail "job logs --follow ended while the entrypoint runs"
+touch "$T/follow.gate"
+RC=0
+wait "$FOLLOW" || RC=$?
+[ "$RC" -eq 0 ] || fail "job logs --follow exited $RC: $(cat "$T/follow.err")"
+printf 'one\nthree\n' | diff - "$T/follow.out" >&2 || fail "job logs --follow stdout differs (above)"
+[ "$(cat "$T/follow.err")" = "two" ] || fail "job logs --follow stderr: $(cat "$T/follow.err")"
+wait_job "$J8" FINISHED
+
+step "an entrypoint that asks for a resource no node has is PENDING with it; stop ends it"
+run job submit --no-wait --resources nosuch/thing=1 -- echo never
+[ "$RC" -eq 0 ] || fail "exited $RC: $(cat "$T/err")"
+J7=$(cat "$T/out")
+for i in $(seq 200); do
+  [ "$(jq_job "$J7" 'j["state"]')" = "PENDING" ] && break
+  sleep 0.1
+done
+[ "$(jq_job "$J7" 'j["state"], j["result"], j["pending"]["missing"], j["pending"]["infeasible"]')" = \
+  "('PENDING', 'pending: no node has nosuch/thing', ['nosuch/thing'], True)" ] ||
+  fail "status of a pending job: $(cat "$T/status.json")"
+run job status "$J7"
+grep -qx "state:       PENDING" "$T/out" && grep -qx "missing:     nosuch/thing" "$T/out" ||
+  fail "job status of a pending job: $(cat "$T/out")"
+run job list
+grep -Eq "^$J7 +PENDING +pending: no node has nosuch/thing " "$T/out" || fail "job list: $(cat "$T/out")"
+"$ESC" job logs "$J7" --follow >"$T/pfollow.out" 2>"$T/pfollow.err" &
+FOLLOW=$!
+run job stop "$J7"
+[ "$RC" -eq 0 ] && [ "$(cat "$T/out")" = "job $J7 stopped" ] || fail "job stop: $RC $(cat "$T/out" "$T/err")"
+RC=0
+wait "$FOLLOW" || RC=$?
+[ "$RC" -eq 0 ] && [ ! -s "$T/pfollow.out" ] || fail "job logs --follow of a stopped pending job: $RC $(cat "$T/pfollow.out" "$T/pfollow.err")"
+wait_job "$J7" FAILED
+[ "$(jq_job "$J7" 'j["status"], j["result"], j["message"]')" = "('STOPPED', 'stopped', 'stopped by escher job stop')" ] ||
+  fail "status after stopping a pending job: $(cat "$T/status.json")"
+
+step "a waiting submit says what a pending entrypoint lacks; SIGINT stops it"
+"$ESC" job submit --resources nosuch/other=2 -- echo never >"$T/pend.out" 2>"$T/pend.err" &
+SUBMIT=$!
+for i in $(seq 200); do grep -q " pending: " "$T/pend.err" && break; sleep 0.1; done
+J9=$(sed -n 's/^job \([0-9a-f]*\) submitted.*/\1/p' "$T/pend.err")
+grep -qx "job $J9 pending: no node has nosuch/other" "$T/pend.err" ||
+  fail "no pending line from the waiting submit: $(cat "$T/pend.err")"
+kill -INT "$SUBMIT"
+RC=0
+wait "$SUBMIT" || RC=$?
+[ "$RC" -eq 130 ] || fail "exited $RC, want 130: $(cat "$T/pend.err")"
+[ "$(tail -n 1 "$T/pend.err")" = "escher: job $J9 stopped: stopped by SIGINT" ] ||
+  fail "last stderr line: $(tail -n 1 "$T/pend.err")"
+wait_job "$J9" FAILED
 
 step "errors are one line: size limit, missing directory, usage"
 run job list --json

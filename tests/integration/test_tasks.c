@@ -91,17 +91,19 @@ static void test_task_logs(void **state)
     assert_non_null(v);
     free(v);
     char cmd[1024], out[256] = {0};
-    snprintf(cmd, sizeof cmd, "%s/client/escher --session-dir %s logs %s && "
-             "%s/client/escher --session-dir %s logs %s --err",
-             getenv("ESCHER_BIN_DIR"), C.dir, task_id, getenv("ESCHER_BIN_DIR"), C.dir, task_id);
+    /* Read through the raylet that ran it: the CLI needs the cluster's address. */
+    snprintf(cmd, sizeof cmd, "%s/client/escher --address %s --token %s logs %s && "
+             "%s/client/escher --address %s --token %s logs %s --err",
+             getenv("ESCHER_BIN_DIR"), C.gcs_addr, C.token, task_id,
+             getenv("ESCHER_BIN_DIR"), C.gcs_addr, C.token, task_id);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     size_t n = fread(out, 1, sizeof out - 1, p);
     out[n] = 0;
     assert_int_equal(pclose(p), 0);
     assert_string_equal(out, "out:hello-logs\nerr:hello-logs\n");
-    snprintf(cmd, sizeof cmd, "%s/client/escher --session-dir %s logs nosuchtask 2>/dev/null",
-             getenv("ESCHER_BIN_DIR"), C.dir);
+    snprintf(cmd, sizeof cmd, "%s/client/escher --address %s --token %s logs nosuchtask "
+             "2>/dev/null", getenv("ESCHER_BIN_DIR"), C.gcs_addr, C.token);
     assert_int_not_equal(system(cmd), 0);
     esc_ref_free(r);
     esc_disconnect(cl);

@@ -319,7 +319,8 @@ static char *read_file(const char *dir, const char *name)
 
 /* The task's output as its worker recorded it: the part of worker-<id>.<ext> from the
  * task's record in worker-<id>.idx to the next record's (or the end). The format is the
- * one `escher logs` reads (client/cli/task_logs.c); this reads it independently. */
+ * one the raylet serves to `escher logs` (raylet/log_index.c); this reads it
+ * independently. */
 static char *task_output(const fixture *f, const char *task_id, const char *ext)
 {
     char pattern[512];

@@ -265,6 +265,15 @@ typedef struct {
     char *entrypoint;     /* the driver's command line */
     uint64_t start_ms, end_ms; /* wall clock; end_ms is 0 while running */
     uint32_t driver_pid;
+    /* A running job made by esc_job_submit (escher/jobs.h) whose entrypoint waits in a
+     * raylet's queue, as that raylet last told the GCS: its node ("" when it does not
+     * wait), the names it asks for that no alive node has (npending_missing), and
+     * whether no alive node could ever hold it. esc_job_status asks the raylets
+     * themselves. */
+    char *pending_node;
+    char **pending_missing;
+    size_t npending_missing;
+    bool pending_infeasible;
 } esc_job_info;
 
 /* Lists every job the GCS knows. On ESC_OK *jobs (owned by the caller, freed with

@@ -1,16 +1,17 @@
-/* job_record.c: a submitted job's record in the GCS key-value store, and stopping a job.
+/* job_record.c: a submitted job's record and stop mark in the GCS key-value store
+ * (job_internal.h lists the keys).
  *
- * The record is JSON written by the submitting `escher job submit` process: once when
- * the entrypoint is submitted (status RUNNING, its task id) and once when it ends (its
- * status, exit code, message and end time). Readers combine it with the GCS's job table,
- * which stays the authority on whether the job runs (job.h lists the keys). */
-#include "job.h"
+ * The record is JSON written by the job's driver: once when the entrypoint is submitted
+ * (status RUNNING, its task and the node it was submitted to) and once when it ends
+ * (status, exit code, message, end time). Readers combine it with the GCS's job table,
+ * which stays the authority on whether the job runs. */
+#include "job_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../workdir.h"
-#include "ids.h"
+#include "workdir.h"
 
 #define KEY_MAX 160
 
@@ -72,40 +73,22 @@ static void stop_key(char *out, size_t len, const char *job_id)
     snprintf(out, len, "%s/stop", job_id);
 }
 
-int job_mark_stopped(esc_client *c, const char *job_id, esc_status *st)
+int job_mark_stopped(esc_client *c, const char *job_id, const char *why, esc_status *st)
 {
     char key[KEY_MAX];
     stop_key(key, sizeof key, job_id);
-    return esc_kv_put(c, ESC_JOBS_NS, key, "1", 1, true, NULL, st);
+    return esc_kv_put(c, ESC_JOBS_NS, key, why, strlen(why), true, NULL, st);
 }
 
-bool job_was_stopped(esc_client *c, const char *job_id)
+bool job_stop_reason(esc_client *c, const char *job_id, char *why, size_t len)
 {
     char key[KEY_MAX];
     stop_key(key, sizeof key, job_id);
     void *value = NULL;
-    size_t len;
-    bool yes = esc_kv_get(c, ESC_JOBS_NS, key, &value, &len, NULL) == ESC_OK;
+    size_t n;
+    bool yes = esc_kv_get(c, ESC_JOBS_NS, key, &value, &n, NULL) == ESC_OK;
+    if (yes && why)
+        snprintf(why, len, "%s", n > 1 ? (const char *)value : "stopped");
     free(value);
     return yes;
-}
-
-int job_stop(esc_client *c, const char *job_id, const char *task_id, esc_status *st)
-{
-    /* The mark comes first, so whoever sees the entrypoint end reads it. */
-    int rc = job_mark_stopped(c, job_id, st);
-    if (rc != ESC_OK)
-        return rc;
-    if (task_id && *task_id) {
-        /* A cancel gives the entrypoint's result the clear error "cancelled"; it only
-         * reaches a task queued or running on our local raylet, and ending the job below
-         * kills the job's tasks wherever they run, so NOT_FOUND is no failure. */
-        char ref_id[ESC_OBJECT_ID_MAX];
-        esc_return_id(task_id, 0, ref_id, sizeof ref_id);
-        esc_ref *ref = esc_ref_from_id(ref_id);
-        if (ref)
-            esc_cancel(c, ref, NULL);
-        esc_ref_free(ref);
-    }
-    return esc_job_finish(c, job_id, true, st);
 }
