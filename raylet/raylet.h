@@ -13,7 +13,8 @@
  *  - one sender thread per peer raylet (peers.c): tasks forwarded, withdrawn, and the
  *    notices of their ends;
  *  - worker processes are watched through pidfds on the loop; argument objects are
- *    fetched by a pool of FETCH_THREADS threads (object_fetch.c).
+ *    fetched by a pool of FETCH_THREADS threads (object_fetch.c); each package fetch
+ *    runs on a thread of its own (packages.c).
  */
 #ifndef RAYLET_H
 #define RAYLET_H
@@ -45,6 +46,7 @@ typedef struct esc_rpc_async esc_rpc_async;
 typedef struct peers peers;
 typedef struct admission admission;
 typedef struct results results;
+typedef struct packages packages;
 
 typedef struct raylet {
     raylet_config cfg;
@@ -63,6 +65,7 @@ typedef struct raylet {
     struct actor_manager *actors;/* the actors hosted here */
     esc_rpc_async *async;        /* outbound calls that must not block the loop */
     struct object_fetcher *fetcher; /* argument objects from other nodes */
+    packages *packages;          /* jobs' packages unpacked on this node */
     gcs_link *link;
     char address[300];           /* node_ip:port advertised to the cluster */
     char node_id[128];           /* "" until registered */

@@ -1,0 +1,324 @@
+/* test_packages.c: a job's code on every node (docs/tasks.md, "Packages").
+ *
+ * Two "hosts" on one machine: raylet 0 sees the test's files; raylet 1 runs in a mount
+ * namespace of its own with an empty tmpfs over SRC, the directory that holds each
+ * job's files, so it sees none of them (checked, not assumed). A job makes a directory
+ * under SRC its package; its tasks that need only_b (node 1's) run there from the copy
+ * that node fetched, verified and cached, and the copy goes when the job ends. Bad
+ * packages (a corrupted chunk, a package gone from the GCS, a library path that leaves
+ * the package) fail their tasks with one line and leave the raylet running. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static h_cluster C;
+static char SRC[250]; /* hidden from raylet 1 */
+static const esc_amount ON_B[] = {{.name = "only_b", .value = ESC_QTY(1)}};
+
+static int run_sh(const char *fmt, const char *a, const char *b)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, fmt, a, b);
+    return system(cmd);
+}
+
+static int setup(void **state)
+{
+    *state = &C;
+    if (geteuid() != 0 || system("unshare -m --propagation private true 2>/dev/null") != 0) {
+        fprintf(stderr, "test_packages: needs root and unshare -m; skipped\n");
+        return 0; /* each test skips */
+    }
+    h_init(&C, 3000);
+    if (snprintf(SRC, sizeof SRC, "%.200s/src", C.dir) >= (int)sizeof SRC)
+        return -1;
+    if (mkdir(SRC, 0755) != 0)
+        return -1;
+    memcpy(C.raylets[1].hide_dir, SRC, sizeof SRC);
+    return h_start_cluster(&C, 2, (const char *const[]){NULL, "--resources only_b=1"});
+}
+
+static void need_cluster(void)
+{
+    if (!SRC[0])
+        skip();
+}
+
+/* A job's directory SRC/<name>: lib/libmytasks.so (the test task library), data.txt
+ * holding "payload-<name>", and run.sh, which checks data.txt. */
+static void make_job_dir(const char *name, char *dir, size_t len)
+{
+    snprintf(dir, len, "%s/%s", SRC, name);
+    char cmd[1500];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/lib' && cp '%s' '%s/lib/libmytasks.so' && "
+             "printf 'payload-%s' >'%s/data.txt' && "
+             "printf '#!/bin/sh\\ntest \"$(cat data.txt)\" = payload-%s\\n' >'%s/run.sh' && "
+             "chmod +x '%s/run.sh'",
+             dir, h_tasks_lib(), dir, name, dir, name, dir, dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static esc_ref *submit_fn(esc_client *cl, const char *library, const char *fn, const char *arg,
+                          bool on_b)
+{
+    esc_task_arg a = {.data = arg, .len = strlen(arg)};
+    esc_task_spec spec = {.library = library, .symbol = fn, .args = &a, .nargs = 1,
+                          .resources = on_b ? ON_B : NULL, .nresources = on_b ? 1 : 0};
+    esc_ref *ref = NULL;
+    esc_status st;
+    int rc = esc_task_submit(cl, &spec, &ref, NULL, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "submit: %s\n", st.message);
+    assert_int_equal(rc, ESC_OK);
+    return ref;
+}
+
+static esc_ref *submit_cmd(esc_client *cl, const char *const *argv, bool on_b)
+{
+    esc_task_spec spec = {.argv = argv, .resources = on_b ? ON_B : NULL,
+                          .nresources = on_b ? 1 : 0};
+    esc_ref *ref = NULL;
+    assert_int_equal(esc_task_submit(cl, &spec, &ref, NULL, NULL), ESC_OK);
+    return ref;
+}
+
+/* esc_get of ref: the code, the value in *out (caller frees) and st. */
+static int get(esc_client *cl, esc_ref *ref, char **out, esc_status *st)
+{
+    void *v = NULL;
+    size_t len;
+    int rc = esc_get(cl, ref, 60000, &v, &len, st);
+    esc_ref_free(ref);
+    if (rc != ESC_OK)
+        fprintf(stderr, "  (get: %s: %s)\n", esc_status_name(rc), st->message);
+    if (out)
+        *out = v;
+    else
+        free(v);
+    return rc;
+}
+
+static bool path_gone(void *arg)
+{
+    struct stat sb;
+    return stat(arg, &sb) != 0 && errno == ENOENT;
+}
+
+static bool package_gone_from_gcs(void *arg)
+{
+    esc_connect_opts o = {.address = C.gcs_addr, .token = C.token, .no_job = true,
+                          .session_dir = C.dir};
+    esc_client *cl;
+    if (esc_connect(&o, &cl, NULL) != ESC_OK)
+        return false;
+    void *v = NULL;
+    size_t len;
+    int rc = esc_kv_get(cl, "_packages", arg, &v, &len, NULL);
+    free(v);
+    esc_disconnect(cl);
+    return rc == ESC_NOT_FOUND;
+}
+
+/* How many times raylet i's log says it fetched hash. */
+static int fetches_logged(int i, const char *hash)
+{
+    char path[400], line[1024], want[64];
+    snprintf(path, sizeof path, "%s/raylet.%d.log", C.dir, i);
+    snprintf(want, sizeof want, "package %.16s... fetched", hash);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, want) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Node 1 really cannot see SRC: a command there finds nothing, on node 0 it does. */
+static void test_node_b_cannot_see_src(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400];
+    make_job_dir("probe", dir, sizeof dir);
+    char file[450];
+    snprintf(file, sizeof file, "%s/data.txt", dir);
+    esc_client *cl = h_connect(&C, "probe", 0, false);
+    const char *argv[] = {"test", "-e", file, NULL};
+    esc_status st;
+    assert_int_equal(get(cl, submit_cmd(cl, argv, false), NULL, &st), ESC_OK);
+    assert_int_equal(get(cl, submit_cmd(cl, argv, true), NULL, &st), ESC_ABORTED);
+    assert_non_null(strstr(st.message, "exited with code 1"));
+    esc_disconnect(cl);
+}
+
+/* The job's library and files exist only on the submitting side; its tasks run on node
+ * 1 from the package, which is fetched once there and removed with the job. */
+static void test_package_runs_on_hidden_node(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400];
+    make_job_dir("alpha", dir, sizeof dir);
+    esc_client *cl = h_connect(&C, "alpha", 0, false);
+    char hash[ESC_PACKAGE_HASH_MAX];
+    esc_status st;
+    assert_int_equal(esc_job_package(cl, dir, hash, &st), ESC_OK);
+    assert_int_equal(strlen(hash), 64);
+    /* The same directory again is the same package: ESC_OK, same hash. */
+    char again[ESC_PACKAGE_HASH_MAX];
+    assert_int_equal(esc_job_package(cl, dir, again, &st), ESC_OK);
+    assert_string_equal(hash, again);
+
+    char *v = NULL;
+    for (int i = 0; i < 5; i++) { /* relative library, as in the README */
+        assert_int_equal(get(cl, submit_fn(cl, "./lib/libmytasks.so", "echo", "hi", true), &v,
+                             &st), ESC_OK);
+        assert_string_equal(v, "hi");
+        free(v);
+    }
+    assert_int_equal(get(cl, submit_fn(cl, "lib/libmytasks.so", "getenv_task",
+                                       "ESCHER_NODE_ID", true), &v, &st), ESC_OK);
+    assert_string_equal(v, C.raylets[1].node_id);
+    free(v);
+    /* A command starts in the package, on either node. */
+    const char *run[] = {"./run.sh", NULL};
+    assert_int_equal(get(cl, submit_cmd(cl, run, true), NULL, &st), ESC_OK);
+    assert_int_equal(get(cl, submit_cmd(cl, run, false), NULL, &st), ESC_OK);
+    /* One fetch per node, however many tasks. */
+    assert_int_equal(fetches_logged(1, hash), 1);
+    assert_int_equal(fetches_logged(0, hash), 1);
+
+    char cached[600];
+    snprintf(cached, sizeof cached, "%s/logs/tasks/packages/raylet-%d/%s/data.txt", C.dir,
+             (int)C.raylets[1].pid, hash);
+    assert_false(path_gone(cached));
+    esc_disconnect(cl); /* the job ends: the copies and the stored package go */
+    assert_true(h_wait_until(path_gone, cached, 10000));
+    assert_true(h_wait_until(package_gone_from_gcs, hash, 10000));
+    assert_true(h_alive(C.raylets[1].pid));
+}
+
+/* Chunk 0 replaced after the upload: node 1 refuses the package, the task fails with
+ * one line, and nothing is left unpacked. */
+static void test_hash_mismatch_refused(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400];
+    make_job_dir("corrupt", dir, sizeof dir);
+    esc_client *cl = h_connect(&C, "corrupt", 0, false);
+    char hash[ESC_PACKAGE_HASH_MAX], key[100];
+    esc_status st;
+    assert_int_equal(esc_job_package(cl, dir, hash, &st), ESC_OK);
+    snprintf(key, sizeof key, "%s/0", hash);
+    void *chunk;
+    size_t len;
+    assert_int_equal(esc_kv_get(cl, "_packages", key, &chunk, &len, &st), ESC_OK);
+    ((char *)chunk)[len / 2] ^= 0x55;
+    assert_int_equal(esc_kv_put(cl, "_packages", key, chunk, len, true, NULL, &st), ESC_OK);
+    free(chunk);
+    assert_int_equal(get(cl, submit_fn(cl, "lib/libmytasks.so", "echo", "x", true), NULL, &st),
+                     ESC_ABORTED);
+    assert_non_null(strstr(st.message, "hash mismatch"));
+    assert_null(strchr(st.message, '\n'));
+    char cached[600];
+    snprintf(cached, sizeof cached, "%s/logs/tasks/packages/raylet-%d/%s", C.dir,
+             (int)C.raylets[1].pid, hash);
+    assert_true(path_gone(cached));
+    assert_true(h_alive(C.raylets[1].pid));
+    esc_disconnect(cl);
+}
+
+/* The package removed from the GCS before any node fetched it. */
+static void test_missing_package(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400];
+    make_job_dir("missing", dir, sizeof dir);
+    esc_client *cl = h_connect(&C, "missing", 0, false);
+    char hash[ESC_PACKAGE_HASH_MAX];
+    esc_status st;
+    assert_int_equal(esc_job_package(cl, dir, hash, &st), ESC_OK);
+    assert_int_equal(esc_kv_del(cl, "_packages", hash, NULL, &st), ESC_OK);
+    assert_int_equal(get(cl, submit_fn(cl, "lib/libmytasks.so", "echo", "x", true), NULL, &st),
+                     ESC_ABORTED);
+    assert_non_null(strstr(st.message, "is not in the GCS"));
+    assert_true(h_alive(C.raylets[1].pid));
+    esc_disconnect(cl);
+}
+
+/* A relative library may not leave the package, through .. or a symlink; an absolute
+ * one (a system library) is used as is. */
+static void test_library_stays_inside(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400];
+    make_job_dir("escape", dir, sizeof dir);
+    assert_int_equal(run_sh("ln -s %s %s/evil.so", h_tasks_lib(), dir), 0);
+    esc_client *cl = h_connect(&C, "escape", 0, false);
+    esc_status st;
+    assert_int_equal(esc_job_package(cl, dir, NULL, &st), ESC_OK);
+    assert_int_equal(get(cl, submit_fn(cl, "evil.so", "echo", "x", false), NULL, &st),
+                     ESC_ABORTED);
+    assert_non_null(strstr(st.message, "leads out of the job's package"));
+    assert_int_equal(get(cl, submit_fn(cl, "../../../../../../../../lib/x.so", "echo", "x", true),
+                         NULL, &st), ESC_ABORTED);
+    assert_non_null(strstr(st.message, "job's package"));
+    char *v = NULL;
+    assert_int_equal(get(cl, submit_fn(cl, h_tasks_lib(), "echo", "abs", false), &v, &st),
+                     ESC_OK);
+    assert_string_equal(v, "abs");
+    free(v);
+    esc_disconnect(cl);
+}
+
+/* `escher job submit --working-dir`: the entrypoint needs only_b, so it runs on node 1,
+ * which cannot see the directory, and starts in a copy of it there. */
+static void test_job_submit_working_dir(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400];
+    make_job_dir("submit", dir, sizeof dir);
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd,
+             "ESCHER_ADDRESS=%s ESCHER_TOKEN=%s ESCHER_NODE_ID=%s ESCHER_SESSION_DIR=%s "
+             "%s/client/escher job submit "
+             "--working-dir %s --resources only_b=1 -- ./run.sh >%s/submit.out 2>&1",
+             C.gcs_addr, C.token, C.raylets[0].node_id, C.dir, getenv("ESCHER_BIN_DIR"), dir,
+             C.dir);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "cat %s/submit.out >&2", C.dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    assert_int_equal(rc, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_node_b_cannot_see_src),
+        cmocka_unit_test(test_package_runs_on_hidden_node),
+        cmocka_unit_test(test_hash_mismatch_refused),
+        cmocka_unit_test(test_missing_package),
+        cmocka_unit_test(test_library_stays_inside),
+        cmocka_unit_test(test_job_submit_working_dir),
+    };
+    return cmocka_run_group_tests(tests, setup, h_teardown);
+}
