@@ -9,9 +9,12 @@
  *    runs interleaved: per_s (median of --reps), and the ratio with / without;
  *  - first_task: in a fresh job whose package (the library plus SIZE bytes of random
  *    data, new content each run, so never cached) no node has yet, the first no-op task
- *    on node 1, submit to result (it pays the fetch: download, hash, unpack), then the
- *    second one (cached): first_ms, cached_ms, fetch_ms (their difference), bytes, MB/s,
- *    medians over --reps, for SIZE in --sizes (default 0, 1M, 10M, 100M).
+ *    on node 1, submit to result (it pays the fetch: download, hash, unpack; and the
+ *    start of the job's first worker there), then the second one (cached): first_ms,
+ *    cached_ms; next to it, the same two tasks in a fresh job without a package
+ *    (first_no_package_ms: the worker start alone), so fetch_ms = first_ms -
+ *    first_no_package_ms is what the fetch adds; MB/s of that; medians over --reps, for
+ *    SIZE in --sizes (default 0, 1M, 10M, 100M).
  *
  * Usage: packages [--tasks N] [--reps R] [--sizes 0,1048576,...]
  * Defaults: N 10000, R 5. Environment: ESCHER_BIN_DIR (the build directory, default
@@ -125,23 +128,27 @@ static void bench_cached(int n, int reps)
     fflush(stdout);
 }
 
-static double one_task_ms(esc_client *cl)
+static double one_task_ms(esc_client *cl, const char *lib)
 {
     double t0 = h_now_ms();
-    get(cl, submit(cl, "./libescher_bench_tasks.so", true));
+    get(cl, submit(cl, lib, true));
     return h_now_ms() - t0;
 }
 
 static void bench_first(uint64_t size, int reps, int *serial)
 {
-    double first[MAX_REPS], cached[MAX_REPS], fetch[MAX_REPS];
+    double first[MAX_REPS], cached[MAX_REPS], bare[MAX_REPS], fetch[MAX_REPS];
     for (int r = 0; r < reps; r++) {
+        esc_client *cl = job_with_package(NULL);
+        bare[r] = one_task_ms(cl, LIB);
+        one_task_ms(cl, LIB);
+        esc_disconnect(cl);
         char dir[600];
         make_package(++*serial, size, dir, sizeof dir);
-        esc_client *cl = job_with_package(dir);
-        first[r] = one_task_ms(cl);
-        cached[r] = one_task_ms(cl);
-        fetch[r] = first[r] - cached[r];
+        cl = job_with_package(dir);
+        first[r] = one_task_ms(cl, "./libescher_bench_tasks.so");
+        cached[r] = one_task_ms(cl, "./libescher_bench_tasks.so");
+        fetch[r] = first[r] - bare[r];
         esc_disconnect(cl);
         char cmd[700];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -150,8 +157,9 @@ static void bench_first(uint64_t size, int reps, int *serial)
     }
     double f = pct(fetch, reps, 50);
     printf("{\"bench\":\"first_task\",\"data_bytes\":%" PRIu64 ",\"first_ms\":%.2f,"
-           "\"cached_ms\":%.2f,\"fetch_ms\":%.2f,\"fetch_MBps\":%.1f,\"reps\":%d}\n",
-           size, pct(first, reps, 50), pct(cached, reps, 50), f,
+           "\"cached_ms\":%.2f,\"first_no_package_ms\":%.2f,\"fetch_ms\":%.2f,"
+           "\"fetch_MBps\":%.1f,\"reps\":%d}\n",
+           size, pct(first, reps, 50), pct(cached, reps, 50), pct(bare, reps, 50), f,
            f > 0 ? (double)size / 1e6 / (f / 1000.0) : 0.0, reps);
     fflush(stdout);
 }

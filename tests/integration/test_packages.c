@@ -276,9 +276,16 @@ static void test_library_stays_inside(void **state)
     assert_int_equal(get(cl, submit_fn(cl, "evil.so", "echo", "x", false), NULL, &st),
                      ESC_ABORTED);
     assert_non_null(strstr(st.message, "leads out of the job's package"));
-    assert_int_equal(get(cl, submit_fn(cl, "../../../../../../../../lib/x.so", "echo", "x", true),
-                         NULL, &st), ESC_ABORTED);
-    assert_non_null(strstr(st.message, "job's package"));
+    /* .. up to / and down to the same library, which exists outside the package. */
+    char up[1200] = "";
+    for (int i = 0; i < 24; i++)
+        strcat(up, "../");
+    strcat(up, h_tasks_lib() + 1);
+    assert_int_equal(get(cl, submit_fn(cl, up, "echo", "x", true), NULL, &st), ESC_ABORTED);
+    assert_non_null(strstr(st.message, "leads out of the job's package"));
+    assert_int_equal(get(cl, submit_fn(cl, "lib/none.so", "echo", "x", true), NULL, &st),
+                     ESC_ABORTED);
+    assert_non_null(strstr(st.message, "is not in the job's package"));
     char *v = NULL;
     assert_int_equal(get(cl, submit_fn(cl, h_tasks_lib(), "echo", "abs", false), &v, &st),
                      ESC_OK);
@@ -287,27 +294,73 @@ static void test_library_stays_inside(void **state)
     esc_disconnect(cl);
 }
 
-/* `escher job submit --working-dir`: the entrypoint needs only_b, so it runs on node 1,
- * which cannot see the directory, and starts in a copy of it there. */
-static void test_job_submit_working_dir(void **state)
+/* Runs `escher job submit --working-dir DIR [--resources R] -- ENTRY` (a shell line),
+ * with the cluster's address and token and node 0 as the local node. Its exit code. */
+static int job_submit(const char *dir, const char *resources, const char *entry)
 {
-    (void)state;
-    need_cluster();
-    char dir[400];
-    make_job_dir("submit", dir, sizeof dir);
-    char cmd[2000];
+    char cmd[3000];
     snprintf(cmd, sizeof cmd,
              "ESCHER_ADDRESS=%s ESCHER_TOKEN=%s ESCHER_NODE_ID=%s ESCHER_SESSION_DIR=%s "
-             "%s/client/escher job submit "
-             "--working-dir %s --resources only_b=1 -- ./run.sh >%s/submit.out 2>&1",
+             "%s/client/escher job submit --working-dir %s %s %s -- %s >%s/submit.out 2>&1",
              C.gcs_addr, C.token, C.raylets[0].node_id, C.dir, getenv("ESCHER_BIN_DIR"), dir,
-             C.dir);
+             resources ? "--resources" : "", resources ? resources : "", entry, C.dir);
     int rc = system(cmd);
     if (rc != 0) {
         snprintf(cmd, sizeof cmd, "cat %s/submit.out >&2", C.dir);
         assert_int_equal(system(cmd), 0);
     }
-    assert_int_equal(rc, 0);
+    return rc;
+}
+
+/* `escher job submit --working-dir`: the entrypoint needs only_b, so it runs on node 1,
+ * which cannot see the directory, and starts in a copy of it there. */
+static void test_job_submit_entrypoint_on_hidden_node(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400];
+    make_job_dir("submit", dir, sizeof dir);
+    assert_int_equal(job_submit(dir, "only_b=1", "./run.sh"), 0);
+}
+
+/* The entrypoint runs on node 0 and submits a task with the working directory's library
+ * (a relative path) that needs only_b: it runs on node 1, from the package. */
+static void test_job_submit_tasks_on_hidden_node(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400], entry[600];
+    make_job_dir("submit-tasks", dir, sizeof dir);
+    snprintf(entry, sizeof entry, "sh -c './run.sh && exec %s/tests/pkg_driver "
+             "lib/libmytasks.so only_b from-the-package'", getenv("ESCHER_BIN_DIR"));
+    assert_int_equal(job_submit(dir, NULL, entry), 0);
+}
+
+/* An actor whose library is in the package, on node 1. */
+static void test_actor_from_package(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400];
+    make_job_dir("actor", dir, sizeof dir);
+    esc_client *cl = h_connect(&C, "actor", 0, false);
+    esc_status st;
+    assert_int_equal(esc_job_package(cl, dir, NULL, &st), ESC_OK);
+    esc_actor_spec spec = {.name = "counter", .library = "lib/libmytasks.so",
+                           .init_symbol = "counter_init", .resources = ON_B, .nresources = 1};
+    esc_actor *a;
+    assert_int_equal(esc_actor_create(cl, &spec, &a, &st), ESC_OK);
+    esc_task_arg arg = {.data = "5", .len = 1};
+    esc_ref *r;
+    char *v = NULL;
+    for (int i = 1; i <= 2; i++) {
+        assert_int_equal(esc_actor_call(cl, a, "counter_add", &arg, 1, 1, &r, &st), ESC_OK);
+        assert_int_equal(get(cl, r, &v, &st), ESC_OK);
+        assert_int_equal(atoi(v), 5 * i);
+        free(v);
+    }
+    esc_actor_free(a);
+    esc_disconnect(cl);
 }
 
 int main(void)
@@ -318,7 +371,9 @@ int main(void)
         cmocka_unit_test(test_hash_mismatch_refused),
         cmocka_unit_test(test_missing_package),
         cmocka_unit_test(test_library_stays_inside),
-        cmocka_unit_test(test_job_submit_working_dir),
+        cmocka_unit_test(test_job_submit_entrypoint_on_hidden_node),
+        cmocka_unit_test(test_job_submit_tasks_on_hidden_node),
+        cmocka_unit_test(test_actor_from_package),
     };
     int failed = cmocka_run_group_tests(tests, setup, h_teardown);
     return failed || h_unclean_exits() ? 1 : 0; /* daemons exit 0: under ASan, no leak */
