@@ -294,6 +294,9 @@ static int job_package(esc_client *c, const char *dir, uint64_t limit, uint64_t 
 {
     if (!c || !dir)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "no client or directory");
+    if (!*c->job_id)
+        return esc_status_set(st, ESC_FAILED_PRECONDITION,
+                              "a client connected with no_job has no job to give a package");
     int none = 0;
     if (!atomic_compare_exchange_strong(&c->package_state, &none, 1) && none == 1)
         return esc_status_set(st, ESC_FAILED_PRECONDITION,

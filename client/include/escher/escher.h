@@ -453,8 +453,8 @@ int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_rea
  * hash (may be NULL; ESC_PACKAGE_HASH_MAX bytes) gets the package's hash.
  * Returns ESC_OK (also for the job's own package again); INVALID_ARGUMENT when dir is
  * not a readable directory; RESOURCE_EXHAUSTED over ESC_PACKAGE_LIMIT bytes;
- * FAILED_PRECONDITION when the job has another package already, or another call is under
- * way on this client; INTERNAL when tar fails (its first line in st); or the code of a
+ * FAILED_PRECONDITION when the job has another package already, another call is under
+ * way on this client, or the client has no job (no_job); INTERNAL when tar fails (its first line in st); or the code of a
  * GCS call. */
 int esc_job_package(esc_client *c, const char *dir, char *hash, esc_status *st);
 
