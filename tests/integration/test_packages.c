@@ -294,6 +294,56 @@ static void test_library_stays_inside(void **state)
     esc_disconnect(cl);
 }
 
+/* Every node has applied every event committed so far (the resource log is ordered):
+ * a job's end, and the GCS writes queued before it, are done. */
+static void settle(esc_client *cl)
+{
+    uint64_t seq;
+    esc_status st;
+    esc_target all = {.kind = ESC_TARGET_ALL};
+    assert_int_equal(esc_resource_set(cl, "settle", ESC_QTY(1), &all, &seq, &st), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 10000, &st), ESC_OK);
+}
+
+/* Two jobs with the same files share one package: the first one's end removes neither
+ * the stored package nor node 1's copy, and no second fetch happens; the second one's
+ * end removes both. */
+static void test_shared_package(void **state)
+{
+    (void)state;
+    need_cluster();
+    char dir[400];
+    make_job_dir("shared", dir, sizeof dir);
+    esc_client *a = h_connect(&C, "shared-a", 0, false);
+    esc_client *b = h_connect(&C, "shared-b", 0, false);
+    char ha[ESC_PACKAGE_HASH_MAX], hb[ESC_PACKAGE_HASH_MAX];
+    esc_status st;
+    assert_int_equal(esc_job_package(a, dir, ha, &st), ESC_OK);
+    assert_int_equal(esc_job_package(b, dir, hb, &st), ESC_OK);
+    assert_string_equal(ha, hb);
+    char *v = NULL;
+    assert_int_equal(get(a, submit_fn(a, "lib/libmytasks.so", "echo", "a", true), &v, &st),
+                     ESC_OK);
+    free(v);
+    assert_int_equal(get(b, submit_fn(b, "lib/libmytasks.so", "echo", "b", true), &v, &st),
+                     ESC_OK);
+    free(v);
+    esc_disconnect(a);
+    settle(b);
+    char cached[600];
+    snprintf(cached, sizeof cached, "%s/logs/tasks/packages/raylet-%d/%s", C.dir,
+             (int)C.raylets[1].pid, ha);
+    assert_false(path_gone(cached));
+    assert_false(package_gone_from_gcs(ha));
+    assert_int_equal(get(b, submit_fn(b, "lib/libmytasks.so", "echo", "b", true), &v, &st),
+                     ESC_OK);
+    free(v);
+    assert_int_equal(fetches_logged(1, ha), 1);
+    esc_disconnect(b);
+    assert_true(h_wait_until(path_gone, cached, 10000));
+    assert_true(h_wait_until(package_gone_from_gcs, ha, 10000));
+}
+
 /* Runs `escher job submit --working-dir DIR [--resources R] -- ENTRY` (a shell line),
  * with the cluster's address and token and node 0 as the local node. Its exit code. */
 static int job_submit(const char *dir, const char *resources, const char *entry)
@@ -368,6 +418,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_node_b_cannot_see_src),
         cmocka_unit_test(test_package_runs_on_hidden_node),
+        cmocka_unit_test(test_shared_package),
         cmocka_unit_test(test_hash_mismatch_refused),
         cmocka_unit_test(test_missing_package),
         cmocka_unit_test(test_library_stays_inside),
