@@ -185,7 +185,7 @@ static void first_line(int err, char *out, size_t len)
     out[strcspn(out, "\n")] = '\0';
 }
 
-static int unpack(const char *file, const char *dest, esc_status *st)
+static int unpack(const char *hash, const char *file, const char *dest, esc_status *st)
 {
     size_t len = strlen(dest) + 16;
     char *tmp = malloc(len);
@@ -204,8 +204,10 @@ static int unpack(const char *file, const char *dest, esc_status *st)
         if (status == -1)
             rc = esc_status_set(st, ESC_INTERNAL, "cannot run tar: %s", strerror(errno));
         else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            rc = esc_status_set(st, ESC_INTERNAL, "tar (unpacking the package) failed%s%s",
-                                line[0] ? ": " : "", line);
+            rc = esc_status_set(st, ESC_INTERNAL,
+                                "package %.16s...: tar refused to unpack it (members that "
+                                "leave the directory?)%s%s",
+                                hash, line[0] ? ": " : "", line);
         else if (rename(tmp, dest) != 0)
             rc = esc_status_set(st, ESC_INTERNAL, "cannot rename %s to %s: %s", tmp, dest,
                                 strerror(errno));
@@ -240,7 +242,7 @@ int esc_package_fetch(esc_rpc_channel *ch, const char *hash, const char *dest,
     rc = download(ch, hash, size, chunks, fd, st);
     close(fd);
     if (rc == ESC_OK)
-        rc = unpack(file, dest, st);
+        rc = unpack(hash, file, dest, st);
     unlink(file);
     free(file);
     if (rc == ESC_OK && bytes)

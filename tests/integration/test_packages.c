@@ -20,7 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "gcs.pb-c.h"
 #include "harness.h"
+#include "rpc.h"
 
 static h_cluster C;
 static char SRC[250]; /* hidden from raylet 1 */
@@ -294,6 +296,68 @@ static void test_library_stays_inside(void **state)
     esc_disconnect(cl);
 }
 
+/* A package whose tar stream has a member "../escaped.txt", stored and named by hand
+ * (esc_job_package never makes one): its hash is right, tar refuses the member, the
+ * task fails with tar's first line, and nothing lands outside the package. The tasks
+ * come from a second client that joins the job, which learns the package at connect. */
+static void test_member_escaping_refused(void **state)
+{
+    (void)state;
+    need_cluster();
+    char tarpath[400], cmd[1200], hash[ESC_PACKAGE_HASH_MAX] = "";
+    snprintf(tarpath, sizeof tarpath, "%s/evil.tar", C.dir);
+    snprintf(cmd, sizeof cmd,
+             "python3 -c \"import tarfile,io,sys; b=io.BytesIO(); t=tarfile.open(fileobj=b,"
+             "mode='w'); i=tarfile.TarInfo('../escaped.txt'); i.size=4; "
+             "t.addfile(i,io.BytesIO(b'evil')); t.close(); "
+             "open(sys.argv[1],'wb').write(b.getvalue())\" %s",
+             tarpath);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "sha256sum %s", tarpath);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_int_equal(fscanf(p, "%64s", hash), 1);
+    pclose(p);
+    FILE *f = fopen(tarpath, "rb");
+    assert_non_null(f);
+    static char bytes[1 << 16];
+    size_t n = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+
+    esc_client *owner = h_connect(&C, "evil", 0, false);
+    esc_status st;
+    char key[100], manifest[100];
+    snprintf(key, sizeof key, "%s/0", hash);
+    int mlen = snprintf(manifest, sizeof manifest, "escher-package 1 %zu 1", n);
+    assert_int_equal(esc_kv_put(owner, "_packages", key, bytes, n, true, NULL, &st), ESC_OK);
+    assert_int_equal(esc_kv_put(owner, "_packages", hash, manifest, (size_t)mlen, true, NULL,
+                                &st), ESC_OK);
+    Escher__SetJobPackageRequest req = ESCHER__SET_JOB_PACKAGE_REQUEST__INIT;
+    req.job_id = (char *)esc_client_job_id(owner);
+    req.hash = hash;
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    ProtobufCMessage *rep = NULL;
+    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "SetJobPackage", &req.base,
+                                  &rep, 10000, 0, &st), ESC_OK);
+    protobuf_c_message_free_unpacked(rep, NULL);
+    esc_rpc_channel_free(ch);
+
+    setenv("ESCHER_JOB_ID", esc_client_job_id(owner), 1);
+    esc_client *cl = h_connect(&C, "evil", 0, false);
+    unsetenv("ESCHER_JOB_ID");
+    assert_int_equal(get(cl, submit_fn(cl, "lib/libmytasks.so", "echo", "x", true), NULL, &st),
+                     ESC_ABORTED);
+    assert_non_null(strstr(st.message, "tar refused to unpack it"));
+    assert_null(strchr(st.message, '\n'));
+    char escaped[600];
+    snprintf(escaped, sizeof escaped, "%s/logs/tasks/packages/raylet-%d/escaped.txt", C.dir,
+             (int)C.raylets[1].pid);
+    assert_true(path_gone(escaped));
+    assert_true(h_alive(C.raylets[1].pid));
+    esc_disconnect(cl);
+    esc_disconnect(owner);
+}
+
 /* Every node has applied every event committed so far (the resource log is ordered):
  * a job's end, and the GCS writes queued before it, are done. */
 static void settle(esc_client *cl)
@@ -421,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_shared_package),
         cmocka_unit_test(test_hash_mismatch_refused),
         cmocka_unit_test(test_missing_package),
+        cmocka_unit_test(test_member_escaping_refused),
         cmocka_unit_test(test_library_stays_inside),
         cmocka_unit_test(test_job_submit_entrypoint_on_hidden_node),
         cmocka_unit_test(test_job_submit_tasks_on_hidden_node),
