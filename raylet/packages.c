@@ -44,7 +44,6 @@ struct packages {
     packages_ready_fn fn;
     void *ud;
     esc_strmap *pkgs; /* hash -> pkg */
-    size_t fetches;
     ev_async wake;
     pthread_mutex_t mu;
     pkg *done; /* fetches ended, not yet taken by the loop (under mu) */
@@ -147,7 +146,6 @@ static pkg *start_fetch(packages *pk, const char *hash)
         pkg_free(p);
         return NULL;
     }
-    pk->fetches++;
     esc_strmap_put(pk->pkgs, hash, p);
     return p;
 }
@@ -243,11 +241,6 @@ void packages_job_ended(packages *pk, const char *job_id)
         if (p->state == PKG_READY)
             pkg_remove(pk, p); /* deleting the entry just returned is allowed */
     }
-}
-
-size_t packages_fetches(const packages *pk)
-{
-    return pk ? pk->fetches : 0;
 }
 
 void packages_free(packages *pk)

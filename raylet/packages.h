@@ -46,9 +46,6 @@ bool packages_ready(const packages *pk, const char *hash);
  * still being fetched, once its fetch ends). */
 void packages_job_ended(packages *pk, const char *job_id);
 
-/* Fetches made and bytes fetched since start (for tests and Stats). */
-size_t packages_fetches(const packages *pk);
-
 /* Waits for the fetches under way (their callbacks do not run), removes the cache
  * directory, frees. NULL is a no-op. */
 void packages_free(packages *pk);
