@@ -84,6 +84,10 @@ static int register_job(esc_client *c, const char *namespace_, const char *attac
     Escher__RegisterJobReply *r = (Escher__RegisterJobReply *)m;
     c->job_id = esc_client_strdup(r->job_id);
     c->namespace_ = esc_client_strdup(r->namespace_);
+    if (r->package && strlen(r->package) == sizeof c->package - 1) {
+        memcpy(c->package, r->package, sizeof c->package);
+        atomic_store(&c->package_state, 2);
+    }
     protobuf_c_message_free_unpacked(m, NULL);
     return ESC_OK;
 }

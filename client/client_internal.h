@@ -3,6 +3,7 @@
 #define ESC_CLIENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "escher/escher.h"
 #include "gcs.pb-c.h"
@@ -44,6 +45,11 @@ struct esc_client {
      * run_mu; NULL before. */
     pthread_mutex_t run_mu;
     struct esc_job_run *run;
+    /* workdir.c: the job's package (esc_job_package, or the joined job's, set by
+     * esc_connect). package_state: 0 none, 1 being set, 2 set; package is written before
+     * the state becomes 2 and never changes after, so a submission reads it unlocked. */
+    _Atomic int package_state;
+    char package[65];
 };
 
 /* One unary call of a Gcs method with the client's default deadline. */

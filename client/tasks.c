@@ -58,6 +58,8 @@ static int build_spec(esc_client *c, const esc_task_spec *in, spec_msg *m, esc_s
     m->spec.name = (char *)(in->name ? in->name : is_fn ? in->symbol : in->argv[0]);
     m->spec.num_returns = in->num_returns ? in->num_returns : 1;
     m->spec.max_retries = in->max_retries;
+    if (atomic_load_explicit(&c->package_state, memory_order_acquire) == 2)
+        m->spec.package = (char *)c->package;
     if (is_fn) {
         escher__function_ref__init(&m->fn);
         m->fn.library = (char *)(in->library ? in->library : "");

@@ -1,5 +1,6 @@
-/* workdir.c: packing a job's working directory into the GCS key-value store, and
- * unpacking it on the node that runs the entrypoint (layout in workdir.h).
+/* workdir.c: a job's package (esc_job_package: its files packed, hashed and stored once
+ * in the GCS, runtime/package.h), and the working directory of `escher job submit`,
+ * which is that same package (workdir.h).
  *
  * The system's tar does the packing: it already handles symlinks, modes, long names and
  * odd file types, which a writer of our own would have to get right again. It is started
@@ -24,10 +25,12 @@
 
 #include "client_internal.h"
 #include "frame.h"
+#include "package.h"
+
+#include <openssl/evp.h>
 
 extern char **environ;
 
-#define MANIFEST_MAGIC "escher-workdir 1"
 #define KV_TIMEOUT_MS 30000
 #define TAR_BLOCK 512u
 #define TAR_RECORD 10240u /* GNU tar's default record: the stream is a multiple of it */
@@ -36,16 +39,6 @@ extern char **environ;
 static uint64_t round_up(uint64_t n, uint64_t to)
 {
     return (n + to - 1) / to * to;
-}
-
-static void manifest_key(char *out, size_t len, const char *job_id)
-{
-    snprintf(out, len, "%s/workdir", job_id);
-}
-
-static void chunk_key(char *out, size_t len, const char *job_id, uint64_t n)
-{
-    snprintf(out, len, "%s/workdir/%" PRIu64, job_id, n);
 }
 
 /* ------------------------------------------------------------------ measuring */
@@ -140,7 +133,7 @@ static int tar_failed(const char *what, int status, FILE *err, esc_status *st)
                           WEXITSTATUS(status), line[0] ? ": " : "", line);
 }
 
-/* ------------------------------------------------------------------ upload */
+/* ------------------------------------------------------------------ packing */
 
 /* Reads len bytes, fewer only at the end of the stream. Returns the count, or -1. */
 static ssize_t read_full(int fd, uint8_t *buf, size_t len)
@@ -159,58 +152,73 @@ static ssize_t read_full(int fd, uint8_t *buf, size_t len)
     return (ssize_t)got;
 }
 
-/* Stores what tar writes, chunk by chunk, stopping at the limit. */
-static int store_stream(esc_client *c, const char *job_id, int fd, uint64_t limit,
-                        uint64_t *size, uint64_t *chunks, esc_status *st)
+/* A packed directory: the tar stream in a temporary file, its size and hash. */
+typedef struct {
+    FILE *f;
+    uint64_t size, chunks;
+    char hash[ESC_PACKAGE_HEX + 1];
+} packed;
+
+/* Copies what tar writes into p->f, hashing it, stopping at the limit. */
+static int hash_stream(int fd, uint64_t limit, packed *p, esc_status *st)
 {
-    uint8_t *buf = malloc(ESC_WORKDIR_CHUNK);
+    uint8_t *buf = malloc(ESC_PACKAGE_CHUNK);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     int rc = esc_status_set(st, ESC_OK, NULL);
     for (;;) {
-        ssize_t n = read_full(fd, buf, ESC_WORKDIR_CHUNK);
+        ssize_t n = read_full(fd, buf, ESC_PACKAGE_CHUNK);
         if (n <= 0) {
             if (n < 0)
                 rc = esc_status_set(st, ESC_INTERNAL, "reading from tar: %s", strerror(errno));
             break;
         }
-        *size += (uint64_t)n;
-        if (*size > limit) {
+        p->size += (uint64_t)n;
+        p->chunks++;
+        if (p->size > limit) {
             rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED,
-                                "the working directory is over the limit of %" PRIu64
+                                "the directory is over the limit of %" PRIu64
                                 " bytes as a tar stream",
                                 limit);
             break;
         }
-        char key[KEY_MAX];
-        chunk_key(key, sizeof key, job_id, *chunks);
-        rc = esc_kv_put(c, ESC_JOBS_NS, key, buf, (size_t)n, true, NULL, st);
-        if (rc != ESC_OK)
+        EVP_DigestUpdate(md, buf, (size_t)n);
+        if (fwrite(buf, 1, (size_t)n, p->f) != (size_t)n) {
+            rc = esc_status_set(st, ESC_INTERNAL, "writing a temporary file: %s",
+                                strerror(errno));
             break;
-        ++*chunks;
+        }
     }
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned dn = 0;
+    EVP_DigestFinal_ex(md, d, &dn);
+    EVP_MD_CTX_free(md);
+    for (unsigned i = 0; i < dn && 2 * i + 2 < sizeof p->hash; i++)
+        sprintf(p->hash + 2 * i, "%02x", d[i]);
     free(buf);
     return rc;
 }
 
-static int put_manifest(esc_client *c, const char *job_id, uint64_t size, uint64_t chunks,
-                        esc_status *st)
+/* Packs dir with tar into a temporary file. Names sorted and owners dropped, so that the
+ * same files give the same bytes, hence the same hash, whoever packs them. */
+static int pack_dir(const char *dir, uint64_t limit, packed *p, esc_status *st)
 {
-    char key[KEY_MAX], text[96];
-    manifest_key(key, sizeof key, job_id);
-    int n = snprintf(text, sizeof text, MANIFEST_MAGIC " %" PRIu64 " %" PRIu64, size, chunks);
-    return esc_kv_put(c, ESC_JOBS_NS, key, text, (size_t)n, true, NULL, st);
-}
-
-int esc_workdir_upload(esc_client *c, const char *job_id, const char *dir, uint64_t limit,
-                       uint64_t *size, esc_status *st)
-{
-    char *argv[] = {"tar", "-C", (char *)dir, "-cf", "-", ".", NULL};
+    memset(p, 0, sizeof *p);
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "cannot read %s: %s", dir,
+                              strerror(errno));
+    if (!S_ISDIR(sb.st_mode))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "%s is not a directory", dir);
+    char *argv[] = {"tar", "-C", (char *)dir, "--sort=name", "--owner=0", "--group=0",
+                    "--numeric-owner", "-cf", "-", ".", NULL};
+    if (!(p->f = tmpfile()))
+        return esc_status_set(st, ESC_INTERNAL, "tmpfile: %s", strerror(errno));
     FILE *err = tmpfile(); /* tar's complaints, for the one-line error */
     tar_proc t;
-    uint64_t chunks = 0;
-    *size = 0;
     int rc = tar_spawn(argv, false, err ? fileno(err) : -1, &t, st);
     if (rc == ESC_OK) {
-        rc = store_stream(c, job_id, t.fd, limit, size, &chunks, st);
+        rc = hash_stream(t.fd, limit, p, st);
         if (rc != ESC_OK)
             kill(t.pid, SIGKILL); /* it may be blocked writing what we no longer read */
         close(t.fd);
@@ -218,132 +226,175 @@ int esc_workdir_upload(esc_client *c, const char *job_id, const char *dir, uint6
         /* Exit 1 from tar -c only means a file changed while it was read. */
         bool tar_ok = WIFEXITED(status) && WEXITSTATUS(status) <= 1;
         if (rc == ESC_OK && !tar_ok)
-            rc = tar_failed("packing the working directory", status, err, st);
+            rc = tar_failed("packing the directory", status, err, st);
     }
-    if (rc == ESC_OK)
-        rc = put_manifest(c, job_id, *size, chunks, st);
-    if (rc != ESC_OK)
-        esc_workdir_delete(c, job_id, NULL);
     if (err)
         fclose(err);
     return rc;
 }
 
-int esc_workdir_delete(esc_client *c, const char *job_id, esc_status *st)
+/* ------------------------------------------------------------------ uploading */
+
+static bool package_stored(esc_client *c, const char *hash)
 {
-    char manifest[KEY_MAX];
-    manifest_key(manifest, sizeof manifest, job_id);
-    char **keys;
-    size_t n;
-    int rc = esc_kv_keys(c, ESC_JOBS_NS, manifest, &keys, &n, st);
+    void *v;
+    size_t len;
+    int rc = esc_kv_get(c, ESC_PACKAGE_NS, hash, &v, &len, NULL);
+    free(v);
+    return rc == ESC_OK;
+}
+
+/* Chunks "<hash>/<n>", then the manifest "<hash>", last. */
+static int upload(esc_client *c, packed *p, esc_status *st)
+{
+    uint8_t *buf = malloc(ESC_PACKAGE_CHUNK);
+    rewind(p->f);
+    int rc = ESC_OK;
+    for (uint64_t i = 0; i < p->chunks && rc == ESC_OK; i++) {
+        size_t n = fread(buf, 1, ESC_PACKAGE_CHUNK, p->f);
+        char key[KEY_MAX];
+        snprintf(key, sizeof key, "%s/%" PRIu64, p->hash, i);
+        rc = esc_kv_put(c, ESC_PACKAGE_NS, key, buf, n, true, NULL, st);
+    }
+    free(buf);
     if (rc != ESC_OK)
         return rc;
-    /* The manifest first: a reader never finds one whose chunks are gone. */
-    rc = esc_kv_del(c, ESC_JOBS_NS, manifest, NULL, st);
-    for (size_t i = 0; i < n && rc == ESC_OK; i++)
-        if (strcmp(keys[i], manifest) != 0)
-            rc = esc_kv_del(c, ESC_JOBS_NS, keys[i], NULL, st);
-    esc_kv_keys_free(keys, n);
+    char text[96];
+    int n = snprintf(text, sizeof text, ESC_PACKAGE_MAGIC " %" PRIu64 " %" PRIu64, p->size,
+                     p->chunks);
+    return esc_kv_put(c, ESC_PACKAGE_NS, p->hash, text, (size_t)n, true, NULL, st);
+}
+
+static int set_job_package(esc_client *c, const char *hash, esc_status *st)
+{
+    Escher__SetJobPackageRequest req = ESCHER__SET_JOB_PACKAGE_REQUEST__INIT;
+    req.job_id = c->job_id;
+    req.hash = (char *)hash;
+    ProtobufCMessage *m;
+    int rc = esc_client_call(c, "SetJobPackage", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    if (rc == ESC_OK)
+        protobuf_c_message_free_unpacked(m, NULL);
     return rc;
 }
 
-/* ------------------------------------------------------------------ download */
-
-/* One KvGet straight on a channel: the downloader registers no job. */
-static int kv_get(esc_rpc_channel *ch, const char *key, Escher__KvGetReply **out,
-                  esc_status *st)
+/* Stores p (unless the GCS has it) and names it the job's. A package that the GCS drops
+ * in between (its last other job just ended) answers NOT_FOUND: it is sent once more. */
+static int publish(esc_client *c, packed *p, esc_status *st)
 {
-    Escher__KvGetRequest req = ESCHER__KV_GET_REQUEST__INIT;
-    req.ns = ESC_JOBS_NS;
-    req.key = (char *)key;
+    int rc = package_stored(c, p->hash) ? ESC_OK : upload(c, p, st);
+    if (rc == ESC_OK)
+        rc = set_job_package(c, p->hash, st);
+    if (rc == ESC_NOT_FOUND && (rc = upload(c, p, st)) == ESC_OK)
+        rc = set_job_package(c, p->hash, st);
+    return rc;
+}
+
+static int job_package(esc_client *c, const char *dir, uint64_t limit, uint64_t *size,
+                       char *hash, esc_status *st)
+{
+    if (!c || !dir)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "no client or directory");
+    if (!*c->job_id)
+        return esc_status_set(st, ESC_FAILED_PRECONDITION,
+                              "a client connected with no_job has no job to give a package");
+    int none = 0;
+    if (!atomic_compare_exchange_strong(&c->package_state, &none, 1) && none == 1)
+        return esc_status_set(st, ESC_FAILED_PRECONDITION,
+                              "another esc_job_package call is under way");
+    packed p;
+    int rc = pack_dir(dir, limit, &p, st);
+    if (rc == ESC_OK && none == 2 && strcmp(c->package, p.hash) != 0)
+        rc = esc_status_set(st, ESC_FAILED_PRECONDITION, "the job has another package already");
+    if (rc == ESC_OK)
+        rc = publish(c, &p, st);
+    if (p.f)
+        fclose(p.f);
+    if (none != 2) {
+        if (rc == ESC_OK)
+            memcpy(c->package, p.hash, sizeof c->package);
+        atomic_store(&c->package_state, rc == ESC_OK ? 2 : 0);
+    }
+    if (rc == ESC_OK && size)
+        *size = p.size;
+    if (rc == ESC_OK && hash)
+        memcpy(hash, p.hash, ESC_PACKAGE_HASH_MAX);
+    return rc;
+}
+
+int esc_job_package(esc_client *c, const char *dir, char *hash, esc_status *st)
+{
+    return job_package(c, dir, ESC_PACKAGE_LIMIT, NULL, hash, st);
+}
+
+/* ------------------------------------------------------------------ working directory */
+
+int esc_workdir_upload(esc_client *c, const char *job_id, const char *dir, uint64_t limit,
+                       uint64_t *size, esc_status *st)
+{
+    if (strcmp(job_id, esc_client_job_id(c)) != 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "a working directory is the package of the client's own job");
+    *size = 0;
+    return job_package(c, dir, limit, size, NULL, st);
+}
+
+int esc_workdir_delete(esc_client *c, const char *job_id, esc_status *st)
+{
+    (void)c;
+    (void)job_id;
+    /* Nothing to do: the GCS removes a package when the last job naming it ends, and
+     * another job may share this one's. */
+    return esc_status_set(st, ESC_OK, NULL);
+}
+
+/* The package of job_id, from the job table (a plain read: no job is registered). */
+static int find_job_package(esc_rpc_channel *ch, const char *job_id, char *hash,
+                            esc_status *st)
+{
+    Escher__ListJobsRequest req = ESCHER__LIST_JOBS_REQUEST__INIT;
     ProtobufCMessage *m;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base, &m, KV_TIMEOUT_MS,
-                          ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "ListJobs", &req.base, &m,
+                          KV_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
-    *out = (Escher__KvGetReply *)m;
-    if ((*out)->found)
-        return ESC_OK;
+    Escher__ListJobsReply *r = (Escher__ListJobsReply *)m;
+    rc = esc_status_set(st, ESC_NOT_FOUND, "no job %s", job_id);
+    for (size_t i = 0; i < r->n_jobs; i++) {
+        if (strcmp(r->jobs[i]->job_id, job_id) != 0)
+            continue;
+        if (r->jobs[i]->state != ESCHER__JOB_STATE__JOB_RUNNING || !*r->jobs[i]->package)
+            rc = esc_status_set(st, ESC_NOT_FOUND,
+                                "job %s has no working directory in the GCS (it is removed "
+                                "when the job ends)",
+                                job_id);
+        else
+            rc = esc_status_set(st, ESC_OK, NULL);
+        snprintf(hash, ESC_PACKAGE_HASH_MAX, "%s", r->jobs[i]->package);
+        break;
+    }
     protobuf_c_message_free_unpacked(m, NULL);
-    *out = NULL;
-    return esc_status_set(st, ESC_NOT_FOUND, "no key %s in the GCS", key);
+    return rc;
 }
 
-static int read_manifest(esc_rpc_channel *ch, const char *job_id, uint64_t *size,
-                         uint64_t *chunks, esc_status *st)
+/* Unpacks the package into dest/.package (verified, runtime/package.c), then moves its
+ * entries up into dest, which the caller made empty. */
+static int unpack_into(esc_rpc_channel *ch, const char *hash, const char *dest, esc_status *st)
 {
-    char key[KEY_MAX], text[96];
-    manifest_key(key, sizeof key, job_id);
-    Escher__KvGetReply *r;
-    int rc = kv_get(ch, key, &r, st);
-    if (rc == ESC_NOT_FOUND)
-        return esc_status_set(st, ESC_NOT_FOUND,
-                              "job %s has no working directory in the GCS (it is removed "
-                              "when the job ends)",
-                              job_id);
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s/.escher-package", dest) >= (int)sizeof tmp)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "path too long: %s", dest);
+    int rc = esc_package_fetch(ch, hash, tmp, NULL, st);
     if (rc != ESC_OK)
         return rc;
-    size_t n = r->value.len < sizeof text - 1 ? r->value.len : sizeof text - 1;
-    memcpy(text, r->value.data, n);
-    text[n] = '\0';
-    protobuf_c_message_free_unpacked(&r->base, NULL);
-    if (sscanf(text, MANIFEST_MAGIC " %" SCNu64 " %" SCNu64, size, chunks) != 2)
-        return esc_status_set(st, ESC_INTERNAL, "malformed manifest %s: \"%s\"", key, text);
-    return ESC_OK;
-}
-
-/* Writes every chunk, in order, into tar's stdin. */
-static int feed_tar(esc_rpc_channel *ch, const char *job_id, uint64_t size, uint64_t chunks,
-                    int fd, esc_status *st)
-{
-    uint64_t total = 0;
-    for (uint64_t i = 0; i < chunks; i++) {
-        char key[KEY_MAX];
-        chunk_key(key, sizeof key, job_id, i);
-        Escher__KvGetReply *r;
-        int rc = kv_get(ch, key, &r, st);
-        if (rc != ESC_OK)
-            return rc;
-        total += r->value.len;
-        int w = esc_write_all(fd, r->value.data, r->value.len);
-        protobuf_c_message_free_unpacked(&r->base, NULL);
-        if (w != 0)
-            return esc_status_set(st, ESC_INTERNAL, "writing to tar: %s", strerror(errno));
-    }
-    if (total != size)
-        return esc_status_set(st, ESC_INTERNAL,
-                              "the working directory has %" PRIu64 " bytes, its manifest "
-                              "says %" PRIu64,
-                              total, size);
-    return ESC_OK;
-}
-
-/* Unpacks through tar. SIGPIPE (tar exiting early) must be an error from write, not our
- * death, without changing the process's disposition: it is blocked in this thread, and
- * one raised by our writes is taken off the pending set before the mask comes back. */
-static int unpack(esc_rpc_channel *ch, const char *job_id, const char *dest, uint64_t size,
-                  uint64_t chunks, esc_status *st)
-{
-    sigset_t pipe_set, old;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    char *argv[] = {"tar", "-C", (char *)dest, "-xf", "-", "--no-same-owner", NULL};
-    tar_proc t;
-    int rc = tar_spawn(argv, true, -1, &t, st);
-    if (rc == ESC_OK) {
-        rc = feed_tar(ch, job_id, size, chunks, t.fd, st);
-        if (rc != ESC_OK)
-            kill(t.pid, SIGKILL); /* a partial archive is not worth tar's complaints */
-        close(t.fd);
-        int status = tar_wait(t.pid);
-        if (rc == ESC_OK && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-            rc = tar_failed("unpacking the working directory", status, NULL, st);
-    }
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&pipe_set, NULL, &zero) > 0)
-        ;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    char *argv[] = {"sh", "-c", "cd \"$1\" && for f in * .[!.]* ..?*; do "
+                    "[ -e \"$f\" ] || [ -L \"$f\" ] || continue; mv -- \"$f\" ..; done",
+                    "sh", tmp, NULL};
+    pid_t pid;
+    int e = posix_spawnp(&pid, "sh", NULL, NULL, argv, environ);
+    int status = e == 0 ? tar_wait(pid) : -1;
+    if (e != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        rc = esc_status_set(st, ESC_INTERNAL, "cannot move the package's files into %s", dest);
+    esc_package_remove_tree(tmp);
     return rc;
 }
 
@@ -351,10 +402,10 @@ int esc_workdir_download(const char *address, const char *token, const char *job
                          const char *dest, esc_status *st)
 {
     esc_rpc_channel *ch = esc_rpc_channel_new(address, token);
-    uint64_t size = 0, chunks = 0;
-    int rc = read_manifest(ch, job_id, &size, &chunks, st);
+    char hash[ESC_PACKAGE_HASH_MAX];
+    int rc = find_job_package(ch, job_id, hash, st);
     if (rc == ESC_OK)
-        rc = unpack(ch, job_id, dest, size, chunks, st);
+        rc = unpack_into(ch, hash, dest, st);
     esc_rpc_channel_free(ch);
     return rc;
 }

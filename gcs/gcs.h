@@ -215,6 +215,12 @@ void gcs_wait_close_all(gcs *g);
 /* ---- status.c ---- */
 void gcs_status_register(gcs *g);
 
+/* ---- packages.c ---- */
+void gcs_packages_register(gcs *g);
+/* A job that named package hash ("" none) ended: the package's keys go when no running
+ * job names it any more (an internal write, queued). */
+void gcs_packages_job_ended(gcs *g, const char *hash);
+
 /* ---- kv.c ---- */
 void gcs_kv_register(gcs *g);
 void gcs_kv_load(gcs *g, const char *key, const void *value, size_t len);

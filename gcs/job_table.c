@@ -66,6 +66,7 @@ static void attach(gcs *g, esc_rpc_ctx *call, const Escher__RegisterJobRequest *
     Escher__RegisterJobReply rep = ESCHER__REGISTER_JOB_REPLY__INIT;
     rep.job_id = j->info->job_id;
     rep.namespace_ = j->info->namespace_;
+    rep.package = j->info->package;
     esc_rpc_reply(call, &rep.base);
 }
 
@@ -150,6 +151,7 @@ static void job_ended(gcs *g, uint64_t seq, const char *err, void *ud)
         j->info = c->done;
         c->done = NULL;
         gcs_objects_job_ended(g, c->job_id);
+        gcs_packages_job_ended(g, j->info->package);
     }
     if (c->call && !seq) {
         esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);

@@ -18,6 +18,7 @@
  * a big event costs as much as applying it, so that waits until the ack is on its way
  * (raylet_flush). */
 #include "log_apply.h"
+#include "packages.h"
 #include "raylet.h"
 #include "lease_service.h"
 #include "object_service.h"
@@ -120,6 +121,7 @@ void log_apply_event(raylet *r, Escher__Event *ev)
         if (ev->kind == ESCHER__EVENT_KIND__EV_JOB_FINISHED) {
             lease_service_job_finished(r->leases, ev->job_id);
             task_manager_job_finished(r->tasks, ev->job_id);
+            packages_job_ended(r->packages, ev->job_id); /* its workers are gone */
             object_service_job_finished(r->objects, ev->job_id);
         }
         else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node &&

@@ -36,6 +36,7 @@
 #include "rpc_async.h"
 #include "stale_sockets.h"
 #include "task_manager.h"
+#include "packages.h"
 #include "worker_pool.h"
 #include "qty.h"
 
@@ -187,6 +188,13 @@ static void worker_exe(char *out, size_t len)
     snprintf(out, len, "%s/escher-worker", n > 0 ? self : ".");
 }
 
+/* A package fetch ended: the tasks that waited for it run, or fail with why. */
+static void on_package_ready(void *ud, const char *hash, const char *why)
+{
+    raylet *r = ud;
+    task_manager_package_ready(r->tasks, hash, why);
+}
+
 static int start_workers(raylet *r, char *err, size_t errlen)
 {
     char exe[PATH_MAX], sock[108], logs[PATH_MAX];
@@ -205,7 +213,16 @@ static int start_workers(raylet *r, char *err, size_t errlen)
     if (stale)
         ESC_INFO("removed %zu worker sockets of raylets that are gone", stale);
     snprintf(r->log_dir, sizeof r->log_dir, "%s", logs);
-    worker_pool_config pc = {.worker_exe = exe, .socket_path = sock, .log_dir = logs};
+    /* Package copies: this raylet's own directory, named by its pid, so that raylets
+     * sharing a log directory (tests, several nodes on one machine) never share one. */
+    char pkgs[PATH_MAX];
+    snprintf(pkgs, sizeof pkgs, "%.4000s/packages/raylet-%d", logs, (int)getpid());
+    r->packages = packages_new(esc_loop_ev(r->loop), pkgs, r->cfg.gcs_address, r->cfg.token,
+                               on_package_ready, r, err, errlen);
+    if (!r->packages)
+        return -1;
+    worker_pool_config pc = {.worker_exe = exe, .socket_path = sock, .log_dir = logs,
+                             .package_root = packages_root(r->packages)};
     r->pool = worker_pool_new(esc_loop_ev(r->loop), &pc, err, errlen);
     return r->pool ? 0 : -1;
 }
@@ -321,6 +338,8 @@ int raylet_shutdown(raylet *r)
     r->actors = NULL;
     object_fetch_free(r->fetcher);
     r->fetcher = NULL;
+    packages_free(r->packages); /* its callback wakes tasks: after the task manager */
+    r->packages = NULL;
     /* After everything that may still store a result (the actors' pending calls). */
     results_free(r->results);
     r->results = NULL;

@@ -13,7 +13,8 @@
  *  - one sender thread per peer raylet (peers.c): tasks forwarded, withdrawn, and the
  *    notices of their ends;
  *  - worker processes are watched through pidfds on the loop; argument objects are
- *    fetched by a pool of FETCH_THREADS threads (object_fetch.c).
+ *    fetched by a pool of FETCH_THREADS threads (object_fetch.c); each package fetch
+ *    runs on a thread of its own (packages.c).
  */
 #ifndef RAYLET_H
 #define RAYLET_H
@@ -46,6 +47,7 @@ typedef struct peers peers;
 typedef struct admission admission;
 typedef struct results results;
 typedef struct log_service log_service;
+typedef struct packages packages;
 
 typedef struct raylet {
     raylet_config cfg;
@@ -66,6 +68,7 @@ typedef struct raylet {
     struct object_fetcher *fetcher; /* argument objects from other nodes */
     log_service *logs;           /* StreamLogs: tasks' output read from log_dir */
     char log_dir[4096];          /* where workers write tasks' output */
+    packages *packages;          /* jobs' packages unpacked on this node */
     gcs_link *link;
     char address[300];           /* node_ip:port advertised to the cluster */
     char node_id[128];           /* "" until registered */

@@ -1,5 +1,6 @@
-/* task_args.c: argument objects of tasks here (task_internal.h): the missing ones are
- * fetched before the task runs, and lent to its worker when it starts. */
+/* task_args.c: what a task here needs before it runs (task_internal.h): its argument
+ * objects, fetched when missing and lent to its worker when it starts, and its job's
+ * package (packages.h), fetched once per node. */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include "task_internal.h"
 #include "object_fetch.h"
 #include "object_service.h"
+#include "packages.h"
 #include "results.h"
 
 /* Object arguments become inline bytes for the worker: views into this node's store,
@@ -48,11 +50,19 @@ static bool arg_missing(task_manager *tm, const Escher__TaskArg *a)
     return *a->object_id && !object_service_get(tm->r, a->object_id, &v);
 }
 
-/* Starts fetching the task's missing argument objects; true when it must wait for them
- * (it is parked in tm->fetching until task_manager_object_arrived). */
+/* True when the task's package is not unpacked here yet. */
+static bool package_missing(task_manager *tm, const task_entry *e)
+{
+    return *e->spec->package && !packages_ready(tm->r->packages, e->spec->package);
+}
+
+/* Starts fetching the task's missing argument objects and package; true when it must
+ * wait for them (it is parked in tm->fetching until task_manager_object_arrived and
+ * task_manager_package_ready find all there). */
 bool task_args_wait(task_manager *tm, task_entry *e)
 {
-    bool waiting = false;
+    bool waiting = *e->spec->package &&
+                   !packages_use(tm->r->packages, e->spec->package, e->spec->job_id);
     for (size_t i = 0; i < e->spec->n_args; i++) {
         if (arg_missing(tm, e->spec->args[i])) {
             object_fetch_start(tm->r->fetcher, e->spec->args[i]->object_id, e->spec->job_id);
@@ -89,7 +99,7 @@ static bool all_args_here(task_manager *tm, task_entry *e, const char *id)
     for (size_t i = 0; i < e->spec->n_args; i++)
         if (arg_missing(tm, e->spec->args[i]))
             return false;
-    return true;
+    return !package_missing(tm, e);
 }
 
 static bool needs_missing(task_manager *tm, task_entry *e, const char *id)
@@ -120,6 +130,27 @@ void task_manager_object_failed(task_manager *tm, const char *id, const char *wh
         task_entry_free(lost[i]);
     }
     free(lost);
+}
+
+static bool needs_package(task_manager *tm, task_entry *e, const char *hash)
+{
+    (void)tm;
+    return !strcmp(e->spec->package, hash);
+}
+
+void task_manager_package_ready(task_manager *tm, const char *hash, const char *why)
+{
+    size_t n;
+    task_entry **list = take_fetching(tm, why ? needs_package : all_args_here, hash, &n);
+    for (size_t i = 0; i < n; i++) {
+        if (why) {
+            results_store_error(tm->r->results, list[i]->spec, why);
+            task_entry_free(list[i]);
+        } else {
+            task_schedule(tm, list[i]);
+        }
+    }
+    free(list);
 }
 
 static bool of_job(task_manager *tm, task_entry *e, const char *job_id)

@@ -3,6 +3,7 @@
  * could fit elsewhere), else wait. */
 #include "task_manager.h"
 #include "task_internal.h"
+#include "package.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,9 @@ static int check_spec(const Escher__TaskSpec *s, esc_status *st)
                               "a task is exactly one of a function or a command");
     if (s->num_returns > MAX_RETURNS)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "at most %d returns", MAX_RETURNS);
+    if (*s->package && !esc_package_hash_valid(s->package))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "invalid package hash (64 lowercase hex digits)");
     for (size_t i = 0; i < s->n_resources; i++) {
         const Escher__Amount *a = s->resources[i];
         if (!*a->name || a->value <= 0 || a->value > ESC_QTY_MAX || a->unbounded)

@@ -41,6 +41,9 @@ void task_manager_object_arrived(task_manager *tm, const char *id);
 /* An argument object could not be fetched: the tasks waiting for it fail with why. */
 void task_manager_object_failed(task_manager *tm, const char *id, const char *why);
 /* Drops the job's queued tasks and cancels its running ones. */
+/* A package fetch ended (packages.h): the tasks waiting for it are placed again, or,
+ * when why is not NULL, fail with it. */
+void task_manager_package_ready(task_manager *tm, const char *hash, const char *why);
 void task_manager_job_finished(task_manager *tm, const char *job_id);
 size_t task_manager_queued(const task_manager *tm);
 /* Stops the task manager's own outbound calls (their callbacks are posted to the loop):

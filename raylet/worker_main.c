@@ -5,6 +5,9 @@
  *   ESCHER_WORKER_ID      the id to announce in Hello (required)
  *   ESCHER_JOB_ID         the job whose tasks this worker runs
  *   ESCHER_LOG_DIR        where its capture files go (default: the cwd)
+ *   ESCHER_PACKAGE_ROOT   the node's package cache: a task that names its job's package
+ *                         (TaskSpec.package) finds it unpacked in <root>/<hash>, put
+ *                         there by the raylet before the task was sent
  * plus the environment of the tasks it will run (CUDA_VISIBLE_DEVICES, ...): the pool
  * gives each worker one task environment for its whole life.
  *
@@ -25,12 +28,16 @@
  * This executable exports esc_buf_* and esc_task_* (linked with -rdynamic) so that task
  * libraries resolve them here without linking libescher.
  *
- * A command task whose env has ESCHER_JOB_WORKDIR_KEY=<job id> (a job's entrypoint,
- * from `escher job submit --working-dir`) starts in a fresh copy of the job's working
- * directory, <log_dir>/jobs/<job id>/, unpacked from the GCS first.
+ * With a package, a function task's relative library is taken inside the package (and
+ * must stay inside it), and function tasks run with the package as their cwd; a command
+ * task with no absolute cwd starts in the package (its cwd taken relative to it), except
+ * one whose env has ESCHER_JOB_WORKDIR_KEY=<job id> (a job's entrypoint, from `escher
+ * job submit --working-dir`), which starts in a fresh copy of the package,
+ * <log_dir>/jobs/<job id>/, so that what it writes stays its own.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -191,6 +198,79 @@ static int capture_mark(const char *task_id, outcome *o)
     return 0;
 }
 
+/* ------------------------------------------------------------------------ packages */
+
+#define PACKAGE_HEX 64
+
+static const char *g_package_root; /* $ESCHER_PACKAGE_ROOT, "" when unset */
+static char g_cwd_package[PACKAGE_HEX + 1]; /* the package that is our cwd, "" none */
+
+/* Checked here rather than with runtime/package.h, which would load libcrypto into
+ * every worker. */
+static bool package_hash_valid(const char *h)
+{
+    size_t n = 0;
+    for (; h[n]; n++)
+        if (!((h[n] >= '0' && h[n] <= '9') || (h[n] >= 'a' && h[n] <= 'f')))
+            return false;
+    return n == PACKAGE_HEX;
+}
+
+/* The directory of the task's package. Returns 0, or -1 with o->error set. */
+static int package_dir(const char *hash, char *out, size_t len, outcome *o)
+{
+    if (!package_hash_valid(hash)) {
+        snprintf(o->error, sizeof o->error, "invalid package hash \"%.80s\"", hash);
+        return -1;
+    }
+    if (!g_package_root[0]) {
+        snprintf(o->error, sizeof o->error,
+                 "the task names a package, but the worker has no package cache "
+                 "(ESCHER_PACKAGE_ROOT)");
+        return -1;
+    }
+    snprintf(out, len, "%s/%s", g_package_root, hash);
+    return 0;
+}
+
+/* Function tasks run in their package: one chdir when the package changes, none when
+ * it is already the cwd. */
+static int enter_package(const char *hash, outcome *o)
+{
+    if (!hash[0] || !strcmp(hash, g_cwd_package))
+        return 0;
+    char dir[4200];
+    if (package_dir(hash, dir, sizeof dir, o) != 0)
+        return -1;
+    if (chdir(dir) != 0) {
+        snprintf(o->error, sizeof o->error, "package %.16s... is not on this node (%.300s: %s)",
+                 hash, dir, strerror(errno));
+        return -1;
+    }
+    snprintf(g_cwd_package, sizeof g_cwd_package, "%s", hash);
+    return 0;
+}
+
+/* A library path inside the package dir, or an error: a relative path that leads out
+ * of the package (.., a symlink) is refused. Checked only when it is first loaded. */
+static int check_inside(const char *dir, const char *path, const char *library, outcome *o)
+{
+    char real_dir[PATH_MAX], real[PATH_MAX];
+    if (!realpath(dir, real_dir) || !realpath(path, real)) {
+        snprintf(o->error, sizeof o->error, "library %.200s is not in the job's package: %s",
+                 library, strerror(errno));
+        return -1;
+    }
+    size_t n = strlen(real_dir);
+    if (strncmp(real, real_dir, n) != 0 || real[n] != '/') {
+        snprintf(o->error, sizeof o->error,
+                 "library %.200s leads out of the job's package (to %.200s): refused", library,
+                 real);
+        return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ function tasks */
 
 typedef struct lib {
@@ -211,18 +291,24 @@ static void set_dl_error(outcome *o, const char *what)
             *p = ' ';
 }
 
-/* Relative paths are relative to the worker's working directory (the raylet's), made
- * absolute so dlopen does not search LD_LIBRARY_PATH for them. */
-static void *load_library(const char *library, outcome *o)
+/* Relative paths are relative to the task's package, else to the worker's working
+ * directory (the raylet's), made absolute so dlopen does not search LD_LIBRARY_PATH for
+ * them. */
+static void *load_library(const char *library, const char *package, outcome *o)
 {
-    char path[4096], cwd[4000];
-    if (library[0] == '/' || !getcwd(cwd, sizeof cwd))
+    char path[8400], base[4200];
+    bool in_package = package[0] && library[0] != '/';
+    if (in_package && package_dir(package, base, sizeof base, o) != 0)
+        return NULL;
+    if (library[0] == '/' || (!in_package && !getcwd(base, sizeof base)))
         snprintf(path, sizeof path, "%s", library);
     else
-        snprintf(path, sizeof path, "%s/%s", cwd, library);
+        snprintf(path, sizeof path, "%s/%s", base, library);
     for (lib *l = g_libs; l; l = l->next)
         if (!strcmp(l->path, path))
             return l->handle;
+    if (in_package && check_inside(base, path, library, o) != 0)
+        return NULL;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         set_dl_error(o, "dlopen");
@@ -246,13 +332,13 @@ static void free_libs(void)
     }
 }
 
-static esc_task_fn find_function(const Escher__FunctionRef *f, outcome *o)
+static esc_task_fn find_function(const Escher__FunctionRef *f, const char *package, outcome *o)
 {
     if (!f->library || !f->library[0] || !f->symbol || !f->symbol[0]) {
         snprintf(o->error, sizeof o->error, "function task without library or symbol");
         return NULL;
     }
-    void *h = load_library(f->library, o);
+    void *h = load_library(f->library, package, o);
     if (!h)
         return NULL;
     dlerror();
@@ -281,7 +367,9 @@ static void collect_returns(outcome *o, size_t n)
 
 static void run_function(const Escher__TaskSpec *spec, outcome *o)
 {
-    esc_task_fn fn = find_function(spec->function, o);
+    if (enter_package(spec->package, o) != 0)
+        return;
+    esc_task_fn fn = find_function(spec->function, spec->package, o);
     if (!fn)
         return;
     size_t n = spec->n_args;
@@ -497,26 +585,67 @@ static int fetch_workdir(const char *job_id, const char *log_dir, char **env, in
     return 0;
 }
 
-/* The directory the command starts in: its cwd, taken relative to the job's working
- * copy when it has one. Returns 0, or -1 with o->error set. */
-static int command_cwd(const Escher__CommandRef *cmd, const char *log_dir, char **env,
-                       int err, char *cwd, size_t len, outcome *o)
+/* A fresh copy of the job's package for its entrypoint: `cp -a`, from this node's
+ * cache, no fetch. */
+static int copy_package(const char *job_id, const char *pkg, const char *log_dir, char **env,
+                        int err, char *dir, size_t len, outcome *o)
 {
-    const char *given = cmd->cwd ? cmd->cwd : "";
-    const char *job = env_value(cmd->env, cmd->n_env, "ESCHER_JOB_WORKDIR_KEY");
-    if (!job || !job[0] || given[0] == '/') {
-        snprintf(cwd, len, "%s", given);
-        return 0;
-    }
-    char dir[4096];
-    if (fetch_workdir(job, log_dir, env, err, dir, sizeof dir, o) != 0)
+    if (!valid_task_id(job_id)) {
+        snprintf(o->error, sizeof o->error, "invalid ESCHER_JOB_WORKDIR_KEY \"%.100s\"", job_id);
         return -1;
-    snprintf(cwd, len, "%s%s%s", dir, given[0] ? "/" : "", given);
+    }
+    if (make_workdir(log_dir, job_id, dir, len, o) != 0)
+        return -1;
+    char from[4300];
+    snprintf(from, sizeof from, "%s/.", pkg);
+    char *argv[] = {"/bin/cp", "-a", from, dir, NULL};
+    int status = run_helper(argv, env, err);
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char how[64] = "a failed fork";
+        if (status != -1)
+            esc_wait_status_desc(status, how, sizeof how);
+        snprintf(o->error, sizeof o->error,
+                 "cannot copy the working directory of job %s: cp ended with %s (see the "
+                 "task's stderr)",
+                 job_id, how);
+        return -1;
+    }
     return 0;
 }
 
-static void run_command(const Escher__CommandRef *cmd, const char *log_dir, int out, int err,
-                        outcome *o)
+/* The directory the command starts in: an absolute cwd as given; else its cwd taken
+ * relative to the job's package (for the entrypoint, a fresh copy of it); without a
+ * package, to the job's working copy fetched from the GCS (ESCHER_JOB_WORKDIR_KEY), else
+ * to the worker's cwd. Returns 0, or -1 with o->error set. */
+static int command_cwd(const Escher__CommandRef *cmd, const char *package, const char *log_dir,
+                       char **env, int err, char *cwd, size_t len, outcome *o)
+{
+    const char *given = cmd->cwd ? cmd->cwd : "";
+    const char *job = env_value(cmd->env, cmd->n_env, "ESCHER_JOB_WORKDIR_KEY");
+    if (given[0] == '/' || (!package[0] && (!job || !job[0]))) {
+        snprintf(cwd, len, "%s", given);
+        return 0;
+    }
+    char dir[4200];
+    if (package[0] && package_dir(package, dir, sizeof dir, o) != 0)
+        return -1;
+    if (package[0] && job && job[0]) {
+        char pkg[4200];
+        snprintf(pkg, sizeof pkg, "%s", dir);
+        if (copy_package(job, pkg, log_dir, env, err, dir, sizeof dir, o) != 0)
+            return -1;
+    } else if (!package[0] && fetch_workdir(job, log_dir, env, err, dir, sizeof dir, o) != 0) {
+        return -1;
+    }
+    if (snprintf(cwd, len, "%s%s%s", dir, given[0] ? "/" : "", given) >= (int)len) {
+        snprintf(o->error, sizeof o->error, "working directory path too long");
+        return -1;
+    }
+    return 0;
+}
+
+static void run_command(const Escher__CommandRef *cmd, const char *package, const char *log_dir,
+                        int out, int err, outcome *o)
 {
     if (cmd->n_argv == 0) {
         snprintf(o->error, sizeof o->error, "command task with an empty argv");
@@ -524,7 +653,7 @@ static void run_command(const Escher__CommandRef *cmd, const char *log_dir, int 
     }
     char **env = merge_env(cmd->env, cmd->n_env);
     char cwd[4200];
-    if (command_cwd(cmd, log_dir, env, err, cwd, sizeof cwd, o) != 0) {
+    if (command_cwd(cmd, package, log_dir, env, err, cwd, sizeof cwd, o) != 0) {
         free(env);
         return;
     }
@@ -567,7 +696,7 @@ static void run_task(const Escher__TaskSpec *spec, const char *log_dir, outcome 
     if (capture_mark(spec->task_id, o) != 0)
         return;
     if (spec->command && spec->command->n_argv)
-        run_command(spec->command, log_dir, STDOUT_FILENO, STDERR_FILENO, o);
+        run_command(spec->command, spec->package, log_dir, STDOUT_FILENO, STDERR_FILENO, o);
     else if (spec->function)
         run_function(spec, o);
     else
@@ -634,6 +763,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN); /* a closed socket is an error return, not a death */
     const char *log_dir = getenv("ESCHER_LOG_DIR");
     const char *job_id = getenv("ESCHER_JOB_ID");
+    g_package_root = getenv("ESCHER_PACKAGE_ROOT") ? getenv("ESCHER_PACKAGE_ROOT") : "";
     if (!getenv("ESCHER_RAYLET_SOCKET") || !getenv("ESCHER_WORKER_ID")) {
         ESC_ERROR("escher-worker is started by escher-raylet "
                   "(ESCHER_RAYLET_SOCKET and ESCHER_WORKER_ID must be set)");

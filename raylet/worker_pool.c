@@ -93,7 +93,7 @@ typedef struct worker {
 
 struct worker_pool {
     struct ev_loop *loop;
-    char *exe, *socket_path, *log_dir;
+    char *exe, *socket_path, *log_dir, *package_root;
     int max_workers;
     double idle_timeout;
     bool use_child; /* the default loop: ev_child; else pidfds */
@@ -502,18 +502,19 @@ static bool env_has_key(char **env, size_t n, const char *entry)
 static char **worker_envp(worker *w, size_t *nown)
 {
     worker_pool *p = w->pool;
-    char *own[4] = {kv("ESCHER_RAYLET_SOCKET", p->socket_path), kv("ESCHER_WORKER_ID", w->id),
-                    kv("ESCHER_JOB_ID", w->job_id), kv("ESCHER_LOG_DIR", p->log_dir)};
+    char *own[5] = {kv("ESCHER_RAYLET_SOCKET", p->socket_path), kv("ESCHER_WORKER_ID", w->id),
+                    kv("ESCHER_JOB_ID", w->job_id), kv("ESCHER_LOG_DIR", p->log_dir),
+                    kv("ESCHER_PACKAGE_ROOT", p->package_root)};
     size_t n = 0;
     while (environ[n])
         n++;
-    char **envp = calloc(n + w->nenv + 5, sizeof *envp);
+    char **envp = calloc(n + w->nenv + 6, sizeof *envp);
     size_t k = 0;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 5; i++)
         envp[k++] = own[i];
     *nown = k;
     for (size_t i = 0; i < n; i++)
-        if (!env_has_key(own, 4, environ[i]) && !env_has_key(w->env, w->nenv, environ[i]))
+        if (!env_has_key(own, 5, environ[i]) && !env_has_key(w->env, w->nenv, environ[i]))
             envp[k++] = environ[i];
     for (size_t i = 0; i < w->nenv; i++)
         envp[k++] = w->env[i];
@@ -890,6 +891,7 @@ worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg
     p->exe = strdup(cfg->worker_exe);
     p->socket_path = strdup(cfg->socket_path);
     p->log_dir = strdup(cfg->log_dir);
+    p->package_root = strdup(cfg->package_root ? cfg->package_root : "");
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     p->max_workers = cfg->max_workers > 0 ? cfg->max_workers : (int)(ncpu > 0 ? ncpu : 1) * 4;
     p->idle_timeout = cfg->idle_timeout_s > 0 ? cfg->idle_timeout_s : DEFAULT_IDLE_S;
@@ -1062,5 +1064,6 @@ void worker_pool_free(worker_pool *p)
     free(p->exe);
     free(p->socket_path);
     free(p->log_dir);
+    free(p->package_root);
     free(p);
 }

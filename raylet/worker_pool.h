@@ -13,7 +13,7 @@
  * e.g. CUDA_VISIBLE_DEVICES): they are set in its process environment when it starts,
  * so libraries that read them once at init (the CUDA runtime) see them, and it is reused
  * only for tasks with the same job and the same set of strings (order does not matter).
- * Workers also get ESCHER_JOB_ID and ESCHER_LOG_DIR; their own stderr goes to
+ * Workers also get ESCHER_JOB_ID, ESCHER_LOG_DIR and ESCHER_PACKAGE_ROOT; their own stderr goes to
  * <log_dir>/worker-<worker id>.log (removed when empty). Each worker leads its own
  * process group; kills go to the group, so what a command task started dies with it, and
  * workers die with the raylet (PR_SET_PDEATHSIG). See docs/workers.md.
@@ -40,6 +40,8 @@ typedef struct {
     const char *worker_exe;   /* path of escher-worker */
     const char *socket_path;  /* Unix socket the pool listens on */
     const char *log_dir;      /* the workers' capture files go here */
+    const char *package_root; /* the node's package cache (packages.h), given to workers
+                                 as ESCHER_PACKAGE_ROOT; NULL: none */
     int max_workers;          /* 0: number of CPUs * 4. Workers not stopping; tasks beyond
                                  wait in a FIFO. An idle worker of another job/env is
                                  stopped to make room when all slots are taken. */

@@ -245,13 +245,21 @@ int h_raylet_start(h_cluster *c, int i, const char *extra)
     /* Task logs where `escher logs` looks for a session's: DIR/logs/tasks. */
     char logdir[300];
     snprintf(logdir, sizeof logdir, "%s/logs/tasks", c->dir);
-    char *argv[64] = {exe, "--gcs-address", c->gcs_addr, "--token-file", c->token_file,
+    char *argv[72] = {exe, "--gcs-address", c->gcs_addr, "--token-file", c->token_file,
                       "--bind", "127.0.0.1", "--port", port, "--node-id-file", idfile,
                       "--num-cpus", "4", "--num-gpus", "0", "--log-dir", logdir};
     int n = 17;
     n += split_words(words, argv + n, 40);
     argv[n] = NULL;
-    r->pid = spawn(argv, log);
+    if (r->hide_dir[0]) {
+        /* unshare and sh exec in turn: the pid stays the raylet's. */
+        char *hidden[80] = {"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                            "mount -t tmpfs none \"$0\" && exec \"$@\"", r->hide_dir};
+        memcpy(hidden + 8, argv, (size_t)(n + 1) * sizeof *argv);
+        r->pid = spawn(hidden, log);
+    } else {
+        r->pid = spawn(argv, log);
+    }
     if (i >= c->nraylets)
         c->nraylets = i + 1;
     return wait_file(idfile, r->node_id, sizeof r->node_id, r->pid, 15000) ? 0 : -1;

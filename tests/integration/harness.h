@@ -16,6 +16,10 @@ typedef struct {
     int port;
     char node_id[80];
     char extra[512];
+    /* Set before h_raylet_start: the raylet runs in a mount namespace of its own with an
+     * empty tmpfs over this directory, so it (and its workers) cannot see what the test
+     * put there: a second "host" on one machine. Needs root and unshare(1). */
+    char hide_dir[256];
 } h_raylet;
 
 typedef struct {

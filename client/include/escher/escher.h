@@ -389,7 +389,10 @@ typedef struct {
 } esc_task_arg;
 
 /* What to run and with what. Exactly one of `symbol` (a C function exported from the
- * shared library `library`, see escher/task.h) or `argv` (a command line) is set.
+ * shared library `library`, see escher/task.h) or `argv` (a command line) is set. A
+ * relative `library` is taken inside the job's package (esc_job_package), and must stay
+ * inside it; an absolute one, anywhere (without a package, relative to the worker's
+ * cwd).
  * Resource names are taken literally: physical ("CPU", "GPU"), static custom ("accel"),
  * or an ephemeral resource's full name ("ns/name"; esc_client_namespace gives yours). */
 typedef struct {
@@ -438,6 +441,31 @@ int esc_task_withdraw(esc_client *c, const esc_ref *ref, esc_status *st);
  * timeout: the caller reads *nready. */
 int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
              int timeout_ms, bool *ready, size_t *nready, esc_status *st);
+
+/* ------------------------------------------------------------------ packages */
+
+/* Room for a package hash (SHA-256 in lowercase hex) and its NUL. */
+#define ESC_PACKAGE_HASH_MAX 65
+/* The largest package esc_job_package takes, as a tar stream. */
+#define ESC_PACKAGE_LIMIT (1ull << 30)
+
+/* Makes the files under dir the job's package, so that its tasks find them on every node
+ * (docs/tasks.md, "Packages"). dir is packed with the system's tar (symlinks stay links),
+ * hashed with SHA-256 and stored once in the GCS (content already there is not sent
+ * again). Every task and actor submitted afterwards through any client of the job
+ * (clients that join the job learn it at esc_connect) names the package: the node that
+ * runs it fetches it first, once, verifies its hash and keeps it in its package cache
+ * until no job that uses it runs there any more. A function's relative `library` is then
+ * taken inside the package (an absolute one is used as is: system libraries), and a
+ * command without an absolute cwd starts in it. Tasks submitted before the call have no
+ * package. The GCS drops the package when the last job that names it ends.
+ * hash (may be NULL; ESC_PACKAGE_HASH_MAX bytes) gets the package's hash.
+ * Returns ESC_OK (also for the job's own package again); INVALID_ARGUMENT when dir is
+ * not a readable directory; RESOURCE_EXHAUSTED over ESC_PACKAGE_LIMIT bytes;
+ * FAILED_PRECONDITION when the job has another package already, another call is under
+ * way on this client, or the client has no job (no_job); INTERNAL when tar fails (its first line in st); or the code of a
+ * GCS call. */
+int esc_job_package(esc_client *c, const char *dir, char *hash, esc_status *st);
 
 /* ------------------------------------------------------------------ actors */
 
