@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "gcs.pb-c.h"
+#include "object.pb-c.h"
 #include "loop.h"
 #include "rpc.h"
 #include "storage.h"
@@ -33,6 +34,7 @@
 #define GCS_T_REGISTRY "registry"
 #define GCS_T_KV "kv"
 #define GCS_T_META "meta"
+#define GCS_T_LOST "lost"          /* object_dir.c: objects lost with their nodes */
 
 typedef struct {
     const char *bind;
@@ -228,6 +230,10 @@ void gcs_kv_free(gcs *g);
 
 /* ---- object_dir.c ---- */
 /* Creates the directory and registers the ObjectDirectory service. */
+/* Creates the directory (before gcs_persist_load). */
+void gcs_objects_init(gcs *g);
+/* persist.c: a row of the lost table (owned); jobs are loaded first. */
+void gcs_objects_load_lost(gcs *g, Escher__ObjectLocation *row);
 void gcs_objects_register(gcs *g);
 /* Drops every location on a node that died (objects left with none leave too). */
 void gcs_objects_node_dead(gcs *g, const char *node_id);

@@ -204,6 +204,7 @@ int main(int argc, char **argv)
     g.kv = esc_strmap_new();
     gcs_ring_init(&g.ring, 65536);
     gcs_writes_init(&g);
+    gcs_objects_init(&g);
     rc = gcs_persist_load(&g, err, sizeof err) == 0 ? serve(&g) : 1;
     if (rc && err[0] && !g.server)
         fprintf(stderr, "escher-gcs: %s\n", err);

@@ -13,10 +13,13 @@
  * (docs/tasks.md, "Lost results"); other readers wait for it as for any absent object.
  * A job's entries go when it ends.
  *
- * Not persisted: an object lives in a raylet's memory and dies with it, so a stored
- * location could only outlive the thing it points to. A GCS that restarts starts with
- * an empty directory, and each raylet, which gets a snapshot after the restart,
- * announces all its objects again.
+ * Locations are not persisted: an object lives in a raylet's memory and dies with it,
+ * so a stored location could only outlive the thing it points to. A GCS that restarts
+ * starts with no locations, and each raylet, which gets a snapshot after the restart,
+ * announces all its objects again. Lost objects are persisted (table "lost"): no raylet
+ * could announce them again, and a reader that asks after a restart must still learn
+ * that it should ask the origin. Their writes are batched per event (a node's death,
+ * a job's end) and go through the write queue like every internal write.
  *
  * Indexes: every location is on its object's list and on its node's list, and every
  * object on its job's list, so node death and job end cost what they remove. */
@@ -66,6 +69,7 @@ struct gcs_objdir {
     esc_strmap *by_node;           /* node id -> dir_list of dir_loc */
     esc_strmap *by_job;            /* job id -> dir_list of dir_obj */
     esc_strmap *waiting;           /* object id -> first dir_waiter */
+    esc_storage_batch *lost_writes; /* changes to the "lost" table not queued yet */
 };
 
 /* ------------------------------------------------------------ buckets */
@@ -102,6 +106,62 @@ static void loc_unlink_node(gcs_objdir *d, dir_loc *l)
     if (l->next_in_node)
         l->next_in_node->prev_in_node = l->prev_in_node;
     bucket_drop_if_empty(d->by_node, l->node_id);
+}
+
+/* ------------------------------------------------------------ the lost table */
+
+static esc_storage_batch *lost_batch(gcs_objdir *d)
+{
+    if (!d->lost_writes)
+        d->lost_writes = esc_storage_batch_new();
+    return d->lost_writes;
+}
+
+static void lost_put(gcs_objdir *d, const dir_obj *o)
+{
+    Escher__ObjectLocation row = ESCHER__OBJECT_LOCATION__INIT;
+    row.object_id = o->id;
+    row.job_id = o->job_id;
+    row.size = o->size;
+    row.is_error = o->is_error;
+    row.origin = o->origin;
+    gcs_put_msg(lost_batch(d), GCS_T_LOST, o->id, &row.base);
+}
+
+static void lost_del(gcs_objdir *d, const char *id)
+{
+    esc_storage_del(lost_batch(d), GCS_T_LOST, id);
+}
+
+static void lost_written(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    (void)g;
+    (void)seq;
+    (void)ud;
+    if (err) /* a restart before the next change would forget or keep these objects */
+        ESC_WARN("cannot store lost objects: %s", err);
+}
+
+static void lost_write_run(gcs *g, void *ud)
+{
+    gcs_write(g, ud, lost_written, NULL);
+}
+
+static void lost_write_expired(gcs *g, void *ud)
+{
+    esc_storage_batch_free(ud);
+    lost_written(g, 0, "storage timeout", NULL);
+}
+
+/* Queues the changes gathered since the last call, as one write. */
+static void lost_flush(gcs *g)
+{
+    gcs_objdir *d = g->objdir;
+    if (!d->lost_writes || esc_storage_batch_size(d->lost_writes) == 0)
+        return;
+    esc_storage_batch *b = d->lost_writes;
+    d->lost_writes = NULL;
+    gcs_queue_write(g, lost_write_run, lost_write_expired, b);
 }
 
 /* Takes o out of every index and frees it with its locations. */
@@ -142,9 +202,10 @@ static void loc_remove(gcs_objdir *d, dir_loc *l, bool node_died)
     loc_unlink_node(d, l);
     free(l->node_id);
     free(l);
-    if (!o->locs && node_died && *o->origin)
+    if (!o->locs && node_died && *o->origin) {
         o->lost = true;
-    else if (!o->locs)
+        lost_put(d, o);
+    } else if (!o->locs)
         obj_drop(d, o);
 }
 
@@ -181,6 +242,8 @@ static void loc_add(gcs_objdir *d, dir_obj *o, const char *node_id)
     if (!l)
         abort();
     l->obj = o;
+    if (o->lost)
+        lost_del(d, o->id);
     o->lost = false;
     l->node_id = strdup(node_id);
     l->next_in_obj = o->locs;
@@ -355,6 +418,7 @@ static int add_one(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
     }
     if (!obj_has_node(o, in->node_id))
         loc_add(d, o, in->node_id);
+    lost_flush(g); /* one that was lost is not any more */
     wake(g, o);
     return esc_status_set(st, ESC_OK, NULL);
 }
@@ -460,6 +524,8 @@ void gcs_objects_node_dead(gcs *g, const char *node_id)
         loc_remove(d, b->head, true);
         n++;
     }
+    if (d)
+        lost_flush(g);
     if (n)
         ESC_INFO("node %s died: dropped %zu object locations", node_id, n);
 }
@@ -471,14 +537,19 @@ void gcs_objects_job_ended(gcs *g, const char *job_id)
     dir_list *b;
     /* Looked up again each time: obj_drop frees the bucket with its last object. */
     while (d && job_id && *job_id && (b = esc_strmap_get(d->by_job, job_id)) != NULL) {
-        obj_drop(d, b->head);
+        dir_obj *o = b->head;
+        if (o->lost)
+            lost_del(d, o->id);
+        obj_drop(d, o);
         n++;
     }
+    if (d)
+        lost_flush(g);
     if (n)
         ESC_INFO("job %s ended: dropped %zu objects from the directory", job_id, n);
 }
 
-void gcs_objects_register(gcs *g)
+void gcs_objects_init(gcs *g)
 {
     gcs_objdir *d = calloc(1, sizeof *d);
     if (!d)
@@ -488,6 +559,26 @@ void gcs_objects_register(gcs *g)
     d->by_job = esc_strmap_new();
     d->waiting = esc_strmap_new();
     g->objdir = d;
+}
+
+void gcs_objects_load_lost(gcs *g, Escher__ObjectLocation *row)
+{
+    gcs_objdir *d = g->objdir;
+    const gcs_job *j = gcs_job_find(g, row->job_id);
+    bool valid = esc_object_id_valid(row->object_id) && *row->origin &&
+                 !esc_strmap_get(d->objects, row->object_id);
+    if (valid && j && j->info->state == ESCHER__JOB_STATE__JOB_RUNNING) {
+        dir_obj *o = obj_new(d, row);
+        o->lost = true;
+    } else {
+        lost_del(d, row->object_id); /* its job ended while the GCS was down */
+    }
+    protobuf_c_message_free_unpacked(&row->base, NULL);
+}
+
+void gcs_objects_register(gcs *g)
+{
+    lost_flush(g); /* the rows of ended jobs found at load */
     const ProtobufCServiceDescriptor *svc = &escher__object_directory__descriptor;
     esc_rpc_server_handle(g->server, svc, "AddLocation", handle_add, g);
     esc_rpc_server_handle(g->server, svc, "AddLocations", handle_add_batch, g);
@@ -527,6 +618,7 @@ void gcs_objects_free(gcs *g)
     esc_strmap_free(d->by_node);
     esc_strmap_free(d->by_job);
     esc_strmap_free(d->waiting);
+    esc_storage_batch_free(d->lost_writes);
     free(d);
     g->objdir = NULL;
 }

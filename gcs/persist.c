@@ -51,6 +51,18 @@ static void load_registry(void *ud, const char *key, const void *value, size_t l
     gcs_registry_load(c->g, e);
 }
 
+static void load_lost(void *ud, const char *key, const void *value, size_t len)
+{
+    (void)key;
+    load_ctx *c = ud;
+    Escher__ObjectLocation *row = escher__object_location__unpack(NULL, len, value);
+    if (!row) {
+        c->bad++;
+        return;
+    }
+    gcs_objects_load_lost(c->g, row);
+}
+
 static void load_kv(void *ud, const char *key, const void *value, size_t len)
 {
     load_ctx *c = ud;
@@ -76,7 +88,8 @@ int gcs_persist_load(gcs *g, char *err, size_t errlen)
     if (esc_storage_scan(g->store, GCS_T_NODES, load_node, &c) < 0 ||
         esc_storage_scan(g->store, GCS_T_JOBS, load_job, &c) < 0 ||
         esc_storage_scan(g->store, GCS_T_REGISTRY, load_registry, &c) < 0 ||
-        esc_storage_scan(g->store, GCS_T_KV, load_kv, &c) < 0) {
+        esc_storage_scan(g->store, GCS_T_KV, load_kv, &c) < 0 ||
+        esc_storage_scan(g->store, GCS_T_LOST, load_lost, &c) < 0) {
         snprintf(err, errlen, "cannot read tables from storage");
         return -1;
     }

@@ -95,10 +95,10 @@ int h_unclean_exits(void);
 /* Milliseconds of a monotonic clock. */
 double h_now_ms(void);
 
-/* Polls cond-like check every 20 ms until it returns true or timeout_ms passes. */
 /* Prints the last lines of every daemon's log to stderr (for a failure's report). */
 void h_show_logs(h_cluster *c, int lines);
 
+/* Polls cond-like check every 20 ms until it returns true or timeout_ms passes. */
 bool h_wait_until(bool (*check)(void *), void *arg, int timeout_ms);
 
 #endif

@@ -220,12 +220,15 @@ static bool is_located(void *p)
 
 #define BIG (200 * 1024) /* over the inline limit: the owner gets a location, not bytes */
 
-/* Issue: a task that ran on a dead node is run again only if its results are still
- * needed: here they are (never read), and they are made again when asked for. */
-static void test_lost_result_made_again(void **state)
+/* A task that ran on a dead node is run again only if its results are still needed:
+ * here they are (never read), and they are made again when asked for. With
+ * restart_gcs, the GCS (on Redis) restarts after the loss: the directory must still
+ * know the object as lost (it is stored), or no reader would ever ask for it again. */
+static void lost_result_made_again(bool restart_gcs)
 {
-    (void)state;
     h_init(&C, 2000); /* 1 s leaves little margin for a sanitized run on a loaded machine */
+    if (restart_gcs)
+        assert_int_equal(h_redis_start_durable(&C), 0);
     const char *extras[] = {"--num-cpus 2", "--num-cpus 2 --resources work=1",
                             "--num-cpus 2 --resources work=1"};
     assert_int_equal(h_start_cluster(&C, 3, extras), 0);
@@ -246,6 +249,13 @@ static void test_lost_result_made_again(void **state)
     h_kill(&C.raylets[victim].pid, SIGKILL);
     node_probe np = {cl, where.node};
     assert_true(h_wait_until(node_dead, &np, 20000));
+    if (restart_gcs) {
+        /* The GCS's writes run one at a time, in order: once a write made after the
+         * death is acknowledged, the lost object's row (queued at the death) is stored. */
+        assert_int_equal(esc_kv_put(cl, NULL, "after-death", "1", 1, true, NULL, NULL), ESC_OK);
+        h_kill(&C.gcs_pid, SIGKILL);
+        assert_int_equal(h_gcs_start(&C), 0);
+    }
 
     /* A consumer on the survivor needs it as its argument: the survivor finds it lost and
      * asks the producer's origin (raylet 0) to make it again. */
@@ -285,12 +295,25 @@ static void test_lost_result_made_again(void **state)
     h_stop(&C);
 }
 
+static void test_lost_result_made_again(void **state)
+{
+    (void)state;
+    lost_result_made_again(false);
+}
+
+static void test_lost_result_made_again_after_gcs_restart(void **state)
+{
+    (void)state;
+    lost_result_made_again(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dead_peer_does_not_stall_forwarding),
         cmocka_unit_test(test_finished_tasks_do_not_rerun),
         cmocka_unit_test(test_lost_result_made_again),
+        cmocka_unit_test(test_lost_result_made_again_after_gcs_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
