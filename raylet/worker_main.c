@@ -549,6 +549,23 @@ static int make_workdir(const char *log_dir, const char *job_id, char *dir, size
     return -1;
 }
 
+/* Runs one helper program for job_id's working directory; 0, or -1 with o->error
+ * naming what failed (its own messages are in the task's stderr). */
+static int run_step(char **argv, char **env, int err, const char *what, const char *job_id,
+                    outcome *o)
+{
+    int status = run_helper(argv, env, err);
+    if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    char how[64] = "a failed fork";
+    if (status != -1)
+        esc_wait_status_desc(status, how, sizeof how);
+    snprintf(o->error, sizeof o->error,
+             "cannot %s the working directory of job %s: %s ended with %s (see the task's "
+             "stderr)", what, job_id, argv[0], how);
+    return -1;
+}
+
 /* Unpacks job_id's working directory into a fresh dir. The download needs a GCS client,
  * and gRPC linked into the worker would add about 40 ms of loading to every worker
  * start, so `escher job fetch-workdir` does it, with the task's env (ESCHER_ADDRESS and
@@ -571,18 +588,7 @@ static int fetch_workdir(const char *job_id, const char *log_dir, char **env, in
     if (make_workdir(log_dir, job_id, dir, len, o) != 0)
         return -1;
     char *argv[] = {cli, "job", "fetch-workdir", (char *)job_id, dir, NULL};
-    int status = run_helper(argv, env, err);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char how[64] = "a failed fork";
-        if (status != -1)
-            esc_wait_status_desc(status, how, sizeof how);
-        snprintf(o->error, sizeof o->error,
-                 "cannot fetch the working directory of job %s: escher job fetch-workdir "
-                 "ended with %s (see the task's stderr)",
-                 job_id, how);
-        return -1;
-    }
-    return 0;
+    return run_step(argv, env, err, "fetch", job_id, o);
 }
 
 /* A fresh copy of the job's package for its entrypoint: `cp -a`, from this node's
@@ -599,18 +605,7 @@ static int copy_package(const char *job_id, const char *pkg, const char *log_dir
     char from[4300];
     snprintf(from, sizeof from, "%s/.", pkg);
     char *argv[] = {"/bin/cp", "-a", from, dir, NULL};
-    int status = run_helper(argv, env, err);
-    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char how[64] = "a failed fork";
-        if (status != -1)
-            esc_wait_status_desc(status, how, sizeof how);
-        snprintf(o->error, sizeof o->error,
-                 "cannot copy the working directory of job %s: cp ended with %s (see the "
-                 "task's stderr)",
-                 job_id, how);
-        return -1;
-    }
-    return 0;
+    return run_step(argv, env, err, "copy", job_id, o);
 }
 
 /* The directory the command starts in: an absolute cwd as given; else its cwd taken
