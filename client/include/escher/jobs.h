@@ -43,9 +43,10 @@ typedef struct {
      * It always gets ESCHER_ADDRESS and ESCHER_TOKEN (the client's), so an SDK program
      * run as the entrypoint joins the job. */
     const char *const *env;
-    /* A local directory shipped through the GCS to the node that runs the entrypoint,
-     * which starts in a fresh copy of it. NULL: none (the entrypoint starts in the
-     * worker's directory). */
+    /* A local directory that becomes the job's package (esc_job_package): every node
+     * that runs a task of the job fetches it once, tasks resolve relative libraries in
+     * it, and the entrypoint starts in a fresh, writable copy of it. NULL: none (the
+     * entrypoint starts in the worker's directory). */
     const char *working_dir;
     /* The largest working_dir accepted, in bytes as a tar stream; 0: ESC_JOB_WORKDIR_LIMIT. */
     uint64_t working_dir_limit;
