@@ -55,6 +55,10 @@ static gcs_node *node_put(gcs *g, Escher__NodeInfo *info)
 void gcs_node_load(gcs *g, Escher__NodeInfo *info)
 {
     gcs_node *n = node_put(g, info);
+    /* Its raylet learns of this GCS's start only from a snapshot: the ring is empty, and
+     * a raylet whose last event was the last stored one would otherwise resume with
+     * nothing to send, and never announce its objects to this empty directory. */
+    n->needs_snapshot = true;
     /* Its death time is not stored: the retention counts from the load. */
     if (!gcs_node_alive(n))
         n->dead_since_ms = esc_now_ms();

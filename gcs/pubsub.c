@@ -84,7 +84,9 @@ static void send_loads(gcs *g, gcs_sub *s)
 
 /* A raylet this GCS does not know, or one that registered in this GCS's life, may hold
  * sequence numbers of an earlier life (a GCS without storage restarted): it must start
- * from a snapshot. Others resume from the ring when it still holds what they missed. */
+ * from a snapshot. So must each node loaded from storage, once: the snapshot is how its
+ * raylet learns that the directory is empty again. Others resume from the ring when it
+ * still holds what they missed. */
 static void catch_up(gcs *g, gcs_sub *s, uint64_t from)
 {
     gcs_node *node = gcs_node_find(g, s->node_id);

@@ -295,6 +295,38 @@ static void lost_result_made_again(bool restart_gcs)
     h_stop(&C);
 }
 
+/* A GCS restarted on Redis with nothing written since the raylets' last event: its ring
+ * is empty and its sequence is theirs, yet its directory is empty, so each raylet must
+ * still learn of the restart (a snapshot) and announce its objects again. */
+static void test_objects_announced_after_quiet_gcs_restart(void **state)
+{
+    (void)state;
+    h_init(&C, 2000);
+    assert_int_equal(h_redis_start_durable(&C), 0);
+    const char *extras[] = {"--num-cpus 2", "--num-cpus 2 --resources work=1"};
+    assert_int_equal(h_start_cluster(&C, 2, extras), 0);
+    esc_client *cl = h_connect(&C, "announce", 0, false);
+    char *payload = calloc(1, BIG);
+    esc_amount work[] = {{.name = "work", .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = payload, .len = BIG};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .resources = work,
+                          .nresources = 1, .args = &arg, .nargs = 1};
+    esc_ref *produced = NULL;
+    assert_int_equal(esc_task_submit(cl, &spec, &produced, NULL, NULL), ESC_OK);
+    located where = {cl, produced, ""};
+    assert_true(h_wait_until(is_located, &where, 20000));
+    assert_string_equal(where.node, C.raylets[1].node_id);
+    h_kill(&C.gcs_pid, SIGKILL);
+    assert_int_equal(h_gcs_start(&C), 0);
+    where.node[0] = 0;
+    assert_true(h_wait_until(is_located, &where, 20000));
+    assert_string_equal(where.node, C.raylets[1].node_id);
+    esc_ref_free(produced);
+    free(payload);
+    esc_disconnect(cl);
+    h_stop(&C);
+}
+
 static void test_lost_result_made_again(void **state)
 {
     (void)state;
@@ -314,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_finished_tasks_do_not_rerun),
         cmocka_unit_test(test_lost_result_made_again),
         cmocka_unit_test(test_lost_result_made_again_after_gcs_restart),
+        cmocka_unit_test(test_objects_announced_after_quiet_gcs_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
