@@ -55,11 +55,12 @@ void task_lineage_handle_reconstruct(esc_rpc_ctx *call, const ProtobufCMessage *
     snprintf(task_id, sizeof task_id, "%.*s", (int)(n - 4), req->object_id); /* esc_return_id */
     task_entry *e = esc_strmap_del(tm->lineage, task_id);
     rep.found = e || in_progress(tm, task_id);
+    if (e) /* before the reply, which frees the request */
+        ESC_WARN("object %s was lost with its node; running task %s (%s) again from its "
+                 "lineage", req->object_id, task_id, e->spec->name);
     esc_rpc_reply(call, &rep.base);
     if (!e)
         return;
-    ESC_WARN("object %s was lost with its node; running task %s (%s) again from its lineage",
-             req->object_id, task_id, e->spec->name);
     e->spec->spill_hops = 0;
     task_schedule(tm, e);
 }
