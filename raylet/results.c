@@ -273,6 +273,7 @@ static void commit_on_success(results *rs, const Escher__TaskSpec *spec)
         return;
     Escher__UpdateResourcesRequest req = *spec->on_success;
     req.job_id = spec->job_id;
+    req.job_credential = spec->job_credential; /* the raylet acts for the task's job */
     req.local_node_id = rs->r->node_id;
     req.detached = false;
     /* Not idempotent: an add must not be applied twice. */

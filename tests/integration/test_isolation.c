@@ -1,0 +1,346 @@
+/* test_isolation.c: one job cannot touch another's things through the GCS (docs/
+ * security.md). Each attack test has a victim job (namespace "victim") and an attacker
+ * job; it asserts that the attack is PERMISSION_DENIED with a one-line reason and that
+ * the victim's state is unchanged. The last tests check the legitimate flows: the
+ * shared "default" namespace, a grant, its revocation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gcs.pb-c.h"
+#include "harness.h"
+
+static h_cluster C;
+
+static int setup(void **state)
+{
+    *state = &C;
+    h_init(&C, 3000);
+    return h_start_cluster(&C, 1, NULL);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_stop(&C);
+    return 0;
+}
+
+/* The refusal every attack gets: PERMISSION_DENIED and one line that says why. */
+static void assert_denied(int rc, const esc_status *st)
+{
+    assert_int_equal(rc, ESC_PERMISSION_DENIED);
+    assert_int_equal(st->code, ESC_PERMISSION_DENIED);
+    assert_true(st->message[0] != 0);
+    assert_null(strchr(st->message, '\n'));
+}
+
+/* The total of full name `name` on the node (-1: absent). */
+static int64_t total_of(esc_client *cl, const char *name)
+{
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    const esc_resource_info *r = s->nnodes ? esc_node_resource(&s->nodes[0], name) : NULL;
+    int64_t t = r ? r->total : -1;
+    esc_cluster_status_free(s);
+    return t;
+}
+
+/* The victim: a job in namespace "victim" holding resource "gang" = 2 and key "k". */
+static esc_client *victim(void)
+{
+    esc_client *v = h_connect(&C, "victim", 0, false);
+    uint64_t seq;
+    esc_status st;
+    assert_int_equal(esc_resource_set(v, "gang", ESC_QTY(2), NULL, &seq, &st), ESC_OK);
+    assert_int_equal(esc_wait_applied(v, seq, NULL, 0, 10000, &st), ESC_OK);
+    assert_int_equal(esc_kv_put(v, NULL, "k", "mine", 4, true, NULL, &st), ESC_OK);
+    return v;
+}
+
+/* The victim's state is what victim() made. */
+static void assert_victim_intact(esc_client *v)
+{
+    assert_int_equal(total_of(v, "victim/gang"), ESC_QTY(2));
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_kv_get(v, NULL, "k", &val, &len, NULL), ESC_OK);
+    assert_int_equal(len, 4);
+    assert_memory_equal(val, "mine", 4);
+    free(val);
+}
+
+static bool job_running(esc_client *cl, const char *id)
+{
+    esc_job_info *jobs;
+    size_t n;
+    assert_int_equal(esc_list_jobs(cl, &jobs, &n, NULL), ESC_OK);
+    bool running = false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(jobs[i].id, id))
+            running = !strcmp(jobs[i].state, "RUNNING");
+    esc_jobs_free(jobs, n);
+    return running;
+}
+
+/* Connecting with the victim's namespace (to set its gang resource to 0) is refused. */
+static void test_claim_namespace_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_connect_opts o = {.address = C.gcs_addr, .token = C.token, .namespace_ = "victim",
+                          .node_id = C.raylets[0].node_id, .session_dir = C.dir};
+    esc_client *a = NULL;
+    esc_status st;
+    assert_denied(esc_connect(&o, &a, &st), &st);
+    assert_null(a);
+    assert_non_null(strstr(st.message, "belongs to running job"));
+    /* A detached CLI-like client too. */
+    o.detached = o.short_lived = true;
+    assert_denied(esc_connect(&o, &a, &st), &st);
+    assert_victim_intact(v);
+    esc_disconnect(v);
+}
+
+/* Writing the victim's namespace by name, or as the victim's job id, is refused. */
+static void test_resources_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_status st;
+    uint64_t seq;
+    assert_denied(esc_resource_set_ns(a, "victim", "gang", 0, NULL, &seq, &st), &st);
+
+    /* The victim's job id (ListJobs shows it) without its credential. */
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(a), esc_client_job_credential(a));
+    Escher__ResourceOp op = ESCHER__RESOURCE_OP__INIT;
+    op.kind = ESCHER__OP_KIND__OP_SET;
+    op.name = "gang";
+    op.value = 0;
+    Escher__Target t = ESCHER__TARGET__INIT;
+    t.kind = ESCHER__TARGET_KIND__TARGET_ALL;
+    op.target = &t;
+    Escher__ResourceOp *ops[] = {&op};
+    Escher__UpdateResourcesRequest req = ESCHER__UPDATE_RESOURCES_REQUEST__INIT;
+    req.job_id = (char *)esc_client_job_id(v);
+    req.ops = ops;
+    req.n_ops = 1;
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "UpdateResources", &req.base,
+                               &rep, 5000, 0, &st),
+                  &st);
+    /* A guessed credential in the request body does no better. */
+    req.job_credential = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "UpdateResources", &req.base,
+                               &rep, 5000, 0, &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* The victim's KV: read, overwrite, delete and list are refused. */
+static void test_kv_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_status st;
+    void *val = NULL;
+    size_t len = 0;
+    assert_denied(esc_kv_get(a, "victim", "k", &val, &len, &st), &st);
+    assert_null(val);
+    assert_denied(esc_kv_put(a, "victim", "k", "evil", 4, true, NULL, &st), &st);
+    assert_denied(esc_kv_del(a, "victim", "k", NULL, &st), &st);
+    char **keys = NULL;
+    size_t n = 0;
+    assert_denied(esc_kv_keys(a, "victim", "", &keys, &n, &st), &st);
+    assert_int_equal(n, 0);
+    /* Nor with no job at all (a reader). */
+    esc_connect_opts o = {.address = C.gcs_addr, .token = C.token, .session_dir = C.dir,
+                          .no_job = true, .short_lived = true};
+    esc_client *r = NULL;
+    assert_int_equal(esc_connect(&o, &r, &st), ESC_OK);
+    assert_denied(esc_kv_get(r, "victim", "k", &val, &len, &st), &st);
+    esc_disconnect(r);
+    /* Nor naming the victim's job id with a wrong credential. */
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(v), "wrong");
+    Escher__KvGetRequest req = ESCHER__KV_GET_REQUEST__INIT;
+    req.ns = "victim";
+    req.key = "k";
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base, &rep, 5000, 0,
+                               &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* Joining the victim's job by its id (as its tasks do) needs its credential. */
+static void test_join_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    setenv("ESCHER_JOB_ID", esc_client_job_id(v), 1);
+    esc_connect_opts o = {.address = C.gcs_addr, .token = C.token, .session_dir = C.dir,
+                          .node_id = C.raylets[0].node_id};
+    esc_client *a = NULL;
+    esc_status st;
+    unsetenv("ESCHER_JOB_CREDENTIAL");
+    assert_denied(esc_connect(&o, &a, &st), &st);
+    setenv("ESCHER_JOB_CREDENTIAL", "0123456789abcdef", 1);
+    assert_denied(esc_connect(&o, &a, &st), &st);
+    assert_null(a);
+    /* With the credential it works (what the raylet gives the job's processes). */
+    setenv("ESCHER_JOB_CREDENTIAL", esc_client_job_credential(v), 1);
+    assert_int_equal(esc_connect(&o, &a, &st), ESC_OK);
+    assert_string_equal(esc_client_job_id(a), esc_client_job_id(v));
+    esc_disconnect(a);
+    unsetenv("ESCHER_JOB_ID");
+    unsetenv("ESCHER_JOB_CREDENTIAL");
+    assert_victim_intact(v);
+    esc_disconnect(v);
+}
+
+/* Ending the victim's job, holding its stream, naming its package or granting its
+ * namespace away: all refused. */
+static void test_job_calls_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    const char *vid = esc_client_job_id(v);
+    esc_status st;
+    assert_denied(esc_job_finish(a, vid, true, &st), &st);
+    assert_true(job_running(a, vid));
+
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(a), esc_client_job_credential(a));
+    Escher__SubscribeRequest sub = ESCHER__SUBSCRIBE_REQUEST__INIT;
+    sub.job_id = (char *)vid;
+    esc_rpc_stream *s = esc_rpc_stream_open(ch, &escher__gcs__descriptor, "Subscribe",
+                                            &sub.base, &st);
+    assert_non_null(s);
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(esc_rpc_stream_next(s, &m, &st), 0);
+    assert_denied(st.code, &st);
+    esc_rpc_stream_free(s);
+
+    Escher__SetJobPackageRequest pkg = ESCHER__SET_JOB_PACKAGE_REQUEST__INIT;
+    pkg.job_id = (char *)vid;
+    pkg.hash = "0000000000000000000000000000000000000000000000000000000000000000";
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "SetJobPackage", &pkg.base, &rep,
+                               5000, 0, &st),
+                  &st);
+
+    Escher__GrantNamespaceRequest g = ESCHER__GRANT_NAMESPACE_REQUEST__INIT;
+    g.job_id = (char *)vid;
+    g.grantee = (char *)esc_client_job_id(a);
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "GrantNamespace", &g.base, &rep,
+                               5000, 0, &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+    assert_denied(esc_resource_set_ns(a, "victim", "gang", 0, NULL, NULL, &st), &st);
+    assert_true(job_running(a, vid));
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* "default" is shared: two jobs register in it and both write its resources and KV. */
+static void test_default_shared(void **state)
+{
+    (void)state;
+    esc_client *one = h_connect(&C, "default", 0, true);
+    esc_client *two = h_connect(&C, "default", 0, true);
+    esc_status st;
+    uint64_t seq;
+    assert_int_equal(esc_resource_set(one, "lane", ESC_QTY(1), NULL, &seq, &st), ESC_OK);
+    assert_int_equal(esc_resource_add(two, "lane", ESC_QTY(2), NULL, &seq, &st), ESC_OK);
+    assert_int_equal(esc_wait_applied(two, seq, NULL, 0, 10000, &st), ESC_OK);
+    assert_int_equal(total_of(one, "default/lane"), ESC_QTY(3));
+    assert_int_equal(esc_kv_put(one, NULL, "shared", "1", 1, true, NULL, &st), ESC_OK);
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_kv_get(two, NULL, "shared", &val, &len, &st), ESC_OK);
+    assert_int_equal(len, 1);
+    free(val);
+    assert_int_equal(esc_resource_delete(two, "lane", NULL, &seq, &st), ESC_OK);
+    esc_disconnect(two);
+    esc_disconnect(one);
+}
+
+/* A grant lets the grantee use the namespace, shows in the job table, and a revoke
+ * takes it back. A namespace of an ended job can be claimed again. */
+static void test_grant_and_revoke(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "friend", 0, false);
+    const char *aid = esc_client_job_id(a);
+    esc_status st;
+    uint64_t seq;
+    assert_int_equal(esc_namespace_grant(v, aid, &st), ESC_OK);
+    assert_int_equal(esc_namespace_grant(v, aid, &st), ESC_OK); /* again: a no-op */
+    assert_int_equal(esc_resource_set_ns(a, "victim", "extra", ESC_QTY(1), NULL, &seq, &st),
+                     ESC_OK);
+    assert_int_equal(esc_wait_applied(a, seq, NULL, 0, 10000, &st), ESC_OK);
+    assert_int_equal(total_of(v, "victim/extra"), ESC_QTY(1));
+    assert_int_equal(esc_kv_put(a, "victim", "from-friend", "x", 1, true, NULL, &st), ESC_OK);
+
+    esc_job_info *jobs;
+    size_t n;
+    assert_int_equal(esc_list_jobs(a, &jobs, &n, &st), ESC_OK);
+    bool shown = false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(jobs[i].id, esc_client_job_id(v)))
+            shown = jobs[i].ngrants == 1 && !strcmp(jobs[i].grants[0], aid);
+    esc_jobs_free(jobs, n);
+    assert_true(shown);
+
+    /* Only the owner grants: the grantee cannot pass it on or grant itself more. */
+    esc_client *third = h_connect(&C, "third", 0, false);
+    assert_int_equal(esc_namespace_grant(a, esc_client_job_id(third), &st), ESC_OK);
+    assert_denied(esc_resource_set_ns(third, "victim", "gang", 0, NULL, NULL, &st), &st);
+    esc_disconnect(third);
+
+    assert_int_equal(esc_namespace_revoke(v, aid, &st), ESC_OK);
+    assert_denied(esc_resource_set_ns(a, "victim", "extra", 0, NULL, NULL, &st), &st);
+    assert_denied(esc_kv_put(a, "victim", "from-friend", "y", 1, true, NULL, &st), &st);
+    assert_int_equal(total_of(v, "victim/extra"), ESC_QTY(1));
+    assert_int_equal(esc_namespace_grant(v, "nosuchjob", &st), ESC_NOT_FOUND);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+
+    /* The owner ended: its namespace is free to claim. */
+    esc_client *next = h_connect(&C, "victim", 0, false);
+    esc_disconnect(next);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_claim_namespace_denied),
+        cmocka_unit_test(test_resources_denied),
+        cmocka_unit_test(test_kv_denied),
+        cmocka_unit_test(test_join_denied),
+        cmocka_unit_test(test_job_calls_denied),
+        cmocka_unit_test(test_default_shared),
+        cmocka_unit_test(test_grant_and_revoke),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
