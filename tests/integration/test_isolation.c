@@ -283,6 +283,24 @@ static void test_default_shared(void **state)
     esc_disconnect(one);
 }
 
+/* True when `escher status --json` lists job `to` in the grants of namespace ns. */
+static bool status_shows_grant(const char *ns, const char *to)
+{
+    char cmd[1200], out[1 << 16];
+    snprintf(cmd, sizeof cmd,
+             "%s/client/escher status --json --address %s --token %s --session-dir %s",
+             getenv("ESCHER_BIN_DIR"), C.gcs_addr, C.token, C.dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    char want[400];
+    snprintf(want, sizeof want, "\"namespace\": \"%s\"", ns);
+    const char *g = strstr(out, "\"grants\"");
+    return g && strstr(g, want) && strstr(g, to);
+}
+
 /* A grant lets the grantee use the namespace, shows in the job table, and a revoke
  * takes it back. A namespace of an ended job can be claimed again. */
 static void test_grant_and_revoke(void **state)
@@ -310,6 +328,7 @@ static void test_grant_and_revoke(void **state)
             shown = jobs[i].ngrants == 1 && !strcmp(jobs[i].grants[0], aid);
     esc_jobs_free(jobs, n);
     assert_true(shown);
+    assert_true(status_shows_grant("victim", aid));
 
     /* Only the owner grants: the grantee cannot pass it on or grant itself more. */
     esc_client *third = h_connect(&C, "third", 0, false);
@@ -321,6 +340,7 @@ static void test_grant_and_revoke(void **state)
     assert_denied(esc_resource_set_ns(a, "victim", "extra", 0, NULL, NULL, &st), &st);
     assert_denied(esc_kv_put(a, "victim", "from-friend", "y", 1, true, NULL, &st), &st);
     assert_int_equal(total_of(v, "victim/extra"), ESC_QTY(1));
+    assert_false(status_shows_grant("victim", aid));
     assert_int_equal(esc_namespace_grant(v, "nosuchjob", &st), ESC_NOT_FOUND);
     assert_victim_intact(v);
     esc_disconnect(a);
