@@ -622,10 +622,14 @@ static bool same_actor(const worker *w, const pool_task *t)
     return a ? w->actor_id && !strcmp(w->actor_id, a) : !w->actor_id;
 }
 
+/* A worker holds its job's credential in its environment: a task runs only in a worker
+ * started with the same credential, so a spec that names another job's id does not get
+ * that job's worker (and credential). */
 static worker *find_idle(worker_pool *p, const pool_task *t)
 {
     for (worker *w = p->workers; w; w = w->next)
-        if (w->state == W_IDLE && !strcmp(w->job_id, t->spec->job_id) && same_actor(w, t) &&
+        if (w->state == W_IDLE && !strcmp(w->job_id, t->spec->job_id) &&
+            !strcmp(w->credential, t->spec->job_credential) && same_actor(w, t) &&
             env_equal(w->env, w->nenv, t->env, t->nenv))
             return w;
     return NULL;
