@@ -260,6 +260,37 @@ static void test_job_calls_denied(void **state)
     esc_disconnect(v);
 }
 
+/* Cancelling or withdrawing the victim's running task by its id is refused at the
+ * raylet; the task runs to its end and the victim reads its result. */
+static void test_cancel_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_status st;
+    esc_task_arg arg = {.data = "2000", .len = 4};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "sleep_ms", .args = &arg,
+                          .nargs = 1};
+    esc_ref *r = NULL;
+    assert_int_equal(esc_task_submit(v, &spec, &r, NULL, &st), ESC_OK);
+    esc_ref *fake = esc_ref_from_id(esc_ref_id(r));
+    /* Until the raylet holds it, a withdraw finds nothing (NOT_FOUND). */
+    int rc;
+    double end = h_now_ms() + 10000;
+    while ((rc = esc_task_withdraw(a, fake, &st)) == ESC_NOT_FOUND && h_now_ms() < end)
+        ;
+    assert_denied(rc, &st);
+    assert_denied(esc_cancel(a, fake, &st), &st);
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    free(val);
+    esc_ref_free(fake);
+    esc_ref_free(r);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
 /* "default" is shared: two jobs register in it and both write its resources and KV. */
 static void test_default_shared(void **state)
 {
@@ -359,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_kv_denied),
         cmocka_unit_test(test_join_denied),
         cmocka_unit_test(test_job_calls_denied),
+        cmocka_unit_test(test_cancel_denied),
         cmocka_unit_test(test_default_shared),
         cmocka_unit_test(test_grant_and_revoke),
     };

@@ -463,14 +463,16 @@ int esc_task_submit(esc_client *c, const esc_task_spec *spec, esc_ref **refs, ch
 
 /* Cancels the task that produces ref: a queued task never runs, a running one is killed.
  * Its returns become error objects "cancelled". ESC_NOT_FOUND when the task is neither
- * queued nor running on the local raylet (finished, or placed on another node). */
+ * queued nor running on the local raylet (finished, or placed on another node);
+ * PERMISSION_DENIED when it is another job's (docs/security.md). */
 int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st);
 
 /* Withdraws the task that produces ref if it has not started (queued, waiting for its
  * arguments, or queued on the node it was forwarded to): it leaves no trace — no error
  * objects — so the same task may be submitted again. ESC_OK when withdrawn;
  * FAILED_PRECONDITION when it has started (it runs on); NOT_FOUND when it is not waiting
- * anywhere this raylet knows (finished, or still on its way to another node: try again). */
+ * anywhere this raylet knows (finished, or still on its way to another node: try again);
+ * PERMISSION_DENIED when it is another job's. */
 int esc_task_withdraw(esc_client *c, const esc_ref *ref, esc_status *st);
 
 /* Waits until at least num_ready of the n objects exist (or timeout_ms passes; < 0: no
