@@ -140,6 +140,19 @@ void task_cancel_handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *ms
 {
     task_manager *tm = ud;
     const Escher__KillActorRequest *req = (const Escher__KillActorRequest *)msg;
+    /* Only the actor's job kills it: the caller shows the credential of its creation. */
+    const char *want = actor_manager_credential(tm->r->actors, req->actor_id);
+    char cred[160];
+    esc_rpc_ctx_metadata(call, ESC_RPC_CREDENTIAL_KEY, cred, sizeof cred);
+    bool ok = !want || !*want || same_secret(cred, want);
+    memset(cred, 0, sizeof cred);
+    if (!ok) {
+        char why[200];
+        snprintf(why, sizeof why, "actor %.80s belongs to another job (its credential is needed)",
+                 req->actor_id);
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
+    }
     Escher__KillActorReply rep = ESCHER__KILL_ACTOR_REPLY__INIT;
     rep.found = actor_manager_kill(tm->r->actors, req->actor_id, "killed");
     esc_rpc_reply(call, &rep.base);

@@ -15,6 +15,7 @@
 
 #include "gcs.pb-c.h"
 #include "harness.h"
+#include "task.pb-c.h"
 
 static h_cluster C;
 
@@ -291,6 +292,52 @@ static void test_cancel_denied(void **state)
     esc_disconnect(v);
 }
 
+/* Killing the victim's actor (its id is public: esc_actor_list) straight at its host
+ * raylet is refused; the actor keeps its state. */
+static void test_kill_actor_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_actor_spec spec = {.name = "counter", .library = h_tasks_lib(),
+                           .init_symbol = "counter_init"};
+    esc_actor *act = NULL;
+    esc_status st;
+    assert_int_equal(esc_actor_create(v, &spec, &act, &st), ESC_OK);
+    esc_task_arg one = {.data = "1", .len = 1};
+    esc_ref *r = NULL;
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_actor_call(v, act, "counter_add", &one, 1, 1, &r, &st), ESC_OK);
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    free(val);
+    esc_ref_free(r);
+
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(a), esc_client_job_credential(a));
+    Escher__KillActorRequest kill = ESCHER__KILL_ACTOR_REQUEST__INIT;
+    kill.actor_id = (char *)esc_actor_id(act);
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__task_service__descriptor, "KillActor", &kill.base,
+                               &rep, 5000, 0, &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+
+    /* Alive, state kept: the next add gives 2. */
+    assert_int_equal(esc_actor_call(v, act, "counter_add", &one, 1, 1, &r, &st), ESC_OK);
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    assert_int_equal(len, 1);
+    assert_memory_equal(val, "2", 1);
+    free(val);
+    esc_ref_free(r);
+    assert_int_equal(esc_actor_kill(v, act, &st), ESC_OK); /* the owner may */
+    esc_actor_free(act);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
 /* "default" is shared: two jobs register in it and both write its resources and KV. */
 static void test_default_shared(void **state)
 {
@@ -391,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_join_denied),
         cmocka_unit_test(test_job_calls_denied),
         cmocka_unit_test(test_cancel_denied),
+        cmocka_unit_test(test_kill_actor_denied),
         cmocka_unit_test(test_default_shared),
         cmocka_unit_test(test_grant_and_revoke),
     };

@@ -541,7 +541,8 @@ int esc_actor_call(esc_client *c, esc_actor *a, const char *method, const esc_ta
                    size_t nargs, unsigned num_returns, esc_ref **refs, esc_status *st);
 
 /* Kills the actor: a running call ends as "actor killed", later calls fail, its resources
- * are released. ESC_NOT_FOUND when it is not alive. */
+ * are released. ESC_NOT_FOUND when it is not alive; PERMISSION_DENIED when c is not the
+ * actor's job. */
 int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st);
 
 /* The actor's id (owned by the handle). */
