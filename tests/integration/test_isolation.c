@@ -23,7 +23,9 @@ static int setup(void **state)
 {
     *state = &C;
     h_init(&C, 3000);
-    return h_start_cluster(&C, 1, NULL);
+    /* Node 1 alone has "far": a task that asks for it is forwarded there. */
+    const char *extras[] = {NULL, "--resources far=1"};
+    return h_start_cluster(&C, 2, extras);
 }
 
 static int teardown(void **state)
@@ -47,7 +49,10 @@ static int64_t total_of(esc_client *cl, const char *name)
 {
     esc_cluster_status *s = NULL;
     assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
-    const esc_resource_info *r = s->nnodes ? esc_node_resource(&s->nodes[0], name) : NULL;
+    const esc_resource_info *r = NULL;
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (!strcmp(s->nodes[i].id, C.raylets[0].node_id))
+            r = esc_node_resource(&s->nodes[i], name);
     int64_t t = r ? r->total : -1;
     esc_cluster_status_free(s);
     return t;
@@ -338,6 +343,65 @@ static void test_kill_actor_denied(void **state)
     esc_disconnect(v);
 }
 
+/* A TasksDone naming the victim's forwarded task, sent to the raylet that forwarded it,
+ * is refused: the victim reads the real (empty) result, not the forged bytes. */
+static void test_forged_result_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_amount far[] = {{.name = "far", .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "2000", .len = 4};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "sleep_ms", .args = &arg,
+                          .nargs = 1, .resources = far, .nresources = 1};
+    esc_ref *r = NULL;
+    esc_status st;
+    assert_int_equal(esc_task_submit(v, &spec, &r, NULL, &st), ESC_OK);
+    char task_id[ESC_ID_MAX];
+    snprintf(task_id, sizeof task_id, "%s", esc_ref_id(r));
+    task_id[strlen(task_id) - 4] = 0; /* a return id is the task id and 4 hex digits */
+
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    Escher__ReadyObject obj = ESCHER__READY_OBJECT__INIT;
+    obj.object_id = (char *)esc_ref_id(r);
+    obj.data.data = (uint8_t *)"evil";
+    obj.data.len = 4;
+    obj.inlined = true;
+    obj.size = 4;
+    obj.address = addr;
+    Escher__ReadyObject *objs[] = {&obj};
+    Escher__TaskDone done = ESCHER__TASK_DONE__INIT;
+    done.task_id = task_id;
+    done.returns = objs;
+    done.n_returns = 1;
+    Escher__TaskDone *dones[] = {&done};
+    Escher__TasksDoneRequest req = ESCHER__TASKS_DONE_REQUEST__INIT;
+    req.done = dones;
+    req.n_done = 1;
+    /* Before raylet 0 has forwarded the task the notice names nothing it knows (and goes
+     * nowhere); once it has, the notice is refused. */
+    int rc;
+    double end = h_now_ms() + 10000;
+    do {
+        ProtobufCMessage *rep = NULL;
+        rc = esc_rpc_call(ch, &escher__task_service__descriptor, "TasksDone", &req.base, &rep,
+                          5000, 0, &st);
+        if (rep)
+            protobuf_c_message_free_unpacked(rep, NULL);
+    } while (rc == ESC_OK && h_now_ms() < end);
+    assert_denied(rc, &st);
+    esc_rpc_channel_free(ch);
+
+    void *val = NULL;
+    size_t len = 99;
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    assert_int_equal(len, 0);
+    free(val);
+    esc_ref_free(r);
+    esc_disconnect(v);
+}
+
 /* "default" is shared: two jobs register in it and both write its resources and KV. */
 static void test_default_shared(void **state)
 {
@@ -439,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_job_calls_denied),
         cmocka_unit_test(test_cancel_denied),
         cmocka_unit_test(test_kill_actor_denied),
+        cmocka_unit_test(test_forged_result_denied),
         cmocka_unit_test(test_default_shared),
         cmocka_unit_test(test_grant_and_revoke),
     };
