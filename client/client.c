@@ -65,8 +65,17 @@ static void read_entrypoint(char *out, size_t len)
     esc_utf8_sanitize(out);
 }
 
+/* From now on every call of the client's GCS channel says which job it is. */
+static void set_identity(esc_client *c, const char *job_id, const char *credential)
+{
+    c->job_id = esc_client_strdup(job_id);
+    c->credential = esc_client_strdup(credential);
+    esc_rpc_channel_set_job(c->gcs, c->job_id, c->credential);
+}
+
+/* Registers a new job, or with attach joins that job, proving it with attach_cred. */
 static int register_job(esc_client *c, const char *namespace_, const char *attach,
-                        esc_status *st)
+                        const char *attach_cred, esc_status *st)
 {
     char entrypoint[ENTRYPOINT_MAX];
     read_entrypoint(entrypoint, sizeof entrypoint);
@@ -75,6 +84,7 @@ static int register_job(esc_client *c, const char *namespace_, const char *attac
     req.entrypoint = entrypoint;
     req.driver_pid = (uint32_t)getpid();
     req.attach_job_id = (char *)(attach ? attach : "");
+    req.attach_credential = (char *)(attach && attach_cred ? attach_cred : "");
     ProtobufCMessage *m;
     /* Not marked idempotent: retrying could register two jobs, and a client should
      * learn at once that no cluster answers rather than wait out the deadline. */
@@ -82,7 +92,7 @@ static int register_job(esc_client *c, const char *namespace_, const char *attac
     if (rc != ESC_OK)
         return rc;
     Escher__RegisterJobReply *r = (Escher__RegisterJobReply *)m;
-    c->job_id = esc_client_strdup(r->job_id);
+    set_identity(c, r->job_id, r->credential);
     c->namespace_ = esc_client_strdup(r->namespace_);
     if (r->package && strlen(r->package) == sizeof c->package - 1) {
         memcpy(c->package, r->package, sizeof c->package);
@@ -184,6 +194,16 @@ static void on_event(void *ud, Escher__Event *ev)
     protobuf_c_message_free_unpacked(&ev->base, NULL);
 }
 
+/* esc_connect_opts.join: the same job, joined with its credential like a process the
+ * job started (so the GCS says what the job is now: its package). */
+static int join_client(esc_client *c, const esc_connect_opts *o, esc_status *st)
+{
+    const esc_client *j = o->join;
+    if (!*j->job_id)
+        return esc_status_set(st, ESC_FAILED_PRECONDITION, "the client to join has no job");
+    return register_job(c, o->namespace_, j->job_id, j->credential, st);
+}
+
 int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
 {
     static const esc_connect_opts defaults;
@@ -208,16 +228,22 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
         c->gcs = esc_rpc_channel_new(c->address, token);
         /* Started by escher for a job: join it (see esc_connect in escher.h). */
         const char *job = o->new_job ? NULL : getenv("ESCHER_JOB_ID");
-        c->attached = job && *job;
+        c->attached = (job && *job) || o->join;
         if (o->no_job) {
             c->job_id = esc_client_strdup(""); /* the GCS knows no such job */
+            c->credential = esc_client_strdup("");
             c->namespace_ = esc_client_strdup(o->namespace_ ? o->namespace_ : "");
             rc = probe_gcs(c, st);
+        } else if (o->join) {
+            rc = join_client(c, o, st);
         } else
-            rc = register_job(c, o->namespace_, c->attached ? job : NULL, st);
+            rc = register_job(c, o->namespace_, c->attached ? job : NULL,
+                              getenv("ESCHER_JOB_CREDENTIAL"), st);
     }
     c->token = token;
-    if (rc == ESC_OK && !o->short_lived && !c->attached && !o->no_job) {
+    /* A client that joined its driver's job (opts.join) gets events like the driver. */
+    bool events = !c->attached || o->join;
+    if (rc == ESC_OK && !o->short_lived && events && !o->no_job) {
         c->live = esc_subscription_start(c->gcs, NULL, c->job_id, 0, on_event, c, NULL);
         if (!c->live)
             rc = esc_status_set(st, ESC_INTERNAL, "cannot start the liveness thread");
@@ -265,6 +291,9 @@ void esc_disconnect(esc_client *c)
     free(c->token);
     free(c->address);
     free(c->job_id);
+    if (c->credential)
+        memset(c->credential, 0, strlen(c->credential));
+    free(c->credential);
     free(c->namespace_);
     free(c->node_id);
     free(c);
@@ -274,3 +303,30 @@ const char *esc_client_job_id(const esc_client *c) { return c->job_id; }
 const char *esc_client_namespace(const esc_client *c) { return c->namespace_; }
 const char *esc_client_node_id(const esc_client *c) { return c->node_id; }
 const char *esc_client_address(const esc_client *c) { return c->address; }
+const char *esc_client_job_credential(const esc_client *c) { return c->credential; }
+
+static int grant_call(esc_client *c, const char *job_id, bool revoke, esc_status *st)
+{
+    if (!*c->job_id)
+        return esc_status_set(st, ESC_FAILED_PRECONDITION, "a client with no job grants nothing");
+    Escher__GrantNamespaceRequest req = ESCHER__GRANT_NAMESPACE_REQUEST__INIT;
+    req.job_id = c->job_id;
+    req.grantee = (char *)(job_id ? job_id : "");
+    req.revoke = revoke;
+    ProtobufCMessage *m;
+    /* Idempotent: granting or revoking twice is the same as once. */
+    int rc = esc_client_call(c, "GrantNamespace", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    if (rc == ESC_OK)
+        protobuf_c_message_free_unpacked(m, NULL);
+    return rc;
+}
+
+int esc_namespace_grant(esc_client *c, const char *job_id, esc_status *st)
+{
+    return grant_call(c, job_id, false, st);
+}
+
+int esc_namespace_revoke(esc_client *c, const char *job_id, esc_status *st)
+{
+    return grant_call(c, job_id, true, st);
+}

@@ -16,6 +16,7 @@ struct esc_client {
     esc_rpc_channel *gcs;
     char *address;
     char *job_id;
+    char *credential;   /* the job's (docs/security.md); "" with no job */
     char *namespace_;
     char *node_id;      /* "" when unknown */
     bool detached;
@@ -55,6 +56,12 @@ struct esc_client {
 /* One unary call of a Gcs method with the client's default deadline. */
 int esc_client_call(esc_client *c, const char *method, const ProtobufCMessage *req,
                     ProtobufCMessage **reply, int flags, esc_status *st);
+
+/* ---- jobs.c ---- */
+/* FinishJob of job_id (NULL: c's); operator_stop: as `escher job stop`, for a job that
+ * is not c's (docs/security.md). */
+int esc_client_finish_job(esc_client *c, const char *job_id, bool failed, bool operator_stop,
+                          esc_status *st);
 
 /* ---- raylets.c ---- */
 /* Sets up and frees the raylet caches (esc_connect, esc_disconnect). */

@@ -409,5 +409,5 @@ int esc_job_stop(esc_client *c, const char *job_id, const char *why, esc_status 
     if (rc != ESC_OK)
         return rc;
     cancel_entrypoint(c, job_id);
-    return esc_job_finish(c, job_id, true, st);
+    return esc_client_finish_job(c, job_id, true, true, st);
 }

@@ -32,6 +32,9 @@ static void fill_job(esc_job_info *j, const Escher__JobInfo *p)
     for (size_t i = 0; i < p->n_pending_missing; i++)
         j->pending_missing[j->npending_missing++] = strdup(p->pending_missing[i]);
     j->pending_infeasible = p->pending_infeasible;
+    j->grants = calloc(p->n_grants + 1, sizeof *j->grants);
+    for (size_t i = 0; i < p->n_grants; i++)
+        j->grants[j->ngrants++] = strdup(p->grants[i]);
 }
 
 int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st)
@@ -65,19 +68,29 @@ void esc_jobs_free(esc_job_info *jobs, size_t n)
         for (size_t k = 0; k < jobs[i].npending_missing; k++)
             free(jobs[i].pending_missing[k]);
         free(jobs[i].pending_missing);
+        for (size_t k = 0; k < jobs[i].ngrants; k++)
+            free(jobs[i].grants[k]);
+        free(jobs[i].grants);
     }
     free(jobs);
 }
 
-int esc_job_finish(esc_client *c, const char *job_id, bool failed, esc_status *st)
+int esc_client_finish_job(esc_client *c, const char *job_id, bool failed, bool operator_stop,
+                          esc_status *st)
 {
     Escher__FinishJobRequest req = ESCHER__FINISH_JOB_REQUEST__INIT;
     req.job_id = (char *)(job_id ? job_id : esc_client_job_id(c));
     req.failed = failed;
+    req.operator_stop = operator_stop;
     ProtobufCMessage *m;
     /* Idempotent: finishing a job that has ended already changes nothing. */
     int rc = esc_client_call(c, "FinishJob", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc == ESC_OK)
         protobuf_c_message_free_unpacked(m, NULL);
     return rc;
+}
+
+int esc_job_finish(esc_client *c, const char *job_id, bool failed, esc_status *st)
+{
+    return esc_client_finish_job(c, job_id, failed, false, st);
 }

@@ -100,6 +100,7 @@ esc_rpc_channel *esc_client_raylet_channel(esc_client *c, const char *address)
     esc_rpc_channel *ch = esc_strmap_get(c->raylet_channels, address);
     if (!ch) {
         ch = esc_rpc_channel_new(address, c->token);
+        esc_rpc_channel_set_job(ch, c->job_id, c->credential);
         esc_strmap_put(c->raylet_channels, address, ch);
     }
     pthread_mutex_unlock(&c->raylets_mu);

@@ -55,6 +55,7 @@ static int build_spec(esc_client *c, const esc_task_spec *in, spec_msg *m, esc_s
     esc_random_hex(m->task_id, ESC_ID_HEX); /* 32 hex: ids of returns extend it */
     m->spec.task_id = m->task_id;
     m->spec.job_id = (char *)esc_client_job_id(c);
+    m->spec.job_credential = c->credential;
     m->spec.name = (char *)(in->name ? in->name : is_fn ? in->symbol : in->argv[0]);
     m->spec.num_returns = in->num_returns ? in->num_returns : 1;
     m->spec.max_retries = in->max_retries;

@@ -9,6 +9,8 @@
  *   registry.c    the ephemeral-resource registry and UpdateResources
  *   node_table.c  nodes: register, report, drain, death
  *   job_table.c   jobs and their cleanup
+ *   auth.c        job credentials and namespace ownership (docs/security.md)
+ *   grants.c      GrantNamespace
  *   wait_applied.c WaitApplied
  *   status.c      GetClusterStatus
  *   kv.c          the key-value table
@@ -222,6 +224,34 @@ void gcs_packages_register(gcs *g);
 /* A job that named package hash ("" none) ended: the package's keys go when no running
  * job names it any more (an internal write, queued). */
 void gcs_packages_job_ended(gcs *g, const char *hash);
+
+/* ---- auth.c (docs/security.md) ---- */
+#define GCS_CREDENTIAL_BYTES 32      /* a job's credential: 256 random bits, as hex */
+#define GCS_SHARED_NS "default"      /* the CLI's namespace, shared by every job */
+/* SHA-256 of a credential, as 64 hex digits and a NUL. */
+void gcs_auth_hash(const char *credential, char out[65]);
+/* A new random credential (malloc'd hex) and its hash; NULL when no randomness. */
+char *gcs_auth_new_credential(char hash_out[65]);
+/* True when credential is job j's. */
+bool gcs_auth_matches(const gcs_job *j, const char *credential);
+/* True when the call proves it is job j: body_credential when not empty, else the
+ * call's metadata (job id and credential). */
+bool gcs_auth_is_job(const esc_rpc_ctx *call, const gcs_job *j, const char *body_credential);
+/* The job the call says it is (*out, NULL: it names none). PERMISSION_DENIED, with why,
+ * when it names a job without that job's credential. */
+int gcs_auth_caller(gcs *g, const esc_rpc_ctx *call, gcs_job **out, char *why, size_t len);
+/* Shared namespaces: "", `default` and the system's ('_' first). */
+bool gcs_ns_shared(const char *ns);
+/* The running job that owns namespace ns, or NULL (shared, or no running job in it). */
+gcs_job *gcs_ns_owner(gcs *g, const char *ns);
+/* True when owner granted its namespace to job_id. */
+bool gcs_ns_granted(const gcs_job *owner, const char *job_id);
+/* ESC_OK when caller (NULL: a caller with no job) may touch namespace ns, else
+ * PERMISSION_DENIED with a one-line why. */
+int gcs_ns_access(gcs *g, const gcs_job *caller, const char *ns, char *why, size_t len);
+
+/* ---- grants.c ---- */
+void gcs_grants_register(gcs *g);
 
 /* ---- kv.c ---- */
 void gcs_kv_register(gcs *g);

@@ -57,6 +57,12 @@ static void attach(gcs *g, esc_rpc_ctx *call, const Escher__RegisterJobRequest *
         esc_rpc_finish(call, ESC_FAILED_PRECONDITION, msg);
         return;
     }
+    if (!gcs_auth_matches(j, req->attach_credential)) {
+        snprintf(msg, sizeof msg, "joining job %.100s needs its credential (ESCHER_JOB_CREDENTIAL)",
+                 req->attach_job_id);
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, msg);
+        return;
+    }
     if (*req->namespace_ && strcmp(req->namespace_, j->info->namespace_) != 0) {
         snprintf(msg, sizeof msg, "job %.100s runs in namespace %.80s, not %.80s",
                  req->attach_job_id, j->info->namespace_, req->namespace_);
@@ -67,12 +73,14 @@ static void attach(gcs *g, esc_rpc_ctx *call, const Escher__RegisterJobRequest *
     rep.job_id = j->info->job_id;
     rep.namespace_ = j->info->namespace_;
     rep.package = j->info->package;
+    rep.credential = req->attach_credential;
     esc_rpc_reply(call, &rep.base);
 }
 
 typedef struct {
     esc_rpc_ctx *call;
     Escher__JobInfo *info; /* owned */
+    char *credential;      /* owned: the reply's, never stored */
 } job_call;
 
 /* Answers RegisterJob once storage has the job (or failed). */
@@ -88,9 +96,28 @@ static void job_registered(gcs *g, uint64_t seq, const char *err, void *ud)
         Escher__RegisterJobReply rep = ESCHER__REGISTER_JOB_REPLY__INIT;
         rep.job_id = c->info->job_id;
         rep.namespace_ = c->info->namespace_;
+        rep.credential = c->credential;
         esc_rpc_reply(c->call, &rep.base);
     }
+    memset(c->credential, 0, strlen(c->credential));
+    free(c->credential);
     free(c);
+}
+
+/* A new job may not claim a namespace that a running job owns (docs/security.md):
+ * checked in the write's turn, when every earlier registration is in the table. */
+static bool claim_ok(gcs *g, esc_rpc_ctx *call, const char *ns)
+{
+    gcs_job *owner = *ns ? gcs_ns_owner(g, ns) : NULL;
+    if (!owner)
+        return true;
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "namespace %.64s belongs to running job %.40s; join it with its credential or "
+             "use another namespace",
+             ns, owner->info->job_id);
+    esc_rpc_finish(call, ESC_PERMISSION_DENIED, msg);
+    return false;
 }
 
 /* A new job is a write: it waits for its turn (write_queue.c). */
@@ -98,8 +125,17 @@ static void register_new(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
 {
     gcs *g = ud;
     const Escher__RegisterJobRequest *req = (const Escher__RegisterJobRequest *)msg;
+    if (!claim_ok(g, call, req->namespace_))
+        return;
+    char hash[65];
+    char *credential = gcs_auth_new_credential(hash);
+    if (!credential) {
+        esc_rpc_finish(call, ESC_INTERNAL, "no randomness for a job credential");
+        return;
+    }
     Escher__JobInfo *info = malloc(sizeof *info);
     escher__job_info__init(info);
+    info->credential_sha256 = strdup(hash);
     info->job_id = malloc(ESC_ID_HEX + 1);
     esc_random_hex(info->job_id, ESC_ID_HEX / 2);
     if (*req->namespace_) {
@@ -117,7 +153,7 @@ static void register_new(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     esc_storage_batch *b = esc_storage_batch_new();
     gcs_put_msg(b, GCS_T_JOBS, info->job_id, &info->base);
     job_call *c = malloc(sizeof *c);
-    *c = (job_call){call, info};
+    *c = (job_call){call, info, credential};
     gcs_write(g, b, job_registered, c);
 }
 
@@ -193,6 +229,14 @@ static void handle_finish(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
         esc_rpc_finish(call, ESC_NOT_FOUND, "unknown job");
         return;
     }
+    if (!req->operator_stop && !gcs_auth_is_job(call, j, NULL)) {
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED,
+                       "only the job itself (its credential) or an operator stop ends a job");
+        return;
+    }
+    if (req->operator_stop)
+        ESC_INFO("job %s stopped by an operator call from %s", req->job_id,
+                 esc_rpc_ctx_peer(call));
     if (j->info->state != ESCHER__JOB_STATE__JOB_RUNNING) {
         Escher__FinishJobReply rep = ESCHER__FINISH_JOB_REPLY__INIT;
         esc_rpc_reply(call, &rep.base);
@@ -224,6 +268,7 @@ static void lost_end_expire(gcs *g, void *ud)
 static void list_row(const gcs_job *j, Escher__JobInfo *out)
 {
     *out = *j->info;
+    out->credential_sha256 = (char *)""; /* never shown */
     const Escher__ReportEntrypointRequest *p = j->pending;
     if (p && j->info->state == ESCHER__JOB_STATE__JOB_RUNNING) {
         out->pending_node = p->node_id;

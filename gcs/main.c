@@ -114,6 +114,7 @@ static void register_services(gcs *g)
     gcs_wait_register(g);
     gcs_status_register(g);
     gcs_jobs_register(g);
+    gcs_grants_register(g);
     gcs_kv_register(g);
     gcs_packages_register(g);
     gcs_objects_register(g);

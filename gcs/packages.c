@@ -96,6 +96,13 @@ static void handle_set(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
     const Escher__SetJobPackageRequest *req = (const Escher__SetJobPackageRequest *)msg;
     int code;
     bool done;
+    /* A package is the code the job's tasks run: only the job names it. */
+    gcs_job *j = gcs_job_find(g, req->job_id);
+    if (j && !gcs_auth_is_job(call, j, NULL)) {
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED,
+                       "only the job itself (its credential) sets its package");
+        return;
+    }
     const char *why = check_request(g, req, &code, &done);
     if (why) {
         esc_rpc_finish(call, code, why);

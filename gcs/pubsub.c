@@ -130,6 +130,12 @@ static void handle_subscribe(esc_rpc_ctx *call, const ProtobufCMessage *msg, voi
         esc_rpc_finish(call, ESC_NOT_FOUND, "unknown job");
         return;
     }
+    /* A job's stream keeps it alive: only the job itself holds one open. */
+    if (has_job && !gcs_auth_is_job(call, gcs_job_find(g, req->job_id), NULL)) {
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED,
+                       "only the job itself (its credential) subscribes as the job");
+        return;
+    }
     gcs_sub *s = calloc(1, sizeof *s);
     s->g = g;
     s->call = call;

@@ -510,7 +510,8 @@ static int check_op(const Escher__ResourceOp *op, const char *job_ns, esc_status
                               op->name);
     if (op->namespace_ && *op->namespace_ && strcmp(op->namespace_, job_ns) != 0)
         return esc_status_set(st, ESC_PERMISSION_DENIED,
-                              "namespace %.64s belongs to another job (this job's is %.64s)",
+                              "namespace %.64s belongs to another job that has not granted it (this "
+                              "job's is %.64s)",
                               op->namespace_, job_ns);
     if (op->kind > ESCHER__OP_KIND__OP_DELETE)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "unknown operation %d", (int)op->kind);
@@ -585,14 +586,24 @@ static int plan_on_nodes(gcs *g, plan *p, const Escher__ResourceOp *op, const ch
     return ESC_OK;
 }
 
+/* The namespace an op acts in: the job's, or one whose owner granted it to the job
+ * (docs/security.md); anything else is the job's, so check_op refuses it. */
+static const char *op_namespace(gcs *g, const gcs_job *job, const Escher__ResourceOp *op)
+{
+    const char *ns = op->namespace_;
+    if (!ns || !*ns || !strcmp(ns, job->info->namespace_))
+        return job->info->namespace_;
+    return gcs_ns_granted(gcs_ns_owner(g, ns), job->info->job_id) ? ns : job->info->namespace_;
+}
+
 /* Plans every op of the request; on error nothing is kept. */
 static int plan_request(gcs *g, const Escher__UpdateResourcesRequest *req, const gcs_job *job,
                         plan *p, esc_status *st)
 {
-    const char *ns = job->info->namespace_;
     const char *owner = req->detached ? "" : job->info->job_id;
     for (size_t i = 0; i < req->n_ops; i++) {
         const Escher__ResourceOp *op = req->ops[i];
+        const char *ns = op_namespace(g, job, op);
         int rc = check_op(op, ns, st);
         if (rc)
             return rc;
@@ -651,6 +662,13 @@ static void handle_update(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
     gcs_job *job = gcs_job_find(g, req->job_id);
     if (!job || job->info->state != ESCHER__JOB_STATE__JOB_RUNNING) {
         esc_rpc_finish(call, ESC_FAILED_PRECONDITION, job ? "job has ended" : "unknown job");
+        return;
+    }
+    if (!gcs_auth_is_job(call, job, req->job_credential)) {
+        char why[200];
+        snprintf(why, sizeof why, "the call does not carry job %.40s's credential",
+                 req->job_id);
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
         return;
     }
     if (req->n_ops == 0) {

@@ -303,6 +303,12 @@ void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, co
     dispatch(a);
 }
 
+const char *actor_manager_credential(actor_manager *am, const char *actor_id)
+{
+    actor *a = esc_strmap_get(am->actors, actor_id);
+    return a ? a->creation->job_credential : NULL;
+}
+
 bool actor_manager_kill(actor_manager *am, const char *actor_id, const char *why)
 {
     actor *a = esc_strmap_get(am->actors, actor_id);

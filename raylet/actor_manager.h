@@ -42,6 +42,10 @@ void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, co
  * actor this raylet never hosted or that died ends at once as error objects. */
 void actor_manager_call(actor_manager *am, const Escher__TaskSpec *call);
 
+/* The credential of the job that created actor_id (from its creation spec), or NULL when
+ * this raylet hosts no such actor. */
+const char *actor_manager_credential(actor_manager *am, const char *actor_id);
+
 /* Kills an actor hosted here. Returns false when there is none alive by that id. */
 bool actor_manager_kill(actor_manager *am, const char *actor_id, const char *why);
 

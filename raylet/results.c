@@ -196,8 +196,8 @@ static void peer_send(results *rs, peer_batch *p)
     p->n = 0;
 }
 
-static void send_back(results *rs, peer *to, const char *task_id,
-                      const char *owner_id, Escher__ReadyObject **objs, size_t n)
+static void send_back(results *rs, peer *to, const char *task_id, const char *owner_id,
+                      const char *credential, Escher__ReadyObject **objs, size_t n)
 {
     peer_batch *p = esc_strmap_get(rs->batches, peer_address(to));
     if (!p) {
@@ -209,6 +209,7 @@ static void send_back(results *rs, peer *to, const char *task_id,
     escher__task_done__init(d);
     d->task_id = strdup(task_id);
     d->owner_id = strdup(owner_id);
+    d->job_credential = strdup(credential ? credential : "");
     d->returns = objs;
     d->n_returns = n;
     p->done = grow(p->done, &p->cap, p->n + 1, sizeof *p->done);
@@ -226,7 +227,7 @@ static void notify(results *rs, const Escher__TaskSpec *spec, Escher__ReadyObjec
     bool away = spec->reply_to && spec->reply_to[0] && strcmp(spec->reply_to, rs->r->address);
     peer *back = away ? peers_get(rs->peers, spec->reply_to) : NULL;
     results_deliver(rs, back, spec->task_id, spec->owner_id ? spec->owner_id : "",
-                    objs, n);
+                    spec->job_credential, objs, n);
 }
 
 /* Stores return i of the task (an error object when why is set) and describes it. */
@@ -273,6 +274,7 @@ static void commit_on_success(results *rs, const Escher__TaskSpec *spec)
         return;
     Escher__UpdateResourcesRequest req = *spec->on_success;
     req.job_id = spec->job_id;
+    req.job_credential = spec->job_credential; /* the raylet acts for the task's job */
     req.local_node_id = rs->r->node_id;
     req.detached = false;
     /* Not idempotent: an add must not be applied twice. */
@@ -301,11 +303,11 @@ void results_store(results *rs, const Escher__TaskSpec *spec, const Escher__Task
 
 /* ------------------------------------------------------------ api */
 
-void results_deliver(results *rs, peer *back, const char *task_id,
-                     const char *owner_id, Escher__ReadyObject **objs, size_t n)
+void results_deliver(results *rs, peer *back, const char *task_id, const char *owner_id,
+                     const char *credential, Escher__ReadyObject **objs, size_t n)
 {
     if (back) {
-        send_back(rs, back, task_id, owner_id, objs, n);
+        send_back(rs, back, task_id, owner_id, credential, objs, n);
         return;
     }
     owner *w = owner_id[0] ? esc_strmap_get(rs->owners, owner_id) : NULL;

@@ -53,10 +53,11 @@ Escher__ReadyObject *results_object_new(const char *id, const void *data, size_t
                                         const char *address);
 
 /* Delivers a finished task's returns (taking objs[0..n) and the array): sent back to
- * the raylet `back` when it is not NULL, else pushed to owner_id's stream when it
- * watches here, else dropped. */
-void results_deliver(results *rs, peer *back, const char *task_id,
-                     const char *owner_id, Escher__ReadyObject **objs, size_t n);
+ * the raylet `back` when it is not NULL (with the task's job credential, which proves
+ * there that the notice comes from the task's path), else pushed to owner_id's stream
+ * when it watches here, else dropped. */
+void results_deliver(results *rs, peer *back, const char *task_id, const char *owner_id,
+                     const char *credential, Escher__ReadyObject **objs, size_t n);
 
 /* Sends what collected since the last flush. */
 void results_flush(results *rs);

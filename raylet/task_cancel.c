@@ -11,6 +11,45 @@
 #include "results.h"
 #include "worker_pool.h"
 
+/* Constant time, so a guess learns nothing of the credential. */
+static bool same_secret(const char *a, const char *b)
+{
+    size_t n = strlen(b);
+    if (strlen(a) != n)
+        return false;
+    unsigned diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)a[i] ^ (unsigned char)b[i];
+    return diff == 0;
+}
+
+/* Only the task's job cancels or withdraws it (docs/security.md): the caller shows the
+ * credential that the task's spec carries, in the request (a raylet passing a withdraw
+ * on) or as metadata (the job's client). A task this raylet does not hold, or one whose
+ * spec has no credential, has nothing to check here. */
+static bool cancel_allowed(task_manager *tm, esc_rpc_ctx *call,
+                           const Escher__CancelTaskRequest *req)
+{
+    task_entry *e = task_find_queued(tm, req->task_id);
+    if (!e)
+        e = esc_strmap_get(tm->fetching, req->task_id);
+    if (!e)
+        e = esc_strmap_get(tm->running, req->task_id);
+    if (!e)
+        e = esc_strmap_get(tm->spilled, req->task_id);
+    if (!e || !*e->spec->job_credential)
+        return true;
+    char cred[160];
+    const char *given = req->job_credential;
+    if (!*given) {
+        esc_rpc_ctx_metadata(call, ESC_RPC_CREDENTIAL_KEY, cred, sizeof cred);
+        given = cred;
+    }
+    bool ok = same_secret(given, e->spec->job_credential);
+    memset(cred, 0, sizeof cred);
+    return ok;
+}
+
 typedef struct {
     task_manager *tm;
     esc_rpc_ctx *call;
@@ -59,6 +98,7 @@ static void withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_id)
         Escher__CancelTaskRequest fwd = ESCHER__CANCEL_TASK_REQUEST__INIT;
         fwd.task_id = w->task_id;
         fwd.if_queued = true;
+        fwd.job_credential = e->spec->job_credential;
         peers_call(tm->r->peers, peers_get(tm->r->peers, e->spilled_addr), "CancelTask", &fwd.base, 0, 0,
                    on_withdrawn_there, w);
         return;
@@ -70,6 +110,13 @@ void task_cancel_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
 {
     task_manager *tm = ud;
     const Escher__CancelTaskRequest *req = (const Escher__CancelTaskRequest *)msg;
+    if (!cancel_allowed(tm, call, req)) {
+        char why[200];
+        snprintf(why, sizeof why, "task %.80s belongs to another job (its credential is needed)",
+                 req->task_id);
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
+    }
     if (req->if_queued) {
         char id[ESC_OBJECT_ID_MAX];
         snprintf(id, sizeof id, "%s", req->task_id);
@@ -93,6 +140,19 @@ void task_cancel_handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *ms
 {
     task_manager *tm = ud;
     const Escher__KillActorRequest *req = (const Escher__KillActorRequest *)msg;
+    /* Only the actor's job kills it: the caller shows the credential of its creation. */
+    const char *want = actor_manager_credential(tm->r->actors, req->actor_id);
+    char cred[160];
+    esc_rpc_ctx_metadata(call, ESC_RPC_CREDENTIAL_KEY, cred, sizeof cred);
+    bool ok = !want || !*want || same_secret(cred, want);
+    memset(cred, 0, sizeof cred);
+    if (!ok) {
+        char why[200];
+        snprintf(why, sizeof why, "actor %.80s belongs to another job (its credential is needed)",
+                 req->actor_id);
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
+    }
     Escher__KillActorReply rep = ESCHER__KILL_ACTOR_REPLY__INIT;
     rep.found = actor_manager_kill(tm->r->actors, req->actor_id, "killed");
     esc_rpc_reply(call, &rep.base);

@@ -65,21 +65,43 @@ void task_lineage_handle_reconstruct(esc_rpc_ctx *call, const ProtobufCMessage *
     task_schedule(tm, e);
 }
 
+/* A notice of a task forwarded from here comes from the task's path: it carries the
+ * credential of the spec this raylet forwarded (docs/security.md). Constant time. */
+static bool done_from_path(const task_entry *e, const Escher__TaskDone *d)
+{
+    const char *want = e->spec->job_credential;
+    size_t n = strlen(want);
+    if (!n)
+        return true; /* a spec without one (an older client): nothing to check */
+    if (strlen(d->job_credential) != n)
+        return false;
+    unsigned diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)want[i] ^ (unsigned char)d->job_credential[i];
+    return diff == 0;
+}
+
 /* A raylet this one forwarded tasks to says they ended: the notice goes on the way the
  * task came here (the spec kept at forwarding says whom to tell), or to the owner. */
 void task_lineage_handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     task_manager *tm = ud;
     const Escher__TasksDoneRequest *req = (const Escher__TasksDoneRequest *)msg;
+    const char *refused = NULL;
     for (size_t i = 0; i < req->n_done; i++) {
         const Escher__TaskDone *d = req->done[i];
         task_entry *e = esc_strmap_get(tm->spilled, d->task_id);
+        if (e && !done_from_path(e, d)) {
+            refused = refused ? refused : d->task_id;
+            continue;
+        }
         Escher__ReadyObject **objs = malloc((d->n_returns + 1) * sizeof *objs);
         for (size_t k = 0; k < d->n_returns; k++)
             objs[k] = (Escher__ReadyObject *)esc_pb_dup(&d->returns[k]->base);
         const char *back = e ? e->spec->reply_to : "";
         results_deliver(tm->r->results, back[0] ? peers_get(tm->r->peers, back) : NULL, d->task_id,
-                        e ? e->spec->owner_id : d->owner_id, objs, d->n_returns);
+                        e ? e->spec->owner_id : d->owner_id,
+                        e ? e->spec->job_credential : d->job_credential, objs, d->n_returns);
         /* It ended: its results exist, so its node's death must not run it again; its
          * origin keeps it as lineage, in case a reader finds them lost. */
         if (e && !e->spec->actor_creation) {
@@ -89,6 +111,15 @@ void task_lineage_handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *m
             else
                 task_entry_free(e);
         }
+    }
+    if (refused) {
+        char why[200];
+        snprintf(why, sizeof why,
+                 "a notice for task %.80s without its job's credential: not from its path",
+                 refused);
+        ESC_WARN("TasksDone from %s refused: %s", esc_rpc_ctx_peer(call), why);
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
     }
     Escher__TasksDoneReply rep = ESCHER__TASKS_DONE_REPLY__INIT;
     esc_rpc_reply(call, &rep.base);

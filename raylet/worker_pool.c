@@ -71,6 +71,7 @@ typedef struct worker {
     worker_pool *pool;
     char id[ESC_ID_HEX + 1];
     char *job_id;
+    char *credential; /* the job's (ESCHER_JOB_CREDENTIAL): what the task starts joins it */
     char *actor_id; /* an actor's worker: only its tasks, never idle-stopped; else NULL */
     char **env; /* the task environment it was started with, sorted */
     size_t nenv;
@@ -331,7 +332,11 @@ static void worker_stop(worker *w)
 static void send_execute(worker *w)
 {
     Escher__WorkerMsg__Execute ex = ESCHER__WORKER_MSG__EXECUTE__INIT;
-    ex.spec = w->task->spec;
+    /* The worker has the job's credential in its environment already: the spec it gets
+     * goes without (a shallow copy), fewer bytes per task. */
+    Escher__TaskSpec spec = *w->task->spec;
+    spec.job_credential = (char *)"";
+    ex.spec = &spec;
     Escher__WorkerMsg msg = ESCHER__WORKER_MSG__INIT;
     msg.msg_case = ESCHER__WORKER_MSG__MSG_EXECUTE;
     msg.execute = &ex;
@@ -383,6 +388,7 @@ static void worker_free(worker *w)
     esc_frame_conn_free(w->conn);
     env_free(w->env, w->nenv);
     free(w->job_id);
+    free(w->credential);
     free(w->actor_id);
     free(w);
 }
@@ -502,19 +508,20 @@ static bool env_has_key(char **env, size_t n, const char *entry)
 static char **worker_envp(worker *w, size_t *nown)
 {
     worker_pool *p = w->pool;
-    char *own[5] = {kv("ESCHER_RAYLET_SOCKET", p->socket_path), kv("ESCHER_WORKER_ID", w->id),
+    char *own[6] = {kv("ESCHER_RAYLET_SOCKET", p->socket_path), kv("ESCHER_WORKER_ID", w->id),
                     kv("ESCHER_JOB_ID", w->job_id), kv("ESCHER_LOG_DIR", p->log_dir),
-                    kv("ESCHER_PACKAGE_ROOT", p->package_root)};
+                    kv("ESCHER_PACKAGE_ROOT", p->package_root),
+                    kv("ESCHER_JOB_CREDENTIAL", w->credential)};
     size_t n = 0;
     while (environ[n])
         n++;
-    char **envp = calloc(n + w->nenv + 6, sizeof *envp);
+    char **envp = calloc(n + w->nenv + 7, sizeof *envp);
     size_t k = 0;
-    for (size_t i = 0; i < 5; i++)
+    for (size_t i = 0; i < 6; i++)
         envp[k++] = own[i];
     *nown = k;
     for (size_t i = 0; i < n; i++)
-        if (!env_has_key(own, 5, environ[i]) && !env_has_key(w->env, w->nenv, environ[i]))
+        if (!env_has_key(own, 6, environ[i]) && !env_has_key(w->env, w->nenv, environ[i]))
             envp[k++] = environ[i];
     for (size_t i = 0; i < w->nenv; i++)
         envp[k++] = w->env[i];
@@ -575,6 +582,7 @@ static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errle
         return NULL;
     }
     w->job_id = strdup(t->spec->job_id);
+    w->credential = strdup(t->spec->job_credential);
     w->env = env_copy((const char *const *)t->env, t->nenv, &w->nenv);
     w->actor_id = actor_of(t) ? strdup(actor_of(t)) : NULL;
     ev_timer_init(&w->timer, on_timer, 0, 0);
@@ -614,10 +622,14 @@ static bool same_actor(const worker *w, const pool_task *t)
     return a ? w->actor_id && !strcmp(w->actor_id, a) : !w->actor_id;
 }
 
+/* A worker holds its job's credential in its environment: a task runs only in a worker
+ * started with the same credential, so a spec that names another job's id does not get
+ * that job's worker (and credential). */
 static worker *find_idle(worker_pool *p, const pool_task *t)
 {
     for (worker *w = p->workers; w; w = w->next)
-        if (w->state == W_IDLE && !strcmp(w->job_id, t->spec->job_id) && same_actor(w, t) &&
+        if (w->state == W_IDLE && !strcmp(w->job_id, t->spec->job_id) &&
+            !strcmp(w->credential, t->spec->job_credential) && same_actor(w, t) &&
             env_equal(w->env, w->nenv, t->env, t->nenv))
             return w;
     return NULL;

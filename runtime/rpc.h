@@ -106,6 +106,15 @@ void esc_rpc_server_free(esc_rpc_server *s);
 /* Metadata of an incoming call: the peer ("ipv4:127.0.0.1:5555"), owned by the call. */
 const char *esc_rpc_ctx_peer(const esc_rpc_ctx *call);
 
+/* Copies the value of the call's metadata entry `key` (a job's id or credential:
+ * ESC_RPC_JOB_KEY, ESC_RPC_CREDENTIAL_KEY) into out (len bytes, NUL-terminated).
+ * Returns false, with out "", when the call has no such entry or it does not fit. */
+bool esc_rpc_ctx_metadata(const esc_rpc_ctx *call, const char *key, char *out, size_t len);
+
+/* Metadata keys of a job's identity (esc_rpc_channel_set_job). */
+#define ESC_RPC_JOB_KEY "x-escher-job"
+#define ESC_RPC_CREDENTIAL_KEY "x-escher-job-credential"
+
 /* Sets the function called when the peer goes away before the call is finished. */
 void esc_rpc_ctx_on_cancel(esc_rpc_ctx *call, esc_rpc_cancel_fn fn, void *ud);
 
@@ -142,6 +151,11 @@ typedef struct esc_rpc_channel esc_rpc_channel;
  * lazy and automatic, with reconnect backoff capped at one second. Thread-safe. */
 esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token);
 void esc_rpc_channel_free(esc_rpc_channel *ch);
+
+/* Makes every later call of the channel carry a job's id and credential (docs/
+ * security.md), beside the token; job_id NULL or "" stops it. Strings are copied.
+ * Thread-safe; calls already started keep what they had. */
+void esc_rpc_channel_set_job(esc_rpc_channel *ch, const char *job_id, const char *credential);
 
 /* The target given at creation (owned by the channel). */
 const char *esc_rpc_channel_target(const esc_rpc_channel *ch);

@@ -21,6 +21,8 @@ struct esc_rpc_channel {
     grpc_channel *ch;
     char *target;
     char *token;
+    char *job_id;       /* esc_rpc_channel_set_job; NULL: none (guarded by mu) */
+    char *credential;
     pthread_mutex_t mu;
     reg_call *calls;
     size_t ncalls;
@@ -67,6 +69,10 @@ void esc_rpc_channel_free(esc_rpc_channel *c)
     free(c->calls);
     free(c->target);
     free(c->token);
+    free(c->job_id);
+    if (c->credential)
+        memset(c->credential, 0, strlen(c->credential));
+    free(c->credential);
     pthread_mutex_destroy(&c->mu);
     free(c);
     esc_rpc_grpc_unref();
@@ -101,11 +107,42 @@ static void *method_handle(esc_rpc_channel *c, const ProtobufCServiceDescriptor 
     return h;
 }
 
-static void token_metadata(const esc_rpc_channel *c, grpc_metadata *md)
+void esc_rpc_channel_set_job(esc_rpc_channel *c, const char *job_id, const char *credential)
+{
+    pthread_mutex_lock(&c->mu);
+    free(c->job_id);
+    free(c->credential);
+    c->job_id = job_id && *job_id ? strdup(job_id) : NULL;
+    c->credential = c->job_id && credential ? strdup(credential) : NULL;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void one_metadata(grpc_metadata *md, const char *key, const char *value)
 {
     memset(md, 0, sizeof *md);
-    md->key = grpc_slice_from_static_string(ESC_TOKEN_KEY);
-    md->value = grpc_slice_from_copied_string(c->token ? c->token : "");
+    md->key = grpc_slice_from_static_string(key);
+    md->value = grpc_slice_from_copied_string(value ? value : "");
+}
+
+/* The metadata every call carries: the token, and the job's id and credential when the
+ * channel has them. Returns how many entries of md[ESC_RPC_MD_MAX] it filled. */
+static size_t call_metadata(esc_rpc_channel *c, grpc_metadata *md)
+{
+    size_t n = 0;
+    one_metadata(&md[n++], ESC_TOKEN_KEY, c->token);
+    pthread_mutex_lock(&c->mu);
+    if (c->job_id) {
+        one_metadata(&md[n++], ESC_RPC_JOB_KEY, c->job_id);
+        one_metadata(&md[n++], ESC_RPC_CREDENTIAL_KEY, c->credential);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+static void metadata_release(grpc_metadata *md, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        grpc_slice_unref(md[i].value);
 }
 
 static void fill_status(esc_status *st, grpc_status_code code, grpc_slice details)
@@ -134,8 +171,8 @@ static int unary_once(esc_rpc_channel *c, void *handle, const ProtobufCMethodDes
     grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
     grpc_call *call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS,
                                                           cq, handle, deadline, NULL);
-    grpc_metadata token;
-    token_metadata(c, &token);
+    grpc_metadata md_out[ESC_RPC_MD_MAX];
+    size_t nmd = call_metadata(c, md_out);
     grpc_byte_buffer *recv = NULL;
     grpc_metadata_array init_md, trailing;
     grpc_metadata_array_init(&init_md);
@@ -147,8 +184,8 @@ static int unary_once(esc_rpc_channel *c, void *handle, const ProtobufCMethodDes
     grpc_op ops[6];
     memset(ops, 0, sizeof ops);
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = 1;
-    ops[0].data.send_initial_metadata.metadata = &token;
+    ops[0].data.send_initial_metadata.count = nmd;
+    ops[0].data.send_initial_metadata.metadata = md_out;
     ops[0].flags = wait_ready ? GRPC_INITIAL_METADATA_WAIT_FOR_READY : 0;
     ops[1].op = GRPC_OP_SEND_MESSAGE;
     ops[1].data.send_message.send_message = send;
@@ -181,7 +218,7 @@ static int unary_once(esc_rpc_channel *c, void *handle, const ProtobufCMethodDes
     if (recv)
         grpc_byte_buffer_destroy(recv);
     grpc_slice_unref(details);
-    grpc_slice_unref(token.value);
+    metadata_release(md_out, nmd);
     gpr_free((void *)error_string);
     grpc_metadata_array_destroy(&init_md);
     grpc_metadata_array_destroy(&trailing);
@@ -256,7 +293,8 @@ struct esc_rpc_stream {
     grpc_call *call;
     grpc_completion_queue *cq;
     const ProtobufCMethodDescriptor *md;
-    grpc_metadata token;
+    grpc_metadata md_out[ESC_RPC_MD_MAX];
+    size_t nmd;
     grpc_byte_buffer *send;
     grpc_metadata_array init_md, trailing;
     grpc_status_code code;
@@ -291,7 +329,7 @@ esc_rpc_stream *esc_rpc_stream_open_timeout(esc_rpc_channel *c,
         timeout_ms > 0 ? deadline_after(timeout_ms) : gpr_inf_future(GPR_CLOCK_REALTIME);
     s->call = grpc_channel_create_registered_call(c->ch, NULL, GRPC_PROPAGATE_DEFAULTS, s->cq,
                                                   handle, deadline, NULL);
-    token_metadata(c, &s->token);
+    s->nmd = call_metadata(c, s->md_out);
     s->send = esc_rpc_pack(req);
     grpc_metadata_array_init(&s->init_md);
     grpc_metadata_array_init(&s->trailing);
@@ -302,8 +340,8 @@ esc_rpc_stream *esc_rpc_stream_open_timeout(esc_rpc_channel *c,
     grpc_op ops[5];
     memset(ops, 0, sizeof ops);
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[0].data.send_initial_metadata.count = 1;
-    ops[0].data.send_initial_metadata.metadata = &s->token;
+    ops[0].data.send_initial_metadata.count = s->nmd;
+    ops[0].data.send_initial_metadata.metadata = s->md_out;
     ops[0].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY;
     ops[1].op = GRPC_OP_SEND_MESSAGE;
     ops[1].data.send_message.send_message = s->send;
@@ -382,7 +420,7 @@ void esc_rpc_stream_free(esc_rpc_stream *s)
     grpc_call_unref(s->call);
     destroy_cq(s->cq);
     grpc_byte_buffer_destroy(s->send);
-    grpc_slice_unref(s->token.value);
+    metadata_release(s->md_out, s->nmd);
     grpc_slice_unref(s->details);
     gpr_free((void *)s->error_string);
     grpc_metadata_array_destroy(&s->init_md);

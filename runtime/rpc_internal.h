@@ -7,6 +7,7 @@
 #include "rpc.h"
 
 #define ESC_TOKEN_KEY "x-escher-token"
+#define ESC_RPC_MD_MAX 3
 
 /* Packs msg into a new byte buffer (caller destroys it). */
 grpc_byte_buffer *esc_rpc_pack(const ProtobufCMessage *msg);

@@ -398,6 +398,25 @@ static bool token_ok(const esc_rpc_server *s, const grpc_metadata_array *md)
     return false;
 }
 
+bool esc_rpc_ctx_metadata(const esc_rpc_ctx *c, const char *key, char *out, size_t len)
+{
+    out[0] = 0;
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < c->req_md.count; i++) {
+        const grpc_metadata *e = &c->req_md.metadata[i];
+        if (GRPC_SLICE_LENGTH(e->key) != klen ||
+            memcmp(GRPC_SLICE_START_PTR(e->key), key, klen) != 0)
+            continue;
+        size_t vlen = GRPC_SLICE_LENGTH(e->value);
+        if (vlen >= len)
+            return false;
+        memcpy(out, GRPC_SLICE_START_PTR(e->value), vlen);
+        out[vlen] = 0;
+        return strlen(out) == vlen; /* no NUL inside */
+    }
+    return false;
+}
+
 static void dispatch(void *arg)
 {
     esc_rpc_ctx *c = arg;

@@ -105,7 +105,37 @@ static json_t *actor_json(const char *id, const esc_actor_info *a)
     return o;
 }
 
-static int print_json(const esc_cluster_status *s, const actor_list *l)
+/* The running jobs that granted their namespace (esc_namespace_grant). */
+typedef struct {
+    esc_job_info *jobs;
+    size_t n;
+} grant_list;
+
+static bool has_grants(const esc_job_info *j)
+{
+    return j->ngrants && !strcmp(j->state, "RUNNING");
+}
+
+static json_t *grants_json(const grant_list *gl)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < gl->n; i++) {
+        const esc_job_info *j = &gl->jobs[i];
+        if (!has_grants(j))
+            continue;
+        json_t *to = json_array();
+        for (size_t k = 0; k < j->ngrants; k++)
+            json_array_append_new(to, json_string(j->grants[k]));
+        json_t *o = json_object();
+        json_object_set_new(o, "namespace", json_string(j->namespace_));
+        json_object_set_new(o, "owner", json_string(j->id));
+        json_object_set_new(o, "granted_to", to);
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static int print_json(const esc_cluster_status *s, const actor_list *l, const grant_list *gl)
 {
     json_t *nodes = json_array();
     for (size_t i = 0; i < s->nnodes; i++)
@@ -120,6 +150,11 @@ static int print_json(const esc_cluster_status *s, const actor_list *l)
             json_array_append_new(actors, actor_json(l->ids[i], &l->info[i]));
         json_object_set_new(root, "actors", actors);
     }
+    json_t *grants = grants_json(gl);
+    if (json_array_size(grants)) /* only when some job granted its namespace */
+        json_object_set_new(root, "grants", grants);
+    else
+        json_decref(grants);
     return cli_json_print(root);
 }
 
@@ -202,13 +237,30 @@ static void print_actors(const actor_list *l)
                dead, dead == 1 ? "" : "s");
 }
 
-static int print_table(const esc_cluster_status *s, const actor_list *l)
+static void print_grants(const grant_list *gl)
+{
+    size_t shown = 0;
+    for (size_t i = 0; i < gl->n; i++) {
+        const esc_job_info *j = &gl->jobs[i];
+        if (!has_grants(j))
+            continue;
+        if (!shown++)
+            printf("\ngrants\n  %-24s %-16s %s\n", "NAMESPACE", "OWNER", "GRANTED TO");
+        printf("  %-24s %-16s", j->namespace_, j->id);
+        for (size_t k = 0; k < j->ngrants; k++)
+            printf("%s%s", k ? ", " : " ", j->grants[k]);
+        putchar('\n');
+    }
+}
+
+static int print_table(const esc_cluster_status *s, const actor_list *l, const grant_list *gl)
 {
     printf("cluster: %zu node%s, applied seq %" PRIu64 " (committed %" PRIu64 ")\n",
            s->nnodes, s->nnodes == 1 ? "" : "s", s->seq, s->committed_seq);
     for (size_t i = 0; i < s->nnodes; i++)
         print_node(&s->nodes[i]);
     print_actors(l);
+    print_grants(gl);
     return CLI_EXIT_OK;
 }
 
@@ -229,12 +281,16 @@ int cmd_status(const cli_globals *g, int argc, char **argv)
     esc_cluster_status *s = NULL;
     esc_status st;
     actor_list actors = {0};
+    grant_list grants = {0};
     if (esc_get_cluster_status(c, &s, &st) != ESC_OK) {
         rc = cli_status_fail(&st);
     } else {
         actors_read(c, &actors);
-        rc = json ? print_json(s, &actors) : print_table(s, &actors);
+        if (esc_list_jobs(c, &grants.jobs, &grants.n, NULL) != ESC_OK)
+            grants.n = 0; /* status shows the nodes all the same */
+        rc = json ? print_json(s, &actors, &grants) : print_table(s, &actors, &grants);
     }
+    esc_jobs_free(grants.jobs, grants.n);
     actors_free(&actors);
     esc_cluster_status_free(s);
     esc_disconnect(c);

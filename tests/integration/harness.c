@@ -281,6 +281,20 @@ int h_teardown(void **state)
     return 0;
 }
 
+esc_client *h_join(h_cluster *c, esc_client *of, int local)
+{
+    esc_connect_opts o = {.address = c->gcs_addr, .token = c->token,
+                          .node_id = c->raylets[local].node_id, .session_dir = c->dir,
+                          .join = of};
+    esc_client *cl = NULL;
+    esc_status st = {0};
+    if (esc_connect(&o, &cl, &st) != ESC_OK) {
+        fprintf(stderr, "join failed: %s %s\n", esc_status_name(st.code), st.message);
+        exit(1);
+    }
+    return cl;
+}
+
 const char *h_tasks_lib(void)
 {
     static char lib[512];

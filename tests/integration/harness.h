@@ -84,6 +84,9 @@ const char *h_tasks_lib(void);
 /* Connects a client in namespace ns (NULL: default) whose local node is raylet `local`
  * (-1: none). Fails the test on error. */
 esc_client *h_connect(h_cluster *c, const char *ns, int local, bool detached);
+/* A client of the same job as `of` (esc_connect_opts.join) whose local node is raylet
+ * `local`: one driver on several nodes. Disconnect it before `of`. */
+esc_client *h_join(h_cluster *c, esc_client *of, int local);
 
 /* Stops everything and removes the directory. A GCS or raylet that does not exit 0 on
  * SIGTERM (a crash, or a leak report under ASan) is counted and its log shown. */

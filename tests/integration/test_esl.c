@@ -114,7 +114,7 @@ static void test_colocate(void **state)
     r[1] = submit(cl, "getenv_task", "ESCHER_NODE_ID", &early, NULL);
     /* The group is made by a client on node 1, so it lands there (its local node has
      * room), while the tasks are submitted on node 0 and must follow it. */
-    esc_client *maker = h_connect(&C, "esl_co", 1, false);
+    esc_client *maker = h_join(&C, cl, 1); /* the same job, on node 1 */
     esl_policy *p = NULL;
     esc_status st;
     assert_int_equal(esl_colocate(maker, "group", 4, &each, &p, &st), ESC_OK);
@@ -662,8 +662,8 @@ static void test_fair_share(void **state)
 static void test_group_survives_node_death(void **state)
 {
     (void)state;
-    esc_client *maker = h_connect(&C, "esl_ft", 1, false);
     esc_client *cl = h_connect(&C, "esl_ft", 0, false);
+    esc_client *maker = h_join(&C, cl, 1); /* the same job, on node 1 */
     esl_request none = {0};
     esl_policy *p = NULL;
     esc_status st;
@@ -692,8 +692,8 @@ static void test_group_survives_node_death(void **state)
     assert_int_equal(esl_policy_nodes(p, &nodes), 1);
     assert_string_equal(nodes[0], first);
     free_policy(maker, p);
-    esc_disconnect(cl);
     esc_disconnect(maker);
+    esc_disconnect(cl);
 }
 
 int main(void)

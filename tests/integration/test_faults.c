@@ -324,6 +324,7 @@ static int driver_main(char **argv)
     if (esc_connect(&o, &owned, NULL) != ESC_OK)
         return 1;
     o.detached = true;
+    o.join = owned; /* "drv" is the owned client's job's: the second client joins it */
     if (esc_connect(&o, &det, NULL) != ESC_OK)
         return 1;
     uint64_t s1, s2;

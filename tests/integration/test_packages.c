@@ -336,15 +336,14 @@ static void test_member_escaping_refused(void **state)
     req.job_id = (char *)esc_client_job_id(owner);
     req.hash = hash;
     esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_job(ch, req.job_id, esc_client_job_credential(owner));
     ProtobufCMessage *rep = NULL;
     assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "SetJobPackage", &req.base,
                                   &rep, 10000, 0, &st), ESC_OK);
     protobuf_c_message_free_unpacked(rep, NULL);
     esc_rpc_channel_free(ch);
 
-    setenv("ESCHER_JOB_ID", esc_client_job_id(owner), 1);
-    esc_client *cl = h_connect(&C, "evil", 0, false);
-    unsetenv("ESCHER_JOB_ID");
+    esc_client *cl = h_join(&C, owner, 0);
     assert_int_equal(get(cl, submit_fn(cl, "lib/libmytasks.so", "echo", "x", true), NULL, &st),
                      ESC_ABORTED);
     assert_non_null(strstr(st.message, "tar refused to unpack it"));

@@ -315,7 +315,7 @@ static void test_namespaces_counted_apart(void **state)
     assert_int_equal(rows_of(other, "qe"), QUOTA);
     assert_int_equal(rows_of(other, "qf"), QUOTA);
 
-    esc_client *same = h_connect(&C, "qe", 1, true);
+    esc_client *same = h_join(&C, full, 1); /* the same namespace, from node 1 */
     char before[4096];
     uint64_t committed, seq;
     esc_status st;

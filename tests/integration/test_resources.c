@@ -211,12 +211,13 @@ static void test_cross_namespace(void **state)
 typedef struct {
     int id;
     int rounds;
+    esc_client *owner; /* the job whose namespace they write: each writer joins it */
 } writer_arg;
 
 static void *writer(void *p)
 {
     writer_arg *w = p;
-    esc_client *cl = h_connect(&C, "conc", 0, true);
+    esc_client *cl = h_join(&C, w->owner, 0);
     char own[32];
     snprintf(own, sizeof own, "own%d", w->id);
     esc_target n2 = ESC_NODE(C.raylets[2].node_id);
@@ -235,13 +236,14 @@ static void test_concurrent_writers(void **state)
     enum { THREADS = 8, ROUNDS = 100 };
     pthread_t th[THREADS];
     writer_arg args[THREADS];
+    /* One job, many clients: a namespace is one running job's (docs/security.md). */
+    esc_client *cl = h_connect(&C, "conc", 0, true);
     for (int i = 0; i < THREADS; i++) {
-        args[i] = (writer_arg){i, ROUNDS};
+        args[i] = (writer_arg){i, ROUNDS, cl};
         pthread_create(&th[i], NULL, writer, &args[i]);
     }
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
-    esc_client *cl = h_connect(&C, "conc", 0, true);
     esc_cluster_status *s = NULL;
     assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
     applied(cl, s->committed_seq);

@@ -131,7 +131,7 @@ static void test_arguments_from_another_node(void **state)
 {
     (void)state;
     esc_client *on_b = h_connect(&C, "t7", 1, false);
-    esc_client *on_a = h_connect(&C, "t7", 0, false);
+    esc_client *on_a = h_join(&C, on_b, 0); /* the same job, on node 0 */
     esc_ref *put = NULL;
     assert_int_equal(esc_put(on_b, "from-b", 6, &put, NULL), ESC_OK);
     esc_task_arg a1 = {.ref = put};

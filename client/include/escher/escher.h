@@ -61,17 +61,32 @@ typedef struct {
      * not, so it answers while storage is slow or down. Calls that need a job (writes,
      * tasks, objects) fail with FAILED_PRECONDITION "unknown job". */
     bool no_job;
+    /* Join the job of this client (same process) instead of registering one: a driver
+     * that talks to the cluster from several nodes (a client per local node). The new
+     * client acts as that job (its namespace, its credential), gets node events like a
+     * driver unless short_lived, and never ends the job; disconnect it before `join`.
+     * NULL: none. */
+    const esc_client *join;
 } esc_connect_opts;
 
 /* Connects to the cluster and registers a new job. On success *out owns the client
  * (free it with esc_disconnect). opts may be NULL for all defaults.
  *
+ * The GCS gives the job a credential of its own, which the client sends on every call
+ * (docs/security.md): the cluster token admits the client, the credential says which
+ * job it is. A namespace belongs to the running job registered in it: registering
+ * another job in it is PERMISSION_DENIED, except in the shared namespace "default"
+ * (the CLI's) and in namespaces no running job has. Another job uses a namespace only
+ * when its owner grants it (esc_namespace_grant).
+ *
  * In a process that escher runs for a job (a job's entrypoint, a command task: they
- * have $ESCHER_JOB_ID), the client joins that job instead, unless new_job is set: what
+ * have $ESCHER_JOB_ID and $ESCHER_JOB_CREDENTIAL), the client joins that job instead,
+ * unless new_job is set: what
  * it creates belongs to the job and goes when the job ends, and esc_disconnect does not
  * end the job (whoever submitted it does). Joining fails with NOT_FOUND or
  * FAILED_PRECONDITION when the job is unknown or has ended, or runs in another
- * namespace than opts->namespace_. */
+ * namespace than opts->namespace_, and with PERMISSION_DENIED without the job's
+ * credential. */
 int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st);
 
 /* Finishes the job (its non-detached resources are removed) and frees the client. */
@@ -94,6 +109,23 @@ const char *esc_client_job_id(const esc_client *c);
 const char *esc_client_namespace(const esc_client *c);
 const char *esc_client_node_id(const esc_client *c);
 const char *esc_client_address(const esc_client *c);
+/* The job's credential (owned by the client; "" with no job): for a process that the
+ * driver starts itself and that should join the job (give it $ESCHER_JOB_ID and
+ * $ESCHER_JOB_CREDENTIAL). Whoever holds it acts as the job: keep it secret. */
+const char *esc_client_job_credential(const esc_client *c);
+
+/* Lets job job_id use the namespace of c's job (its ephemeral resources: tasks may
+ * request them and the job may set, add and delete them, naming the namespace; its KV
+ * keys), until esc_namespace_revoke or the end of c's job. Grants are stored with c's
+ * job and shown by `escher status`. Granting again is a no-op. Returns ESC_OK;
+ * NOT_FOUND when no running job job_id exists; FAILED_PRECONDITION when c has no job
+ * or its namespace is shared ("default"); PERMISSION_DENIED when c is not the job (a
+ * client that joined it is). */
+int esc_namespace_grant(esc_client *c, const char *job_id, esc_status *st);
+/* Takes back esc_namespace_grant: the job's later calls on the namespace are
+ * PERMISSION_DENIED (resources it created there stay until deleted or its end).
+ * Revoking what was not granted is a no-op. Same codes as esc_namespace_grant. */
+int esc_namespace_revoke(esc_client *c, const char *job_id, esc_status *st);
 
 /* ------------------------------------------------------------------ resources */
 
@@ -133,7 +165,8 @@ int esc_resource_set(esc_client *c, const char *name, int64_t qty, const esc_tar
                      uint64_t *seq, esc_status *st);
 
 /* esc_resource_set naming the namespace explicitly (NULL: the client's). Only the
- * client's own namespace is writable: any other is PERMISSION_DENIED from the GCS. */
+ * client's own namespace, and namespaces whose owner granted them to the client's job
+ * (esc_namespace_grant), are writable: any other is PERMISSION_DENIED from the GCS. */
 int esc_resource_set_ns(esc_client *c, const char *ns, const char *name, int64_t qty,
                         const esc_target *target, uint64_t *seq, esc_status *st);
 
@@ -274,6 +307,9 @@ typedef struct {
     char **pending_missing;
     size_t npending_missing;
     bool pending_infeasible;
+    /* The jobs this job granted its namespace (esc_namespace_grant), in grant order. */
+    char **grants;
+    size_t ngrants;
 } esc_job_info;
 
 /* Lists every job the GCS knows. On ESC_OK *jobs (owned by the caller, freed with
@@ -284,7 +320,8 @@ void esc_jobs_free(esc_job_info *jobs, size_t n);
 /* Ends a running job (job_id NULL: the client's own) as FINISHED, or FAILED when failed
  * is set: its non-detached ephemeral resources and its objects are removed, and every
  * raylet drops its queued tasks and kills its running ones. Ending a job that has ended
- * already is ESC_OK and changes nothing; an unknown job is ESC_NOT_FOUND. A client whose
+ * already is ESC_OK and changes nothing; an unknown job is ESC_NOT_FOUND; another job
+ * than c's is PERMISSION_DENIED (an operator stops one with esc_job_stop). A client whose
  * own job was ended this way must still be freed with esc_disconnect. */
 int esc_job_finish(esc_client *c, const char *job_id, bool failed, esc_status *st);
 
@@ -426,14 +463,16 @@ int esc_task_submit(esc_client *c, const esc_task_spec *spec, esc_ref **refs, ch
 
 /* Cancels the task that produces ref: a queued task never runs, a running one is killed.
  * Its returns become error objects "cancelled". ESC_NOT_FOUND when the task is neither
- * queued nor running on the local raylet (finished, or placed on another node). */
+ * queued nor running on the local raylet (finished, or placed on another node);
+ * PERMISSION_DENIED when it is another job's (docs/security.md). */
 int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st);
 
 /* Withdraws the task that produces ref if it has not started (queued, waiting for its
  * arguments, or queued on the node it was forwarded to): it leaves no trace — no error
  * objects — so the same task may be submitted again. ESC_OK when withdrawn;
  * FAILED_PRECONDITION when it has started (it runs on); NOT_FOUND when it is not waiting
- * anywhere this raylet knows (finished, or still on its way to another node: try again). */
+ * anywhere this raylet knows (finished, or still on its way to another node: try again);
+ * PERMISSION_DENIED when it is another job's. */
 int esc_task_withdraw(esc_client *c, const esc_ref *ref, esc_status *st);
 
 /* Waits until at least num_ready of the n objects exist (or timeout_ms passes; < 0: no
@@ -502,7 +541,8 @@ int esc_actor_call(esc_client *c, esc_actor *a, const char *method, const esc_ta
                    size_t nargs, unsigned num_returns, esc_ref **refs, esc_status *st);
 
 /* Kills the actor: a running call ends as "actor killed", later calls fail, its resources
- * are released. ESC_NOT_FOUND when it is not alive. */
+ * are released. ESC_NOT_FOUND when it is not alive; PERMISSION_DENIED when c is not the
+ * actor's job. */
 int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st);
 
 /* The actor's id (owned by the handle). */

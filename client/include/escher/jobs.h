@@ -99,7 +99,11 @@ int esc_job_wait(esc_client *c, int timeout_ms, esc_job_result *out, esc_status 
  * esc_job_stop"; it becomes the job's result message), cancels its entrypoint, and ends
  * the job as FAILED in the GCS, which kills its tasks on every node and frees what it
  * holds. A job that has ended already is FAILED_PRECONDITION ("job X is not running
- * (FINISHED)"); an unknown one NOT_FOUND. */
+ * (FINISHED)"); an unknown one NOT_FOUND.
+ *
+ * This is the operator's path (FinishJob.operator_stop): any client holding the cluster
+ * token may stop any job this way, for `escher job stop` (docs/security.md says what
+ * closes it). */
 int esc_job_stop(esc_client *c, const char *job_id, const char *why, esc_status *st);
 
 /* A submitted job as seen now: the GCS's job table (the authority on whether it runs),

@@ -1,0 +1,137 @@
+/* auth.c: who a call comes from, and what it may touch (docs/security.md).
+ *
+ * The cluster token (rpc_server.c) only admits a caller. A job proves that it is itself
+ * with the credential the GCS issued at RegisterJob, sent on every call as metadata
+ * (x-escher-job, x-escher-job-credential); the GCS keeps only its SHA-256. A namespace
+ * is owned by the running job registered in it: only that job, and jobs it granted the
+ * namespace, touch its resources and KV. `default`, namespaces starting with '_' (the
+ * system's: _actors, _jobs, _packages...) and namespaces no running job owns are
+ * shared. */
+#include "gcs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "ids.h"
+
+#define AUTH_MAX_CRED 128
+#define AUTH_MAX_ID 80
+
+void gcs_auth_hash(const char *credential, char out[65])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    EVP_Digest(credential, strlen(credential), d, &n, EVP_sha256(), NULL);
+    for (unsigned i = 0; i < 32 && i < n; i++) {
+        out[2 * i] = hex[d[i] >> 4];
+        out[2 * i + 1] = hex[d[i] & 15];
+    }
+    out[64] = 0;
+}
+
+char *gcs_auth_new_credential(char hash_out[65])
+{
+    char *cred = malloc(2 * GCS_CREDENTIAL_BYTES + 1);
+    if (esc_random_hex(cred, GCS_CREDENTIAL_BYTES) != 0) {
+        free(cred);
+        return NULL;
+    }
+    gcs_auth_hash(cred, hash_out);
+    return cred;
+}
+
+/* Constant time, so a wrong guess learns nothing of the stored hash. */
+static bool same_hash(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la != lb || la != 64)
+        return false;
+    unsigned diff = 0;
+    for (size_t i = 0; i < la; i++)
+        diff |= (unsigned char)a[i] ^ (unsigned char)b[i];
+    return diff == 0;
+}
+
+bool gcs_auth_matches(const gcs_job *j, const char *credential)
+{
+    if (!j || !credential || !*credential || !j->info->credential_sha256)
+        return false;
+    char h[65];
+    gcs_auth_hash(credential, h);
+    return same_hash(h, j->info->credential_sha256);
+}
+
+bool gcs_auth_is_job(const esc_rpc_ctx *call, const gcs_job *j, const char *body_credential)
+{
+    if (body_credential && *body_credential)
+        return gcs_auth_matches(j, body_credential);
+    char id[AUTH_MAX_ID], cred[AUTH_MAX_CRED];
+    if (!esc_rpc_ctx_metadata(call, ESC_RPC_JOB_KEY, id, sizeof id) ||
+        !esc_rpc_ctx_metadata(call, ESC_RPC_CREDENTIAL_KEY, cred, sizeof cred))
+        return false;
+    bool ok = j && !strcmp(id, j->info->job_id) && gcs_auth_matches(j, cred);
+    memset(cred, 0, sizeof cred);
+    return ok;
+}
+
+int gcs_auth_caller(gcs *g, const esc_rpc_ctx *call, gcs_job **out, char *why, size_t len)
+{
+    *out = NULL;
+    char id[AUTH_MAX_ID];
+    if (!esc_rpc_ctx_metadata(call, ESC_RPC_JOB_KEY, id, sizeof id) || !*id)
+        return ESC_OK; /* no job: a reader, a daemon */
+    gcs_job *j = gcs_job_find(g, id);
+    if (!gcs_auth_is_job(call, j, NULL)) {
+        snprintf(why, len, "the call names job %.40s without its credential", id);
+        return ESC_PERMISSION_DENIED;
+    }
+    *out = j;
+    return ESC_OK;
+}
+
+bool gcs_ns_shared(const char *ns)
+{
+    return !*ns || ns[0] == '_' || !strcmp(ns, GCS_SHARED_NS);
+}
+
+gcs_job *gcs_ns_owner(gcs *g, const char *ns)
+{
+    if (gcs_ns_shared(ns))
+        return NULL;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->jobs, &pos, &k, &v)) {
+        gcs_job *j = v;
+        if (j->info->state == ESCHER__JOB_STATE__JOB_RUNNING && !strcmp(j->info->namespace_, ns))
+            return j;
+    }
+    return NULL;
+}
+
+bool gcs_ns_granted(const gcs_job *owner, const char *job_id)
+{
+    for (size_t i = 0; owner && job_id && i < owner->info->n_grants; i++)
+        if (!strcmp(owner->info->grants[i], job_id))
+            return true;
+    return false;
+}
+
+int gcs_ns_access(gcs *g, const gcs_job *caller, const char *ns, char *why, size_t len)
+{
+    gcs_job *owner = gcs_ns_owner(g, ns);
+    if (!owner || owner == caller)
+        return ESC_OK;
+    if (caller && !strcmp(caller->info->namespace_, ns))
+        return ESC_OK;
+    if (caller && gcs_ns_granted(owner, caller->info->job_id))
+        return ESC_OK;
+    snprintf(why, len, "namespace %.64s belongs to job %.40s, which has not granted it to %s%.40s",
+             ns, owner->info->job_id, caller ? "job " : "a caller with no job",
+             caller ? caller->info->job_id : "");
+    return ESC_PERMISSION_DENIED;
+}

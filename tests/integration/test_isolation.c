@@ -1,0 +1,511 @@
+/* test_isolation.c: one job cannot touch another's things through the GCS (docs/
+ * security.md). Each attack test has a victim job (namespace "victim") and an attacker
+ * job; it asserts that the attack is PERMISSION_DENIED with a one-line reason and that
+ * the victim's state is unchanged. The last tests check the legitimate flows: the
+ * shared "default" namespace, a grant, its revocation. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gcs.pb-c.h"
+#include "harness.h"
+#include "task.pb-c.h"
+
+static h_cluster C;
+
+static int setup(void **state)
+{
+    *state = &C;
+    h_init(&C, 3000);
+    /* Node 1 alone has "far": a task that asks for it is forwarded there. */
+    const char *extras[] = {NULL, "--resources far=1"};
+    return h_start_cluster(&C, 2, extras);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_stop(&C);
+    return 0;
+}
+
+/* The refusal every attack gets: PERMISSION_DENIED and one line that says why. */
+static void assert_denied(int rc, const esc_status *st)
+{
+    assert_int_equal(rc, ESC_PERMISSION_DENIED);
+    assert_int_equal(st->code, ESC_PERMISSION_DENIED);
+    assert_true(st->message[0] != 0);
+    assert_null(strchr(st->message, '\n'));
+}
+
+/* The total of full name `name` on the node (-1: absent). */
+static int64_t total_of(esc_client *cl, const char *name)
+{
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    const esc_resource_info *r = NULL;
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (!strcmp(s->nodes[i].id, C.raylets[0].node_id))
+            r = esc_node_resource(&s->nodes[i], name);
+    int64_t t = r ? r->total : -1;
+    esc_cluster_status_free(s);
+    return t;
+}
+
+/* The victim: a job in namespace "victim" holding resource "gang" = 2 and key "k". */
+static esc_client *victim(void)
+{
+    esc_client *v = h_connect(&C, "victim", 0, false);
+    uint64_t seq;
+    esc_status st;
+    assert_int_equal(esc_resource_set(v, "gang", ESC_QTY(2), NULL, &seq, &st), ESC_OK);
+    assert_int_equal(esc_wait_applied(v, seq, NULL, 0, 10000, &st), ESC_OK);
+    assert_int_equal(esc_kv_put(v, NULL, "k", "mine", 4, true, NULL, &st), ESC_OK);
+    return v;
+}
+
+/* The victim's state is what victim() made. */
+static void assert_victim_intact(esc_client *v)
+{
+    assert_int_equal(total_of(v, "victim/gang"), ESC_QTY(2));
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_kv_get(v, NULL, "k", &val, &len, NULL), ESC_OK);
+    assert_int_equal(len, 4);
+    assert_memory_equal(val, "mine", 4);
+    free(val);
+}
+
+static bool job_running(esc_client *cl, const char *id)
+{
+    esc_job_info *jobs;
+    size_t n;
+    assert_int_equal(esc_list_jobs(cl, &jobs, &n, NULL), ESC_OK);
+    bool running = false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(jobs[i].id, id))
+            running = !strcmp(jobs[i].state, "RUNNING");
+    esc_jobs_free(jobs, n);
+    return running;
+}
+
+/* Connecting with the victim's namespace (to set its gang resource to 0) is refused. */
+static void test_claim_namespace_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_connect_opts o = {.address = C.gcs_addr, .token = C.token, .namespace_ = "victim",
+                          .node_id = C.raylets[0].node_id, .session_dir = C.dir};
+    esc_client *a = NULL;
+    esc_status st;
+    assert_denied(esc_connect(&o, &a, &st), &st);
+    assert_null(a);
+    assert_non_null(strstr(st.message, "belongs to running job"));
+    /* A detached CLI-like client too. */
+    o.detached = o.short_lived = true;
+    assert_denied(esc_connect(&o, &a, &st), &st);
+    assert_victim_intact(v);
+    esc_disconnect(v);
+}
+
+/* Writing the victim's namespace by name, or as the victim's job id, is refused. */
+static void test_resources_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_status st;
+    uint64_t seq;
+    assert_denied(esc_resource_set_ns(a, "victim", "gang", 0, NULL, &seq, &st), &st);
+
+    /* The victim's job id (ListJobs shows it) without its credential. */
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(a), esc_client_job_credential(a));
+    Escher__ResourceOp op = ESCHER__RESOURCE_OP__INIT;
+    op.kind = ESCHER__OP_KIND__OP_SET;
+    op.name = "gang";
+    op.value = 0;
+    Escher__Target t = ESCHER__TARGET__INIT;
+    t.kind = ESCHER__TARGET_KIND__TARGET_ALL;
+    op.target = &t;
+    Escher__ResourceOp *ops[] = {&op};
+    Escher__UpdateResourcesRequest req = ESCHER__UPDATE_RESOURCES_REQUEST__INIT;
+    req.job_id = (char *)esc_client_job_id(v);
+    req.ops = ops;
+    req.n_ops = 1;
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "UpdateResources", &req.base,
+                               &rep, 5000, 0, &st),
+                  &st);
+    /* A guessed credential in the request body does no better. */
+    req.job_credential = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "UpdateResources", &req.base,
+                               &rep, 5000, 0, &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* The victim's KV: read, overwrite, delete and list are refused. */
+static void test_kv_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_status st;
+    void *val = NULL;
+    size_t len = 0;
+    assert_denied(esc_kv_get(a, "victim", "k", &val, &len, &st), &st);
+    assert_null(val);
+    assert_denied(esc_kv_put(a, "victim", "k", "evil", 4, true, NULL, &st), &st);
+    assert_denied(esc_kv_del(a, "victim", "k", NULL, &st), &st);
+    char **keys = NULL;
+    size_t n = 0;
+    assert_denied(esc_kv_keys(a, "victim", "", &keys, &n, &st), &st);
+    assert_int_equal(n, 0);
+    /* Nor with no job at all (a reader). */
+    esc_connect_opts o = {.address = C.gcs_addr, .token = C.token, .session_dir = C.dir,
+                          .no_job = true, .short_lived = true};
+    esc_client *r = NULL;
+    assert_int_equal(esc_connect(&o, &r, &st), ESC_OK);
+    assert_denied(esc_kv_get(r, "victim", "k", &val, &len, &st), &st);
+    esc_disconnect(r);
+    /* Nor naming the victim's job id with a wrong credential. */
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(v), "wrong");
+    Escher__KvGetRequest req = ESCHER__KV_GET_REQUEST__INIT;
+    req.ns = "victim";
+    req.key = "k";
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base, &rep, 5000, 0,
+                               &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* Joining the victim's job by its id (as its tasks do) needs its credential. */
+static void test_join_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    setenv("ESCHER_JOB_ID", esc_client_job_id(v), 1);
+    esc_connect_opts o = {.address = C.gcs_addr, .token = C.token, .session_dir = C.dir,
+                          .node_id = C.raylets[0].node_id};
+    esc_client *a = NULL;
+    esc_status st;
+    unsetenv("ESCHER_JOB_CREDENTIAL");
+    assert_denied(esc_connect(&o, &a, &st), &st);
+    setenv("ESCHER_JOB_CREDENTIAL", "0123456789abcdef", 1);
+    assert_denied(esc_connect(&o, &a, &st), &st);
+    assert_null(a);
+    /* With the credential it works (what the raylet gives the job's processes). */
+    setenv("ESCHER_JOB_CREDENTIAL", esc_client_job_credential(v), 1);
+    assert_int_equal(esc_connect(&o, &a, &st), ESC_OK);
+    assert_string_equal(esc_client_job_id(a), esc_client_job_id(v));
+    esc_disconnect(a);
+    unsetenv("ESCHER_JOB_ID");
+    unsetenv("ESCHER_JOB_CREDENTIAL");
+    assert_victim_intact(v);
+    esc_disconnect(v);
+}
+
+/* Ending the victim's job, holding its stream, naming its package or granting its
+ * namespace away: all refused. */
+static void test_job_calls_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    const char *vid = esc_client_job_id(v);
+    esc_status st;
+    assert_denied(esc_job_finish(a, vid, true, &st), &st);
+    assert_true(job_running(a, vid));
+
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(a), esc_client_job_credential(a));
+    Escher__SubscribeRequest sub = ESCHER__SUBSCRIBE_REQUEST__INIT;
+    sub.job_id = (char *)vid;
+    esc_rpc_stream *s = esc_rpc_stream_open(ch, &escher__gcs__descriptor, "Subscribe",
+                                            &sub.base, &st);
+    assert_non_null(s);
+    ProtobufCMessage *m = NULL;
+    assert_int_equal(esc_rpc_stream_next(s, &m, &st), 0);
+    assert_denied(st.code, &st);
+    esc_rpc_stream_free(s);
+
+    Escher__SetJobPackageRequest pkg = ESCHER__SET_JOB_PACKAGE_REQUEST__INIT;
+    pkg.job_id = (char *)vid;
+    pkg.hash = "0000000000000000000000000000000000000000000000000000000000000000";
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "SetJobPackage", &pkg.base, &rep,
+                               5000, 0, &st),
+                  &st);
+
+    Escher__GrantNamespaceRequest g = ESCHER__GRANT_NAMESPACE_REQUEST__INIT;
+    g.job_id = (char *)vid;
+    g.grantee = (char *)esc_client_job_id(a);
+    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "GrantNamespace", &g.base, &rep,
+                               5000, 0, &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+    assert_denied(esc_resource_set_ns(a, "victim", "gang", 0, NULL, NULL, &st), &st);
+    assert_true(job_running(a, vid));
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* Cancelling or withdrawing the victim's running task by its id is refused at the
+ * raylet; the task runs to its end and the victim reads its result. */
+static void test_cancel_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_status st;
+    esc_task_arg arg = {.data = "2000", .len = 4};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "sleep_ms", .args = &arg,
+                          .nargs = 1};
+    esc_ref *r = NULL;
+    assert_int_equal(esc_task_submit(v, &spec, &r, NULL, &st), ESC_OK);
+    esc_ref *fake = esc_ref_from_id(esc_ref_id(r));
+    /* Until the raylet holds it, a withdraw finds nothing (NOT_FOUND). */
+    int rc;
+    double end = h_now_ms() + 10000;
+    while ((rc = esc_task_withdraw(a, fake, &st)) == ESC_NOT_FOUND && h_now_ms() < end)
+        ;
+    assert_denied(rc, &st);
+    assert_denied(esc_cancel(a, fake, &st), &st);
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    free(val);
+    esc_ref_free(fake);
+    esc_ref_free(r);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* Killing the victim's actor (its id is public: esc_actor_list) straight at its host
+ * raylet is refused; the actor keeps its state. */
+static void test_kill_actor_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_actor_spec spec = {.name = "counter", .library = h_tasks_lib(),
+                           .init_symbol = "counter_init"};
+    esc_actor *act = NULL;
+    esc_status st;
+    assert_int_equal(esc_actor_create(v, &spec, &act, &st), ESC_OK);
+    esc_task_arg one = {.data = "1", .len = 1};
+    esc_ref *r = NULL;
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_actor_call(v, act, "counter_add", &one, 1, 1, &r, &st), ESC_OK);
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    free(val);
+    esc_ref_free(r);
+
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(a), esc_client_job_credential(a));
+    Escher__KillActorRequest kill = ESCHER__KILL_ACTOR_REQUEST__INIT;
+    kill.actor_id = (char *)esc_actor_id(act);
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__task_service__descriptor, "KillActor", &kill.base,
+                               &rep, 5000, 0, &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+
+    /* Alive, state kept: the next add gives 2. */
+    assert_int_equal(esc_actor_call(v, act, "counter_add", &one, 1, 1, &r, &st), ESC_OK);
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    assert_int_equal(len, 1);
+    assert_memory_equal(val, "2", 1);
+    free(val);
+    esc_ref_free(r);
+    assert_int_equal(esc_actor_kill(v, act, &st), ESC_OK); /* the owner may */
+    esc_actor_free(act);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* A TasksDone naming the victim's forwarded task, sent to the raylet that forwarded it,
+ * is refused: the victim reads the real (empty) result, not the forged bytes. */
+static void test_forged_result_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_amount far[] = {{.name = "far", .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "2000", .len = 4};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "sleep_ms", .args = &arg,
+                          .nargs = 1, .resources = far, .nresources = 1};
+    esc_ref *r = NULL;
+    esc_status st;
+    assert_int_equal(esc_task_submit(v, &spec, &r, NULL, &st), ESC_OK);
+    char task_id[ESC_ID_MAX];
+    snprintf(task_id, sizeof task_id, "%s", esc_ref_id(r));
+    task_id[strlen(task_id) - 4] = 0; /* a return id is the task id and 4 hex digits */
+
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    Escher__ReadyObject obj = ESCHER__READY_OBJECT__INIT;
+    obj.object_id = (char *)esc_ref_id(r);
+    obj.data.data = (uint8_t *)"evil";
+    obj.data.len = 4;
+    obj.inlined = true;
+    obj.size = 4;
+    obj.address = addr;
+    Escher__ReadyObject *objs[] = {&obj};
+    Escher__TaskDone done = ESCHER__TASK_DONE__INIT;
+    done.task_id = task_id;
+    done.returns = objs;
+    done.n_returns = 1;
+    Escher__TaskDone *dones[] = {&done};
+    Escher__TasksDoneRequest req = ESCHER__TASKS_DONE_REQUEST__INIT;
+    req.done = dones;
+    req.n_done = 1;
+    /* Before raylet 0 has forwarded the task the notice names nothing it knows (and goes
+     * nowhere); once it has, the notice is refused. */
+    int rc;
+    double end = h_now_ms() + 10000;
+    do {
+        ProtobufCMessage *rep = NULL;
+        rc = esc_rpc_call(ch, &escher__task_service__descriptor, "TasksDone", &req.base, &rep,
+                          5000, 0, &st);
+        if (rep)
+            protobuf_c_message_free_unpacked(rep, NULL);
+    } while (rc == ESC_OK && h_now_ms() < end);
+    assert_denied(rc, &st);
+    esc_rpc_channel_free(ch);
+
+    void *val = NULL;
+    size_t len = 99;
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    assert_int_equal(len, 0);
+    free(val);
+    esc_ref_free(r);
+    esc_disconnect(v);
+}
+
+/* "default" is shared: two jobs register in it and both write its resources and KV. */
+static void test_default_shared(void **state)
+{
+    (void)state;
+    esc_client *one = h_connect(&C, "default", 0, true);
+    esc_client *two = h_connect(&C, "default", 0, true);
+    esc_status st;
+    uint64_t seq;
+    assert_int_equal(esc_resource_set(one, "lane", ESC_QTY(1), NULL, &seq, &st), ESC_OK);
+    assert_int_equal(esc_resource_add(two, "lane", ESC_QTY(2), NULL, &seq, &st), ESC_OK);
+    assert_int_equal(esc_wait_applied(two, seq, NULL, 0, 10000, &st), ESC_OK);
+    assert_int_equal(total_of(one, "default/lane"), ESC_QTY(3));
+    assert_int_equal(esc_kv_put(one, NULL, "shared", "1", 1, true, NULL, &st), ESC_OK);
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_kv_get(two, NULL, "shared", &val, &len, &st), ESC_OK);
+    assert_int_equal(len, 1);
+    free(val);
+    assert_int_equal(esc_resource_delete(two, "lane", NULL, &seq, &st), ESC_OK);
+    esc_disconnect(two);
+    esc_disconnect(one);
+}
+
+/* True when `escher status --json` lists job `to` in the grants of namespace ns. */
+static bool status_shows_grant(const char *ns, const char *to)
+{
+    char cmd[1200], out[1 << 16];
+    snprintf(cmd, sizeof cmd,
+             "%s/client/escher status --json --address %s --token %s --session-dir %s",
+             getenv("ESCHER_BIN_DIR"), C.gcs_addr, C.token, C.dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    assert_int_equal(pclose(p), 0);
+    char want[400];
+    snprintf(want, sizeof want, "\"namespace\": \"%s\"", ns);
+    const char *g = strstr(out, "\"grants\"");
+    return g && strstr(g, want) && strstr(g, to);
+}
+
+/* A grant lets the grantee use the namespace, shows in the job table, and a revoke
+ * takes it back. A namespace of an ended job can be claimed again. */
+static void test_grant_and_revoke(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "friend", 0, false);
+    const char *aid = esc_client_job_id(a);
+    esc_status st;
+    uint64_t seq;
+    assert_int_equal(esc_namespace_grant(v, aid, &st), ESC_OK);
+    assert_int_equal(esc_namespace_grant(v, aid, &st), ESC_OK); /* again: a no-op */
+    assert_int_equal(esc_resource_set_ns(a, "victim", "extra", ESC_QTY(1), NULL, &seq, &st),
+                     ESC_OK);
+    assert_int_equal(esc_wait_applied(a, seq, NULL, 0, 10000, &st), ESC_OK);
+    assert_int_equal(total_of(v, "victim/extra"), ESC_QTY(1));
+    assert_int_equal(esc_kv_put(a, "victim", "from-friend", "x", 1, true, NULL, &st), ESC_OK);
+
+    esc_job_info *jobs;
+    size_t n;
+    assert_int_equal(esc_list_jobs(a, &jobs, &n, &st), ESC_OK);
+    bool shown = false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(jobs[i].id, esc_client_job_id(v)))
+            shown = jobs[i].ngrants == 1 && !strcmp(jobs[i].grants[0], aid);
+    esc_jobs_free(jobs, n);
+    assert_true(shown);
+    assert_true(status_shows_grant("victim", aid));
+
+    /* Only the owner grants: the grantee cannot pass it on or grant itself more. */
+    esc_client *third = h_connect(&C, "third", 0, false);
+    assert_int_equal(esc_namespace_grant(a, esc_client_job_id(third), &st), ESC_OK);
+    assert_denied(esc_resource_set_ns(third, "victim", "gang", 0, NULL, NULL, &st), &st);
+    esc_disconnect(third);
+
+    assert_int_equal(esc_namespace_revoke(v, aid, &st), ESC_OK);
+    assert_denied(esc_resource_set_ns(a, "victim", "extra", 0, NULL, NULL, &st), &st);
+    assert_denied(esc_kv_put(a, "victim", "from-friend", "y", 1, true, NULL, &st), &st);
+    assert_int_equal(total_of(v, "victim/extra"), ESC_QTY(1));
+    assert_false(status_shows_grant("victim", aid));
+    assert_int_equal(esc_namespace_grant(v, "nosuchjob", &st), ESC_NOT_FOUND);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+
+    /* The owner ended: its namespace is free to claim. */
+    esc_client *next = h_connect(&C, "victim", 0, false);
+    esc_disconnect(next);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_claim_namespace_denied),
+        cmocka_unit_test(test_resources_denied),
+        cmocka_unit_test(test_kv_denied),
+        cmocka_unit_test(test_join_denied),
+        cmocka_unit_test(test_job_calls_denied),
+        cmocka_unit_test(test_cancel_denied),
+        cmocka_unit_test(test_kill_actor_denied),
+        cmocka_unit_test(test_forged_result_denied),
+        cmocka_unit_test(test_default_shared),
+        cmocka_unit_test(test_grant_and_revoke),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
