@@ -311,6 +311,33 @@ static void test_gpu_instances(void **state)
     esc_disconnect(cl);
 }
 
+/* A resource present with capacity 0 is a queue: a task that needs it waits, and runs
+ * once capacity is set (docs/resources.md). */
+static void test_zero_capacity_then_set_runs(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "tgate", 0, false);
+    uint64_t seq;
+    assert_int_equal(esc_resource_set(cl, "gate", 0, NULL, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    esc_amount gate[] = {{.name = "tgate/gate", .value = ESC_QTY(1)}};
+    esc_ref *r = submit(cl, "echo", "through", gate, 1, 0);
+    int code;
+    esc_status st;
+    char *v = get_str(cl, r, 0, &code, &st);
+    assert_null(v); /* waits: capacity 0 */
+    assert_int_equal(esc_resource_set(cl, "gate", ESC_QTY(1), NULL, &seq, NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    v = get_str(cl, r, 30000, &code, &st);
+    if (!v)
+        fprintf(stderr, "gated task: %s %s\n", esc_status_name(code), st.message);
+    assert_non_null(v);
+    assert_string_equal(v, "through");
+    free(v);
+    esc_ref_free(r);
+    esc_disconnect(cl);
+}
+
 /* Queued tasks show up in the cluster status, by shape, with what is missing. */
 static void test_status_shows_demand(void **state)
 {
@@ -601,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_capacity_three_never_exceeded),
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_gpu_instances),
+        cmocka_unit_test(test_zero_capacity_then_set_runs),
         cmocka_unit_test(test_status_shows_demand),
         cmocka_unit_test(test_actor_order_state_kill),
         cmocka_unit_test(test_actor_restart),
