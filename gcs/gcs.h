@@ -14,7 +14,9 @@
  *   wait_applied.c WaitApplied
  *   status.c      GetClusterStatus
  *   kv.c          the key-value table
- *   object_dir.c  the object directory (in memory only: objects die with their raylet)
+ *   packages.c    jobs' packages: SetJobPackage, removal when no running job names one
+ *   object_dir.c  the object directory (locations in memory only: objects die with their
+ *                 raylet; lost objects stored, table "lost")
  *   persist.c     loading every table from storage at start
  */
 #ifndef ESC_GCS_H
