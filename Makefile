@@ -23,10 +23,10 @@ build-asan: deps
 	@cmake --build $(ASAN_DIR) -j$(JOBS)
 
 test-plain: build
-	cd $(BUILD_DIR) && ctest --output-on-failure
+	cd $(BUILD_DIR) && { ctest --output-on-failure || { $(CURDIR)/tests/failure_summary.sh .; exit 1; }; }
 
 test-asan: build-asan
-	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --output-on-failure -E test_chaos
+	cd $(ASAN_DIR) && { ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --output-on-failure -E test_chaos || { $(CURDIR)/tests/failure_summary.sh .; exit 1; }; }
 
 chaos: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -R test_chaos
