@@ -392,3 +392,22 @@ bool h_wait_until(bool (*check)(void *), void *arg, int timeout_ms)
     }
     return check(arg);
 }
+
+void h_marker_path(char *out, size_t size)
+{
+    static int n;
+    snprintf(out, size, "/tmp/escher-marker-%d-%d", (int)getpid(), ++n);
+    unlink(out);
+}
+
+static bool file_exists(void *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+bool h_wait_marker(const char *path, int timeout_ms)
+{
+    bool ok = h_wait_until(file_exists, (void *)path, timeout_ms);
+    unlink(path);
+    return ok;
+}

@@ -104,4 +104,11 @@ void h_show_logs(h_cluster *c, int lines);
 /* Polls cond-like check every 20 ms until it returns true or timeout_ms passes. */
 bool h_wait_until(bool (*check)(void *), void *arg, int timeout_ms);
 
+/* A fresh path for a marker file (the marked_stamp task creates it when it starts), not
+ * existing yet; size >= 64. */
+void h_marker_path(char *out, size_t size);
+
+/* Waits until the file at path exists (a task started), then removes it. */
+bool h_wait_marker(const char *path, int timeout_ms);
+
 #endif

@@ -50,6 +50,31 @@ static esc_ref *submit(esc_client *cl, const char *fn, const char *arg, const es
     return ref;
 }
 
+/* Fills spec to run "stamp" for ms, or, with a marker path, "marked_stamp", which also
+ * creates that file when it starts (h_wait_marker). a: room for the arguments. */
+static void stamp_spec(esc_task_spec *spec, esc_task_arg a[2], const char *ms, const char *marker)
+{
+    a[0] = (esc_task_arg){.data = ms, .len = strlen(ms)};
+    a[1] = (esc_task_arg){.data = marker, .len = marker ? strlen(marker) : 0};
+    spec->library = LIB;
+    spec->symbol = marker ? "marked_stamp" : "stamp";
+    spec->args = a;
+    spec->nargs = marker ? 2 : 1;
+}
+
+/* A marked_stamp task of ms carrying req: it creates `marker` when it starts. */
+static esc_ref *submit_marked(esc_client *cl, const char *ms, const char *marker,
+                              const esl_request *req)
+{
+    esc_task_arg a[2];
+    esc_task_spec spec = {.resources = req ? req->v : NULL, .nresources = req ? req->n : 0};
+    stamp_spec(&spec, a, ms, marker);
+    esc_ref *ref = NULL;
+    esc_status st;
+    assert_int_equal(esc_task_submit(cl, &spec, &ref, NULL, &st), ESC_OK);
+    return ref;
+}
+
 static char *get(esc_client *cl, esc_ref *ref)
 {
     void *v = NULL;
@@ -263,11 +288,11 @@ static void test_barrier(void **state)
     esc_ref *p2 = submit(cl, "stamp", "1200", NULL, ops);
     esc_batch_free(ops);
     stamp s1 = get_stamp(cl, p1), s2 = get_stamp(cl, p2);
-    usleep(300000);
     void *v = NULL;
     size_t len;
-    /* Two of three signals: the waiter still waits. */
-    assert_int_equal(esc_get(cl, waiter, 0, &v, &len, &st), ESC_DEADLINE_EXCEEDED);
+    /* Two of three signals: the waiter still waits (given 300 ms in which a waiter let go
+     * too early would have run: it takes no time). */
+    assert_int_equal(esc_get(cl, waiter, 300, &v, &len, &st), ESC_DEADLINE_EXCEEDED);
     assert_int_equal(esl_signal(cl, "edge", &st), ESC_OK);
     stamp w = get_stamp(cl, waiter);
     assert_true(w.start >= s1.end && w.start >= s2.end);
@@ -371,8 +396,10 @@ static void test_soft_constraints(void **state)
 
     esl_request only_c = {0};
     esl_request_add(&only_c, "only_c", ESC_QTY(1));
-    esc_ref *busy = submit(cl, "sleep_ms", "4000", &only_c, NULL);
-    usleep(500000); /* it holds only_c on node 2 */
+    char marker[64];
+    h_marker_path(marker, sizeof marker);
+    esc_ref *busy = submit_marked(cl, "4000", marker, &only_c);
+    assert_true(h_wait_marker(marker, TIMEOUT_MS)); /* it holds only_c on node 2 */
     esl_request fallback[2] = {{0}, {0}};
     esl_request_add(&fallback[0], "only_c", ESC_QTY(1));
     assert_int_equal(soft_run(cl, fallback, 2, 400, node, sizeof node), 1);
@@ -402,15 +429,27 @@ static int max_overlap(const stamp *s, int n, const char *node)
     return best;
 }
 
-static esc_ref *queue_task(esl_queues *qs, size_t q, const char *ms, const esl_request *req)
+/* A stamp task of ms in queue q (marker: as stamp_spec). */
+static esc_ref *queue_task(esl_queues *qs, size_t q, const char *ms, const char *marker,
+                           const esl_request *req)
 {
-    esc_task_arg a = {.data = ms, .len = strlen(ms)};
-    esc_task_spec spec = {.library = LIB, .symbol = "stamp", .args = &a, .nargs = 1,
-                          .resources = req ? req->v : NULL, .nresources = req ? req->n : 0};
+    esc_task_arg a[2];
+    esc_task_spec spec = {.resources = req ? req->v : NULL, .nresources = req ? req->n : 0};
+    stamp_spec(&spec, a, ms, marker);
     esc_ref *ref = NULL;
     esc_status st;
     assert_int_equal(esl_queues_submit(qs, q, &spec, &ref, &st), ESC_OK);
     return ref;
+}
+
+/* One of the three marker files (char [3][64]) exists. */
+static bool any_marker(void *arg)
+{
+    char(*m)[64] = arg;
+    for (int i = 0; i < 3; i++)
+        if (access(m[i], F_OK) == 0)
+            return true;
+    return false;
 }
 
 /* Strict priority: with one slot (only_c, on one node), high tasks submitted after low
@@ -425,11 +464,15 @@ static void test_priority_queues(void **state)
     esl_request one = {0};
     esl_request_add(&one, "only_c", ESC_QTY(1));
     esc_ref *low[3], *high[3];
+    /* The high tasks come once a low one holds the slot and the others wait. */
+    char marker[3][64];
+    for (int i = 0; i < 3; i++) {
+        h_marker_path(marker[i], sizeof marker[i]);
+        low[i] = queue_task(qs, 1, "300", marker[i], &one);
+    }
+    assert_true(h_wait_until(any_marker, marker, TIMEOUT_MS));
     for (int i = 0; i < 3; i++)
-        low[i] = queue_task(qs, 1, "300", &one);
-    usleep(100000);
-    for (int i = 0; i < 3; i++)
-        high[i] = queue_task(qs, 0, "300", &one);
+        high[i] = queue_task(qs, 0, "300", NULL, &one);
     stamp l[3], h[3];
     for (int i = 0; i < 3; i++) {
         h[i] = get_stamp(cl, high[i]);
@@ -442,6 +485,8 @@ static void test_priority_queues(void **state)
     if (l3 < l2) { t = l2; l2 = l3; l3 = t; }
     for (int i = 0; i < 3; i++)
         assert_true(h[i].start < l2);
+    for (int i = 0; i < 3; i++)
+        unlink(marker[i]);
     /* Freeing removes the queues wherever they are, also when a node lacks one (as a
      * node that joined after the last capacity change does): a delete aimed at all
      * nodes would be refused then and leave every row behind. */
@@ -471,8 +516,8 @@ static void test_weighted_queues(void **state)
     enum { N = 9 };
     esc_ref *heavy[N], *light[N];
     for (int i = 0; i < N; i++) {
-        heavy[i] = queue_task(qs, 0, "600", NULL);
-        light[i] = queue_task(qs, 1, "600", NULL);
+        heavy[i] = queue_task(qs, 0, "600", NULL, NULL);
+        light[i] = queue_task(qs, 1, "600", NULL, NULL);
     }
     stamp hs[N], ls[N];
     for (int i = 0; i < N; i++) {
@@ -569,10 +614,12 @@ static void test_dynamic_balance(void **state)
     esc_disconnect(cl);
 }
 
-static esc_ref *share_task(esl_share *sh, size_t u, const char *ms)
+/* A stamp task of ms for user u (marker: as stamp_spec). */
+static esc_ref *share_task(esl_share *sh, size_t u, const char *ms, const char *marker)
 {
-    esc_task_arg a = {.data = ms, .len = strlen(ms)};
-    esc_task_spec spec = {.library = LIB, .symbol = "stamp", .args = &a, .nargs = 1};
+    esc_task_arg a[2];
+    esc_task_spec spec = {0};
+    stamp_spec(&spec, a, ms, marker);
     esc_ref *ref = NULL;
     esc_status st;
     assert_int_equal(esl_share_submit(sh, u, &spec, &ref, &st), ESC_OK);
@@ -594,6 +641,15 @@ static void free_list(char **ids, size_t n)
     free(ids);
 }
 
+/* User 0 of the share holds exactly one node. */
+static bool on_one_node(void *sh)
+{
+    char **ids = NULL;
+    size_t k = esl_share_nodes(sh, 0, &ids);
+    free_list(ids, k);
+    return k == 1;
+}
+
 /* Hierarchical fair sharing, weights 2:1 over three nodes, two slots each. A alone
  * borrows every node; when B wants one it is reclaimed while A still has work (B's
  * tasks start before A's last ends) and B's tasks share that one node; a child of A runs
@@ -608,12 +664,17 @@ static void test_fair_share(void **state)
     assert_int_equal(esl_share_new(cl, "fs", NULL, 0, w, 2, 2, &sh, &st), ESC_OK);
     enum { NA = 12 };
     esc_ref *a[NA];
+    /* B comes once A's first six run (on every node). */
+    char marker[6][64];
+    for (int i = 0; i < 6; i++) {
+        h_marker_path(marker[i], sizeof marker[i]);
+        a[i] = share_task(sh, 0, "1500", marker[i]);
+    }
     for (int i = 0; i < 6; i++)
-        a[i] = share_task(sh, 0, "1500");
-    usleep(700000);
-    esc_ref *b[2] = {share_task(sh, 1, "500"), share_task(sh, 1, "500")};
+        assert_true(h_wait_marker(marker[i], TIMEOUT_MS));
+    esc_ref *b[2] = {share_task(sh, 1, "500", NULL), share_task(sh, 1, "500", NULL)};
     for (int i = 6; i < NA; i++)
-        a[i] = share_task(sh, 0, "1500");
+        a[i] = share_task(sh, 0, "1500", NULL);
     stamp sa[NA], sb[2];
     for (int i = 0; i < 2; i++)
         sb[i] = get_stamp(cl, b[i]);
@@ -633,17 +694,10 @@ static void test_fair_share(void **state)
     esl_share *child = NULL;
     double cw[2] = {1, 1};
     assert_int_equal(esl_share_child(sh, 0, "fsc", cw, 2, 1, &child, &st), ESC_OK);
-    esc_ref *keep = share_task(sh, 0, "4000"); /* A keeps one node */
+    esc_ref *keep = share_task(sh, 0, "4000", NULL); /* A keeps one node */
     /* Wait until A's grant settled on that one node (the other tasks ended). */
-    for (int i = 0; i < 100; i++) {
-        char **ids = NULL;
-        size_t k = esl_share_nodes(sh, 0, &ids);
-        free_list(ids, k);
-        if (k == 1)
-            break;
-        usleep(50000);
-    }
-    esc_ref *c1 = share_task(child, 0, "300");
+    assert_true(h_wait_until(on_one_node, sh, TIMEOUT_MS));
+    esc_ref *c1 = share_task(child, 0, "300", NULL);
     stamp sc = get_stamp(cl, c1);
     char **mine = NULL;
     size_t n = esl_share_nodes(sh, 0, &mine);
@@ -671,14 +725,18 @@ static void test_group_survives_node_death(void **state)
     char *const *nodes;
     assert_int_equal(esl_policy_nodes(p, &nodes), 1);
     assert_string_equal(nodes[0], C.raylets[1].node_id);
-    esc_task_arg a = {.data = "2500", .len = 4};
-    esc_task_spec spec = {.library = LIB, .symbol = "stamp", .args = &a, .nargs = 1,
-                          .resources = esl_policy_request(p)->v,
-                          .nresources = esl_policy_request(p)->n, .max_retries = 1};
     esc_ref *r[2];
-    for (int i = 0; i < 2; i++)
+    char marker[2][64];
+    for (int i = 0; i < 2; i++) {
+        esc_task_arg a[2];
+        esc_task_spec spec = {.resources = esl_policy_request(p)->v,
+                              .nresources = esl_policy_request(p)->n, .max_retries = 1};
+        h_marker_path(marker[i], sizeof marker[i]);
+        stamp_spec(&spec, a, "2500", marker[i]);
         assert_int_equal(esc_task_submit(cl, &spec, &r[i], NULL, &st), ESC_OK);
-    usleep(800000); /* both run on node 1 */
+    }
+    for (int i = 0; i < 2; i++) /* both run on node 1 */
+        assert_true(h_wait_marker(marker[i], TIMEOUT_MS));
     h_kill(&C.raylets[1].pid, SIGKILL);
     char first[80] = "";
     for (int i = 0; i < 2; i++) {
@@ -689,6 +747,8 @@ static void test_group_survives_node_death(void **state)
         else
             assert_string_equal(s.node, first); /* still together */
     }
+    for (int i = 0; i < 2; i++)
+        unlink(marker[i]); /* made again by the retried runs */
     assert_int_equal(esl_policy_nodes(p, &nodes), 1);
     assert_string_equal(nodes[0], first);
     free_policy(maker, p);

@@ -108,12 +108,14 @@ static void test_task_reruns_after_raylet_kill(void **state)
     int other = 3 - first;
     esc_client *cl = h_connect(&C, "mid", 0, false);
     esc_amount work[] = {{.name = "work", .value = ESC_QTY(1)}};
-    esc_task_arg arg = {.data = "1500", .len = 4};
-    esc_task_spec spec = {.library = lib, .symbol = "stamp", .resources = work, .nresources = 1,
-                          .args = &arg, .nargs = 1, .max_retries = 1};
+    char marker[64];
+    h_marker_path(marker, sizeof marker);
+    esc_task_arg arg[2] = {{.data = "1500", .len = 4}, {.data = marker, .len = strlen(marker)}};
+    esc_task_spec spec = {.library = lib, .symbol = "marked_stamp", .resources = work,
+                          .nresources = 1, .args = arg, .nargs = 2, .max_retries = 1};
     esc_ref *ref = NULL;
     assert_int_equal(esc_task_submit(cl, &spec, &ref, NULL, NULL), ESC_OK);
-    usleep(500000);
+    assert_true(h_wait_marker(marker, 10000)); /* it runs on the first node */
     h_kill(&C.raylets[first].pid, SIGKILL);
     void *v = NULL;
     size_t len;
@@ -124,6 +126,7 @@ static void test_task_reruns_after_raylet_kill(void **state)
     assert_int_equal(rc, ESC_OK);
     assert_non_null(strstr(v, C.raylets[other].node_id));
     free(v);
+    unlink(marker); /* made again by the retried run */
     esc_ref_free(ref);
     esc_disconnect(cl);
     h_stop(&C);
@@ -182,9 +185,13 @@ static void test_actor_restarts_after_node_death(void **state)
     free(home);
 
     esc_ref *slow = NULL;
-    actor_do(cl, a, "sleep_ms", "60000", &slow, &code, &st);
+    char marker[64];
+    h_marker_path(marker, sizeof marker);
+    esc_task_arg slow_args[2] = {{.data = "60000", .len = 5},
+                                 {.data = marker, .len = strlen(marker)}};
+    code = esc_actor_call(cl, a, "marked_stamp", slow_args, 2, 1, &slow, &st);
     assert_int_equal(code, ESC_OK);
-    usleep(300000);
+    assert_true(h_wait_marker(marker, 10000)); /* the call runs */
     h_kill(&C.raylets[hosting].pid, SIGKILL);
     void *out = NULL;
     size_t len;

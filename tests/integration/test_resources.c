@@ -339,6 +339,12 @@ static bool queues_reach(void *p)
     return l >= q->leases && t >= q->tasks;
 }
 
+static bool slot_row_gone(void *cl)
+{
+    esc_resource_info r;
+    return !row_of(cl, 1, "held/slot", &r);
+}
+
 static void *fifo_lease_thread(void *p)
 {
     queued_lease *q = p;
@@ -424,9 +430,7 @@ static void test_shrink_and_delete_while_held(void **state)
     assert_false(lease(ch, "held/slot", ESC_QTY(0.1), 50, &d));
     unlease(ch, c);
     /* The release reaches the GCS with the raylet's next report. */
-    for (int i = 0; i < 100 && row_of(cl, 1, "held/slot", &r); i++)
-        usleep(20000);
-    assert_false(row_of(cl, 1, "held/slot", &r));
+    assert_true(h_wait_until(slot_row_gone, cl, 2000));
 
     /* A request queued on a present-with-zero resource is admitted as soon as capacity
      * is added (event driven: long before its 8 s wait runs out). */
@@ -437,7 +441,8 @@ static void test_shrink_and_delete_while_held(void **state)
     queued_lease ql = {ch, 0, 0, 0};
     pthread_t th;
     pthread_create(&th, NULL, queued_lease_thread, &ql);
-    usleep(200000);
+    queue_probe waiting = {ch, 1, 0};
+    assert_true(h_wait_until(queues_reach, &waiting, 5000)); /* the request waits */
     double t0 = h_now_ms();
     assert_int_equal(esc_resource_add(cl, "q", ESC_QTY(1), NULL, &seq, NULL), ESC_OK);
     pthread_join(th, NULL);

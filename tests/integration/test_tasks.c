@@ -44,6 +44,22 @@ static esc_ref *submit(esc_client *cl, const char *fn, const char *arg, const es
     return ref;
 }
 
+/* Submits marked_stamp: it creates the file `marker` when it starts, then sleeps ms. */
+static esc_ref *submit_marked(esc_client *cl, const char *ms, const char *marker,
+                              const esc_amount *res, size_t nres)
+{
+    esc_task_arg a[2] = {{.data = ms, .len = strlen(ms)}, {.data = marker, .len = strlen(marker)}};
+    esc_task_spec spec = {.library = LIB, .symbol = "marked_stamp", .resources = res,
+                          .nresources = nres, .args = a, .nargs = 2};
+    esc_ref *ref = NULL;
+    esc_status st;
+    int rc = esc_task_submit(cl, &spec, &ref, NULL, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "submit marked_stamp: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    return ref;
+}
+
 /* esc_get as a string (caller frees); NULL with *code on failure. */
 static char *get_str(esc_client *cl, esc_ref *ref, int timeout_ms, int *code, esc_status *st)
 {
@@ -338,6 +354,39 @@ static void test_zero_capacity_then_set_runs(void **state)
     esc_disconnect(cl);
 }
 
+static const esc_node_status *node0_of(const esc_cluster_status *s)
+{
+    for (size_t i = 0; s && i < s->nnodes; i++)
+        if (!strcmp(s->nodes[i].id, C.raylets[0].node_id))
+            return &s->nodes[i];
+    return NULL;
+}
+
+typedef struct {
+    esc_client *cl;
+    esc_cluster_status *status; /* the status that showed all three tasks queued */
+} demand_probe;
+
+/* Node 0 reports three queued tasks (the raylet reports demand with its load, so the
+ * status shows it a report period after the tasks were queued). */
+static bool demand_reported(void *arg)
+{
+    demand_probe *p = arg;
+    esc_cluster_status *s = NULL;
+    if (esc_get_cluster_status(p->cl, &s, NULL) != ESC_OK)
+        return false;
+    const esc_node_status *n0 = node0_of(s);
+    unsigned queued = 0;
+    for (size_t i = 0; n0 && i < n0->ndemand; i++)
+        queued += n0->demand[i].count;
+    if (queued == 3) {
+        p->status = s;
+        return true;
+    }
+    esc_cluster_status_free(s);
+    return false;
+}
+
 /* Queued tasks show up in the cluster status, by shape, with what is missing. */
 static void test_status_shows_demand(void **state)
 {
@@ -350,14 +399,10 @@ static void test_status_shows_demand(void **state)
     esc_amount zero[] = {{.name = "t9/zero", .value = ESC_QTY(1)}};
     esc_ref *r[3] = {submit(cl, "echo", "x", nowhere, 1, 0), submit(cl, "echo", "x", nowhere, 1, 0),
                      submit(cl, "echo", "x", zero, 1, 0)};
-    usleep(200000);
-    esc_cluster_status *s = NULL;
-    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
-    const esc_node_status *n0 = NULL;
-    for (size_t i = 0; i < s->nnodes; i++)
-        if (!strcmp(s->nodes[i].id, C.raylets[0].node_id))
-            n0 = &s->nodes[i];
-    assert_non_null(n0);
+    demand_probe p = {cl, NULL};
+    assert_true(h_wait_until(demand_reported, &p, 5000));
+    esc_cluster_status *s = p.status;
+    const esc_node_status *n0 = node0_of(s);
     assert_int_equal(n0->ndemand, 2);
     bool saw_missing = false, saw_zero = false;
     for (size_t i = 0; i < n0->ndemand; i++) {
@@ -503,8 +548,10 @@ static void test_cancel(void **state)
     assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
     esc_amount gate[] = {{.name = "t6/gate", .value = ESC_QTY(1)}};
     esc_ref *queued = submit(cl, "echo", "never", gate, 1, 0);
-    esc_ref *running = submit(cl, "sleep_ms", "20000", NULL, 0, 0);
-    usleep(300000);
+    char marker[64];
+    h_marker_path(marker, sizeof marker);
+    esc_ref *running = submit_marked(cl, "20000", marker, NULL, 0);
+    assert_true(h_wait_marker(marker, 10000));
     esc_status st;
     assert_int_equal(esc_cancel(cl, queued, &st), ESC_OK);
     double t0 = h_now_ms();

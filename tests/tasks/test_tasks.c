@@ -138,14 +138,10 @@ ESC_TASK(crash_once)
     return esc_buf_set(ret, "survived", 8);
 }
 
-/* Sleeps the milliseconds in its argument and returns "<start_us> <end_us> <node>":
- * wall-clock microseconds around the sleep and the node it ran on (ESCHER_NODE_ID). */
-ESC_TASK(stamp)
+/* Sleeps ms and returns "<start_us> <end_us> <node>": wall-clock microseconds around the
+ * sleep and the node it ran on (ESCHER_NODE_ID). */
+static int stamp_sleep(long ms, esc_buf *ret)
 {
-    (void)ctx;
-    char buf[32] = {0};
-    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
-    long ms = atol(buf);
     struct timespec t0, t1, ts = {ms / 1000, (ms % 1000) * 1000000L};
     clock_gettime(CLOCK_REALTIME, &t0);
     while (nanosleep(&ts, &ts) < 0)
@@ -154,6 +150,38 @@ ESC_TASK(stamp)
     const char *node = getenv("ESCHER_NODE_ID");
     return esc_buf_printf(ret, "%lld %lld %s", (long long)t0.tv_sec * 1000000 + t0.tv_nsec / 1000,
                           (long long)t1.tv_sec * 1000000 + t1.tv_nsec / 1000, node ? node : "");
+}
+
+/* Sleeps the milliseconds in its argument (decimal text); returns as stamp_sleep. */
+ESC_TASK(stamp)
+{
+    (void)ctx;
+    char buf[32] = {0};
+    memcpy(buf, arg, len < sizeof buf - 1 ? len : sizeof buf - 1);
+    return stamp_sleep(atol(buf), ret);
+}
+
+/* Arguments MS and PATH: creates the file PATH, so that a test knows the task runs (and
+ * holds what it asked for) without guessing a delay, then does what stamp does. */
+ESC_TASK(marked_stamp)
+{
+    (void)arg;
+    (void)len;
+    char ms[32], path[512];
+    size_t n = 0;
+    const void *p = esc_task_num_args(ctx) > 1 ? esc_task_arg(ctx, 1, &n) : NULL;
+    if (!p || n == 0 || n >= sizeof path)
+        return 2;
+    memcpy(path, p, n);
+    path[n] = 0;
+    p = esc_task_arg(ctx, 0, &n);
+    n = n < sizeof ms - 1 ? n : sizeof ms - 1;
+    memcpy(ms, p, n);
+    ms[n] = 0;
+    FILE *f = fopen(path, "w");
+    if (!f || fclose(f) != 0)
+        return 1;
+    return stamp_sleep(atol(ms), ret);
 }
 
 /* Sleeps the milliseconds in its argument, then returns CUDA_VISIBLE_DEVICES. */
