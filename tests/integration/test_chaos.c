@@ -296,12 +296,16 @@ static struct {
 } g_fault_log[MAX_FAULT_RECS];
 static int g_nfault_log;
 
-static void record_fault(int kind, pid_t pid, const char *node)
+/* at: the wall-clock time read just before the fault was injected. Read after, it could
+ * come later than what the fault caused (a worker killed, its task started again on a
+ * new worker and logging its start) when this thread is descheduled in between, and that
+ * rerun would look unexplained. */
+static void record_fault(int kind, pid_t pid, const char *node, double at)
 {
     pthread_mutex_lock(&g_mu);
     g_faults[kind]++;
     if (g_nfault_log < MAX_FAULT_RECS) {
-        g_fault_log[g_nfault_log].wall = wall_ms();
+        g_fault_log[g_nfault_log].wall = at;
         g_fault_log[g_nfault_log].kind = kind;
         g_fault_log[g_nfault_log].pid = pid;
         snprintf(g_fault_log[g_nfault_log].node, sizeof g_fault_log[0].node, "%s",
@@ -1268,9 +1272,10 @@ static bool kill_worker(bool actors)
     if (!n)
         return false;
     int k = (int)(rand_r(&K.rs) % (unsigned)n);
+    double at = wall_ms();
     if (kill(pids[k], SIGKILL) != 0)
         return false;
-    record_fault(actors ? F_ACTOR : F_WORKER, pids[k], C.raylets[slots[k]].node_id);
+    record_fault(actors ? F_ACTOR : F_WORKER, pids[k], C.raylets[slots[k]].node_id, at);
     return true;
 }
 
@@ -1286,8 +1291,9 @@ static bool kill_raylet(void)
         i = 1 + (int)(rand_r(&K.rs) % (NSLOTS - 1));
     while (K.down_until[i] > 0);
     pid_t pid = C.raylets[i].pid;
+    double at = wall_ms();
     h_kill(&C.raylets[i].pid, SIGKILL);
-    record_fault(F_RAYLET, pid, C.raylets[i].node_id);
+    record_fault(F_RAYLET, pid, C.raylets[i].node_id, at);
     /* Back before or after it is declared dead (node timeout 2 s). */
     K.down_until[i] = h_now_ms() + 500 + rand_r(&K.rs) % 6000;
     publish_view();
@@ -1314,8 +1320,9 @@ static void restart_gcs(void)
 static void kill_gcs(void)
 {
     pid_t pid = C.gcs_pid;
+    double at = wall_ms();
     h_kill(&C.gcs_pid, SIGKILL);
-    record_fault(F_GCS, pid, NULL);
+    record_fault(F_GCS, pid, NULL, at);
     publish_view();
     sleep_ms((int)(rand_r(&K.rs) % 1500));
     restart_gcs();
@@ -1323,8 +1330,9 @@ static void kill_gcs(void)
 
 static void pause_redis(void)
 {
+    double at = wall_ms();
     kill(C.redis_pid, SIGSTOP);
-    record_fault(F_REDIS_PAUSE, C.redis_pid, NULL);
+    record_fault(F_REDIS_PAUSE, C.redis_pid, NULL, at);
     /* Longer than the storage timeout and the node timeout. */
     sleep_ms(5000);
     kill(C.redis_pid, SIGCONT);
@@ -1333,8 +1341,9 @@ static void pause_redis(void)
 static void kill_redis(void)
 {
     pid_t pid = C.redis_pid;
+    double at = wall_ms();
     h_kill(&C.redis_pid, SIGKILL);
-    record_fault(F_REDIS_KILL, pid, NULL);
+    record_fault(F_REDIS_KILL, pid, NULL, at);
     sleep_ms(1000);
     if (h_redis_start_durable(&C) != 0)
         violation(V_DAEMON_DIED, "redis did not start again on port %d", C.redis_port);
@@ -1427,10 +1436,11 @@ static void spawn_driver(void)
 static void end_driver(bool ready)
 {
     pid_t pid = K.driver_pid;
+    double at = wall_ms();
     h_kill(&K.driver_pid, SIGKILL);
     close(K.driver_fd);
     if (ready)
-        record_fault(F_DRIVER, pid, K.driver_ns);
+        record_fault(F_DRIVER, pid, K.driver_ns, at);
     job_ended(K.driver_ns, true);
     K.driver_at = h_now_ms();
 }
