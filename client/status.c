@@ -94,6 +94,8 @@ static void fill_node(esc_node_status *ns, const Escher__NodeStatus *n, const es
     ns->address = strdup(info ? info->address : "");
     ns->state = strdup(node_state_name(info ? info->state : ESCHER__NODE_STATE__NODE_DEAD));
     ns->applied_seq = n->applied_seq;
+    ns->cpu_shares_enforced = info && info->cpu_shares_enforced;
+    ns->cpu_shares = strdup(info ? info->cpu_shares : "");
     ns->nresources = n->n_resources;
     ns->resources = calloc(n->n_resources + 1, sizeof *ns->resources);
     for (size_t i = 0; i < n->n_resources; i++)
@@ -199,6 +201,7 @@ void esc_cluster_status_free(esc_cluster_status *s)
         free(n->id);
         free(n->address);
         free(n->state);
+        free(n->cpu_shares);
     }
     free(s->nodes);
     free(s);

@@ -226,8 +226,9 @@ static void dispatch(actor *a)
     }
     if (!spec)
         return;
+    /* Every call runs on what the creation holds. */
     if (worker_pool_run(a->am->r->pool, spec, (const char *const *)a->env, a->nenv,
-                        on_call_done, a) != 0) {
+                        worker_pool_spec_cpu(a->creation), on_call_done, a) != 0) {
         if (a->running->spec != a->creation)
             protobuf_c_message_free_unpacked(&a->running->spec->base, NULL);
         free(a->running);

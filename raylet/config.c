@@ -35,7 +35,10 @@ static const char usage[] =
     "                              (default /tmp/escher/logs/raylet-PID)\n"
     "  --node-id ID                reuse a node id\n"
     "  --forward-timeout-ms MS     deadline of a call to another raylet (forwarding a\n"
-    "                              task); one that misses it is suspect (500)\n";
+    "                              task); one that misses it is suspect (500)\n"
+    "  --no-cpu-quota              do not enforce CPU shares with cgroups (default: a\n"
+    "                              worker's CPU quota is what its task holds, where a\n"
+    "                              cgroup cpu controller is writable)\n";
 
 const char *config_usage(void)
 {
@@ -265,6 +268,7 @@ enum {
     OPT_NODE_ID,
     OPT_LOG_DIR,
     OPT_FORWARD_TIMEOUT_MS,
+    OPT_NO_CPU_QUOTA,
     OPT_HELP,
 };
 
@@ -284,6 +288,7 @@ static const struct option long_opts[] = {
     {"node-id", required_argument, NULL, OPT_NODE_ID},
     {"log-dir", required_argument, NULL, OPT_LOG_DIR},
     {"forward-timeout-ms", required_argument, NULL, OPT_FORWARD_TIMEOUT_MS},
+    {"no-cpu-quota", no_argument, NULL, OPT_NO_CPU_QUOTA},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -348,6 +353,9 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
         return 0;
     case OPT_FORWARD_TIMEOUT_MS:
         return parse_ms(flag, v, &cfg->forward_timeout_ms, err, errlen);
+    case OPT_NO_CPU_QUOTA:
+        cfg->no_cpu_quota = true;
+        return 0;
     case OPT_HELP:
         cfg->help = true;
         return 0;

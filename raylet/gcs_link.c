@@ -417,6 +417,8 @@ static void build_info(gcs_link *l)
     l->info.state = ESCHER__NODE_STATE__NODE_ALIVE;
     l->info.hostname = (char *)n->hostname;
     l->info.pid = (uint32_t)getpid();
+    l->info.cpu_shares_enforced = r->quota != NULL;
+    l->info.cpu_shares = r->cpu_shares;
     l->amounts = calloc(n->nphysical + 1, sizeof *l->amounts);
     l->amount_ptrs = calloc(n->nphysical + 1, sizeof *l->amount_ptrs);
     for (size_t i = 0; i < n->nphysical; i++) {

@@ -7,6 +7,8 @@
  * a burst of events costs one copy and one report, and the ack goes out in the same
  * loop turn that applied the event. */
 #include "raylet.h"
+
+#include "cpu_quota.h"
 #include "resource_rows.h"
 #include "lease_service.h"
 #include "object_service.h"
@@ -195,6 +197,20 @@ static void on_package_ready(void *ud, const char *hash, const char *why)
     task_manager_package_ready(r->tasks, hash, why);
 }
 
+/* CPU shares are enforced where a cgroup cpu controller is writable (cpu_quota.h), unless
+ * --no-cpu-quota; either way the node says so in its NodeInfo. */
+static void start_quota(raylet *r)
+{
+    char why[256] = "disabled by --no-cpu-quota";
+    if (!r->cfg.no_cpu_quota)
+        r->quota = cpu_quota_new(NULL, why, sizeof why);
+    if (r->quota)
+        snprintf(r->cpu_shares, sizeof r->cpu_shares, "%s", cpu_quota_kind(r->quota));
+    else
+        snprintf(r->cpu_shares, sizeof r->cpu_shares, "%s", why);
+    ESC_INFO("CPU shares %s: %s", r->quota ? "enforced" : "not enforced", r->cpu_shares);
+}
+
 static int start_workers(raylet *r, char *err, size_t errlen)
 {
     char exe[PATH_MAX], sock[108], logs[PATH_MAX];
@@ -221,8 +237,9 @@ static int start_workers(raylet *r, char *err, size_t errlen)
                                on_package_ready, r, err, errlen);
     if (!r->packages)
         return -1;
+    start_quota(r);
     worker_pool_config pc = {.worker_exe = exe, .socket_path = sock, .log_dir = logs,
-                             .package_root = packages_root(r->packages)};
+                             .package_root = packages_root(r->packages), .quota = r->quota};
     r->pool = worker_pool_new(esc_loop_ev(r->loop), &pc, err, errlen);
     return r->pool ? 0 : -1;
 }
@@ -323,6 +340,8 @@ int raylet_shutdown(raylet *r)
      * then the forwarding thread drains; then the loop runs what they posted. */
     worker_pool_free(r->pool);
     r->pool = NULL;
+    cpu_quota_free(r->quota); /* after the workers: a cgroup with processes stays */
+    r->quota = NULL;
     results_stop(r->results);
     peers_stop(r->peers); /* forwards not made end as failures, posted to the loop */
     task_manager_stop(r->tasks);

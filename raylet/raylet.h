@@ -59,6 +59,8 @@ typedef struct raylet {
     lease_service *leases;
     object_service *objects;     /* the object store and its service */
     worker_pool *pool;           /* escher-worker processes */
+    struct cpu_quota *quota;     /* workers' CPU quotas; NULL: shares not enforced */
+    char cpu_shares[300];        /* how shares are enforced, or why not (NodeInfo) */
     cluster_view *view;          /* the other nodes, from the event stream */
     task_manager *tasks;         /* TaskService: placement, queue, execution */
     peers *peers;                /* calls to other raylets, suspect peers */

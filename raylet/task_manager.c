@@ -183,7 +183,7 @@ static void run(task_manager *tm, task_entry *e)
     Escher__TaskSpec to_run = *e->spec;
     to_run.n_resources = 0;
     to_run.resources = NULL;
-    int rc = worker_pool_run(r->pool, &to_run, env, nenv, on_done, e);
+    int rc = worker_pool_run(r->pool, &to_run, env, nenv, worker_pool_spec_cpu(e->spec), on_done, e);
     task_args_unlend(e);
     if (rc != 0) {
         esc_strmap_del(tm->running, e->spec->task_id);

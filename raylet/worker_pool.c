@@ -59,6 +59,7 @@ typedef struct pool_task {
     Escher__TaskSpec *spec; /* our copy */
     char **env;             /* sorted copies of the KEY=VALUE strings */
     size_t nenv;
+    int64_t cpu;     /* what it holds: its worker's CPU quota while it runs */
     worker_done_fn done;
     void *ud;
     const char *why; /* while on a list of tasks to fail: the error */
@@ -97,6 +98,7 @@ struct worker_pool {
     char *exe, *socket_path, *log_dir, *package_root;
     int max_workers;
     double idle_timeout;
+    cpu_quota *quota; /* NULL: shares not enforced */
     bool use_child; /* the default loop: ev_child; else pidfds */
     bool closing;
     int listen_fd;
@@ -331,6 +333,7 @@ static void worker_stop(worker *w)
 /* Sends w its task. A broken connection shows up later through on_close. */
 static void send_execute(worker *w)
 {
+    cpu_quota_set(w->pool->quota, w->id, w->task->cpu);
     Escher__WorkerMsg__Execute ex = ESCHER__WORKER_MSG__EXECUTE__INIT;
     /* The worker has the job's credential in its environment already: the spec it gets
      * goes without (a shallow copy), fewer bytes per task. */
@@ -367,6 +370,7 @@ static void worker_unlink(worker *w)
 {
     worker_pool *p = w->pool;
     drop_empty_log(w);
+    cpu_quota_remove(p->quota, w->id);
     count(w, -1);
     if (w->prev)
         w->prev->next = w->next;
@@ -591,8 +595,10 @@ static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errle
     w->timer.data = w->exit_io.data = w->child.data = w;
     w->pid = fork_worker(w);
     int forked = w->pid > 0;
-    if (forked)
+    if (forked) {
         ev_child_set(&w->child, w->pid, 0);
+        cpu_quota_add(p->quota, w->id, w->pid);
+    }
     if (!forked || watch_exit(w) < 0) {
         snprintf(err, errlen, "cannot start %s: %s", forked ? "watching a worker" : "a worker",
                  strerror(errno));
@@ -907,6 +913,7 @@ worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     p->max_workers = cfg->max_workers > 0 ? cfg->max_workers : (int)(ncpu > 0 ? ncpu : 1) * 4;
     p->idle_timeout = cfg->idle_timeout_s > 0 ? cfg->idle_timeout_s : DEFAULT_IDLE_S;
+    p->quota = cfg->quota;
     p->use_child = ev_is_default_loop(loop);
     p->listen_fd = fd;
     ev_io_init(&p->accept_io, on_accept, fd, EV_READ);
@@ -917,8 +924,17 @@ worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg
 
 /* ------------------------------------------------------------------ the interface */
 
+int64_t worker_pool_spec_cpu(const Escher__TaskSpec *spec)
+{
+    int64_t cpu = 0;
+    for (size_t i = 0; i < spec->n_resources; i++)
+        if (!strcmp(spec->resources[i]->name, "CPU"))
+            cpu += spec->resources[i]->value;
+    return cpu;
+}
+
 int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *const *env,
-                    size_t nenv, worker_done_fn done, void *ud)
+                    size_t nenv, int64_t cpu, worker_done_fn done, void *ud)
 {
     if (!p)
         return -1; /* after worker_pool_free (shutdown) */
@@ -932,6 +948,7 @@ int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *co
     pool_task *t = calloc(1, sizeof *t);
     t->spec = (Escher__TaskSpec *)esc_pb_dup(&spec->base);
     t->env = env_copy(env, env ? nenv : 0, &t->nenv);
+    t->cpu = cpu;
     t->done = done;
     t->ud = ud;
     if (p->qhead) { /* others wait already: keep the order */

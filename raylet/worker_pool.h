@@ -28,10 +28,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include <ev.h>
 
+#include "cpu_quota.h"
 #include "task.pb-c.h"
 
 typedef struct worker_pool worker_pool;
@@ -47,6 +49,10 @@ typedef struct {
                                  stopped to make room when all slots are taken. */
     double idle_timeout_s;    /* 0: 60 s. An idle worker is then sent Exit (killed if it
                                  has not exited 5 s later). */
+    cpu_quota *quota;         /* NULL: CPU shares not enforced. Else each worker gets a
+                                 cgroup whose quota is the CPU its task holds (an actor's
+                                 worker: what its creation holds); borrowed, must outlive
+                                 the pool */
 } worker_pool_config;
 
 /* Called once per task when it ended. result is owned by the pool and valid only during
@@ -66,12 +72,17 @@ worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg
 
 /* Runs spec (arguments already resolved: every TaskArg carries inline data) on a worker
  * of spec->job_id. env: extra "KEY=VALUE" strings for this task (CUDA_VISIBLE_DEVICES),
- * may be NULL. The pool copies what it needs. done is called exactly once, also when
+ * may be NULL. cpu: the CPU the task holds (fixed point; an actor's calls: what its
+ * creation holds), its worker's CPU quota while it runs when the pool has a quota (0: no
+ * quota). The pool copies what it needs. done is called exactly once, also when
  * the task is cancelled or the pool is freed first, never inside this call. Returns 0,
  * or -1 when no worker can be started (fork failed), the spec is over the frame limit
  * (256 MiB), or the pool is being freed; then done is not called. */
 int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *const *env,
-                    size_t nenv, worker_done_fn done, void *ud);
+                    size_t nenv, int64_t cpu, worker_done_fn done, void *ud);
+
+/* The CPU spec asks for (fixed point, the sum of its "CPU" amounts): its cpu argument. */
+int64_t worker_pool_spec_cpu(const Escher__TaskSpec *spec);
 
 /* Cancels a task: a queued one is dropped; a running (or starting) one has its worker
  * killed (SIGKILL to its process group). done is called before this returns, with

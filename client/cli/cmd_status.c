@@ -60,7 +60,10 @@ static json_t *node_json(const esc_node_status *n)
     json_object_set_new(o, "address", json_string(n->address));
     json_object_set_new(o, "state", json_string(n->state));
     json_object_set_new(o, "resources", res);
-    /* Only when tasks wait: an idle node keeps the four keys of the documented shape. */
+    json_object_set_new(o, "cpu_shares", json_pack("{s:b, s:s}", "enforced",
+                                                   n->cpu_shares_enforced, "detail",
+                                                   n->cpu_shares ? n->cpu_shares : ""));
+    /* Only when tasks wait: an idle node keeps the five keys of the documented shape. */
     if (n->ndemand) {
         json_t *demand = json_array();
         for (size_t i = 0; i < n->ndemand; i++)
@@ -206,6 +209,8 @@ static void print_node(const esc_node_status *n)
 {
     printf("\nnode %s  %s  %s  applied seq %" PRIu64 "\n", n->id, n->address, n->state,
            n->applied_seq);
+    printf("  CPU shares %s (%s)\n", n->cpu_shares_enforced ? "enforced" : "not enforced",
+           n->cpu_shares && *n->cpu_shares ? n->cpu_shares : "not reported");
     int w = name_width(n);
     printf("  %-*s %12s %12s %12s  %-16s %s\n", w, "RESOURCE", "TOTAL", "HELD", "AVAILABLE",
            "OWNER", "NAMESPACE");

@@ -85,7 +85,8 @@ def check_status_shape(d):
     assert isinstance(d["seq"], int) and not isinstance(d["seq"], bool) and d["seq"] > 0, d["seq"]
     assert isinstance(d["nodes"], list) and d["nodes"], d["nodes"]
     for n in d["nodes"]:
-        assert set(n) == {"id", "address", "state", "resources"}, sorted(n)
+        assert set(n) == {"id", "address", "state", "resources", "cpu_shares"}, sorted(n)
+        assert set(n["cpu_shares"]) == {"enforced", "detail"}, n["cpu_shares"]
         assert isinstance(n["id"], str) and len(n["id"]) == 16, n["id"]
         int(n["id"], 16)
         host, _, port = n["address"].rpartition(":")

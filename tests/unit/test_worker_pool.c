@@ -259,7 +259,7 @@ static void run_sync(fixture *f, const Escher__TaskSpec *spec, const char *const
                      size_t nenv, outcome *o)
 {
     memset(o, 0, sizeof *o);
-    assert_int_equal(worker_pool_run(f->pool, spec, env, nenv, on_done, o), 0);
+    assert_int_equal(worker_pool_run(f->pool, spec, env, nenv, 0, on_done, o), 0);
     wait_done(f, o);
     assert_int_equal(o->calls, 1);
 }
@@ -645,7 +645,7 @@ static void test_cancel_running(void **state)
     spec_buf b;
     outcome o = {0};
     assert_int_equal(
-        worker_pool_run(f->pool, fn1(f, &b, "job-a", "sleep_ms", "30000"), NULL, 0, on_done, &o),
+        worker_pool_run(f->pool, fn1(f, &b, "job-a", "sleep_ms", "30000"), NULL, 0, 0, on_done, &o),
         0);
     /* Let the worker receive the task. */
     for (int i = 0; i < 20; i++)
@@ -670,8 +670,8 @@ static void test_cancel_queued(void **state)
     f->pool = make_pool(f, 1, 30);
     spec_buf b1, b2;
     outcome o1 = {0}, o2 = {0};
-    worker_pool_run(f->pool, fn1(f, &b1, "job-a", "sleep_ms", "30000"), NULL, 0, on_done, &o1);
-    worker_pool_run(f->pool, fn1(f, &b2, "job-a", "echo", "later"), NULL, 0, on_done, &o2);
+    worker_pool_run(f->pool, fn1(f, &b1, "job-a", "sleep_ms", "30000"), NULL, 0, 0, on_done, &o1);
+    worker_pool_run(f->pool, fn1(f, &b2, "job-a", "echo", "later"), NULL, 0, 0, on_done, &o2);
     assert_true(worker_pool_cancel(f->pool, b2.id));
     assert_int_equal(o2.calls, 1);
     assert_error_has(&o2, "cancelled");
@@ -695,7 +695,7 @@ static void test_queue_beyond_max_workers(void **state)
     for (int i = 0; i < N; i++) {
         o[i].pool = f->pool;
         assert_int_equal(worker_pool_run(f->pool, fn1(f, &b[i], "job-a", "sleep_ms", "50"),
-                                         NULL, 0, on_done, &o[i]),
+                                         NULL, 0, 0, on_done, &o[i]),
                          0);
     }
     uint64_t deadline = esc_now_ms() + WAIT_MS;
@@ -758,7 +758,7 @@ static void test_job_ended(void **state)
     spec_buf b;
     outcome o = {0};
     /* One job-a worker runs a long task, a second one sits idle. */
-    worker_pool_run(f->pool, fn1(f, &b, "job-a", "sleep_ms", "30000"), NULL, 0, on_done, &o);
+    worker_pool_run(f->pool, fn1(f, &b, "job-a", "sleep_ms", "30000"), NULL, 0, 0, on_done, &o);
     for (int i = 0; i < 20; i++)
         ev_run(f->loop, EVRUN_ONCE);
     pid_t idle = task_pid(f, "job-a", NULL, 0);
@@ -837,7 +837,7 @@ static void test_actor_worker_loss_reported(void **state)
     outcome o = {0};
     Escher__TaskSpec *spec = fn1(f, &b, "job-a", "sleep_ms", "30000");
     spec->actor_id = "act-1";
-    assert_int_equal(worker_pool_run(f->pool, spec, NULL, 0, on_done, &o), 0);
+    assert_int_equal(worker_pool_run(f->pool, spec, NULL, 0, 0, on_done, &o), 0);
     wait_until(f, pool_busy, f->pool); /* the sleep runs */
     l.losses = 0;
     l.running = &o;
@@ -865,11 +865,11 @@ static void test_free_leaves_no_child(void **state)
     spec_buf b1, b2;
     outcome running = {0}, starting = {0};
     char *argv[] = {"/bin/sh", "-c", "sleep 30"};
-    worker_pool_run(f->pool, cmd_spec(f, &b1, "job-d", argv, 3, NULL, 0, NULL), NULL, 0,
+    worker_pool_run(f->pool, cmd_spec(f, &b1, "job-d", argv, 3, NULL, 0, NULL), NULL, 0, 0,
                     on_done, &running);
     for (int i = 0; i < 30; i++)
         ev_run(f->loop, EVRUN_ONCE);
-    worker_pool_run(f->pool, fn1(f, &b2, "job-e", "echo", "x"), NULL, 0, on_done, &starting);
+    worker_pool_run(f->pool, fn1(f, &b2, "job-e", "echo", "x"), NULL, 0, 0, on_done, &starting);
     worker_pool_free(f->pool);
     f->pool = NULL;
     assert_int_equal(running.calls, 1);

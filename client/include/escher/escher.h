@@ -256,6 +256,10 @@ typedef struct {
     size_t nresources;
     struct esc_demand *demand;   /* tasks queued on this node, grouped by shape */
     size_t ndemand;
+    bool cpu_shares_enforced;    /* each worker runs under a CPU quota equal to the CPU its
+                                    task holds (cgroups; docs/workers.md) */
+    char *cpu_shares;            /* enforced: how ("cgroup v1", "cgroup v2"); else why not;
+                                    "" from a node that does not say */
 } esc_node_status;
 
 /* Tasks waiting on a node that ask for the same resources. */
