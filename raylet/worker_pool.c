@@ -77,6 +77,7 @@ typedef struct worker {
     char **env; /* the task environment it was started with, sorted */
     size_t nenv;
     pid_t pid;
+    int64_t quota_cpu; /* the CPU its quota was last set to; -1: none set yet */
     wstate state;
     bool ready;           /* Hello received */
     bool lost;            /* its connection ended while it was not stopping */
@@ -333,7 +334,11 @@ static void worker_stop(worker *w)
 /* Sends w its task. A broken connection shows up later through on_close. */
 static void send_execute(worker *w)
 {
-    cpu_quota_set(w->pool->quota, w->id, w->task->cpu);
+    /* One write per change, not per task: a worker reused for many small tasks of one
+     * shape keeps its quota. */
+    if (w->quota_cpu != w->task->cpu &&
+        cpu_quota_set(w->pool->quota, w->id, w->task->cpu) == 0)
+        w->quota_cpu = w->task->cpu;
     Escher__WorkerMsg__Execute ex = ESCHER__WORKER_MSG__EXECUTE__INIT;
     /* The worker has the job's credential in its environment already: the spec it gets
      * goes without (a shallow copy), fewer bytes per task. */
@@ -580,6 +585,7 @@ static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errle
     worker *w = calloc(1, sizeof *w);
     w->pool = p;
     w->pidfd = -1;
+    w->quota_cpu = -1;
     if (esc_random_hex(w->id, ESC_ID_HEX / 2) < 0) {
         snprintf(err, errlen, "no randomness for a worker id");
         free(w);
