@@ -124,7 +124,7 @@ size_t esc_task_num_args(const esc_task_ctx *ctx)
     return ctx->nargs;
 }
 
-const void *esc_task_arg(const esc_task_ctx *ctx, size_t i, size_t *len)
+const void *esc_task_arg_at(const esc_task_ctx *ctx, size_t i, size_t *len)
 {
     if (i >= ctx->nargs) {
         if (len)
@@ -171,7 +171,7 @@ esc_task_ctx *esc_task_ctx_new(const char *task_id, const char *job_id, size_t n
 int esc_task_ctx_call(esc_task_ctx *ctx, esc_task_fn fn)
 {
     size_t len;
-    const void *arg = esc_task_arg(ctx, 0, &len);
+    const void *arg = esc_task_arg_at(ctx, 0, &len);
     return fn(ctx, arg, len, &ctx->rets[0]);
 }
 

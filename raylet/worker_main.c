@@ -282,13 +282,79 @@ typedef struct lib {
 static lib *g_libs; /* every library loaded so far: loaded once, never unloaded */
 
 /* dlerror() text on one line (it may quote loader messages with newlines). */
-static void set_dl_error(outcome *o, const char *what)
+static void dl_error_text(outcome *o, const char *what, const char *e)
 {
-    const char *e = dlerror();
     snprintf(o->error, sizeof o->error, "%s: %s", what, e ? e : "unknown error");
     for (char *p = o->error; *p; p++)
         if (*p == '\n')
             *p = ' ';
+}
+
+static void set_dl_error(outcome *o, const char *what)
+{
+    dl_error_text(o, what, dlerror());
+}
+
+/* --------------------------------------------------------------------- the SDK */
+
+/* A task library that uses the SDK (esc_task_client and escher.h's calls) has undefined
+ * esc_* symbols that this executable does not export: the worker stays lean, without the
+ * SDK's gRPC and friends loaded at every start (most tasks never call the SDK), and loads
+ * libescher.so into the global scope the first time such a library comes; the library is
+ * then opened again and finds them there. Found at $ESCHER_SDK_LIB, else next to this
+ * executable's build (../client) or install (../lib) directory, else by the loader's
+ * search path. */
+static bool g_sdk_loaded;
+
+static bool try_sdk(const char *path)
+{
+    if (!dlopen(path, RTLD_NOW | RTLD_GLOBAL)) {
+        ESC_DEBUG("no SDK at %s: %s", path, dlerror());
+        return false;
+    }
+    ESC_DEBUG("loaded the SDK from %s", path);
+    return g_sdk_loaded = true;
+}
+
+static bool load_sdk(void)
+{
+    if (g_sdk_loaded)
+        return false; /* loaded: what is missing is not the SDK's */
+    const char *env = getenv("ESCHER_SDK_LIB");
+    if (env && *env)
+        return try_sdk(env);
+    char self[PATH_MAX], path[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
+    if (slash) {
+        *slash = 0;
+        static const char *const rel[] = {"../client/libescher.so", "../lib/libescher.so"};
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(path, sizeof path, "%s/%s", self, rel[i]);
+            if (access(path, R_OK) == 0)
+                return try_sdk(path);
+        }
+    }
+    return try_sdk("libescher.so");
+}
+
+/* Opens a task library, loading the SDK first when the library needs it. */
+static void *open_library(const char *path, outcome *o)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h)
+        return h;
+    char why[400]; /* dlerror's text lives only until the next dl call */
+    const char *e = dlerror();
+    snprintf(why, sizeof why, "%s", e ? e : "unknown error");
+    if (strstr(why, "undefined symbol: esc_") && load_sdk()) {
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        e = h ? NULL : dlerror();
+        snprintf(why, sizeof why, "%s", e ? e : "");
+    }
+    if (!h)
+        dl_error_text(o, "dlopen", why);
+    return h;
 }
 
 /* Relative paths are relative to the task's package, else to the worker's working
@@ -309,11 +375,9 @@ static void *load_library(const char *library, const char *package, outcome *o)
             return l->handle;
     if (in_package && check_inside(base, path, library, o) != 0)
         return NULL;
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        set_dl_error(o, "dlopen");
+    void *h = open_library(path, o);
+    if (!h)
         return NULL;
-    }
     lib *l = malloc(sizeof *l);
     l->path = strdup(path);
     l->handle = h;

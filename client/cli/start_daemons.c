@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "gcs.pb-c.h"
 #include "ids.h"
+#include "rpc.h"
 
 #define POLL_MS 50
 #define MAX_ARGS 40

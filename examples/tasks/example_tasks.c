@@ -24,7 +24,7 @@ ESC_TASK(sum)
     long long total = 0;
     for (size_t i = 0; i < esc_task_num_args(ctx); i++) {
         size_t n;
-        const char *a = esc_task_arg(ctx, i, &n);
+        const char *a = esc_task_arg_at(ctx, i, &n);
         char buf[32] = {0};
         memcpy(buf, a, n < sizeof buf - 1 ? n : sizeof buf - 1);
         total += atoll(buf);

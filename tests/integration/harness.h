@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "escher/escher.h"
+#include "rpc.h" /* tests also make raw calls to the daemons */
 
 #define H_MAX_RAYLETS 16
 

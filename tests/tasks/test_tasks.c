@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escher/escher.h"
 #include "escher/task.h"
 
 /* Returns its first argument. */
@@ -24,7 +25,7 @@ ESC_TASK(add)
     (void)len;
     int64_t a, b;
     size_t la, lb;
-    const void *pa = esc_task_arg(ctx, 0, &la), *pb = esc_task_arg(ctx, 1, &lb);
+    const void *pa = esc_task_arg_at(ctx, 0, &la), *pb = esc_task_arg_at(ctx, 1, &lb);
     if (esc_task_num_args(ctx) != 2 || la != sizeof a || lb != sizeof b)
         return 1;
     memcpy(&a, pa, sizeof a);
@@ -169,12 +170,12 @@ ESC_TASK(marked_stamp)
     (void)len;
     char ms[32], path[512];
     size_t n = 0;
-    const void *p = esc_task_num_args(ctx) > 1 ? esc_task_arg(ctx, 1, &n) : NULL;
+    const void *p = esc_task_num_args(ctx) > 1 ? esc_task_arg_at(ctx, 1, &n) : NULL;
     if (!p || n == 0 || n >= sizeof path)
         return 2;
     memcpy(path, p, n);
     path[n] = 0;
-    p = esc_task_arg(ctx, 0, &n);
+    p = esc_task_arg_at(ctx, 0, &n);
     n = n < sizeof ms - 1 ? n : sizeof ms - 1;
     memcpy(ms, p, n);
     ms[n] = 0;
@@ -317,7 +318,7 @@ ESC_TASK(probe_block)
 static const char *chaos_arg(esc_task_ctx *ctx, size_t i, char *buf, size_t size)
 {
     size_t len = 0;
-    const void *p = i < esc_task_num_args(ctx) ? esc_task_arg(ctx, i, &len) : NULL;
+    const void *p = i < esc_task_num_args(ctx) ? esc_task_arg_at(ctx, i, &len) : NULL;
     len = p ? (len < size - 1 ? len : size - 1) : 0;
     if (len)
         memcpy(buf, p, len);
@@ -410,4 +411,55 @@ ESC_TASK(spin)
     double cpu = proc_cpu_s() - cpu0;
     const char *node = getenv("ESCHER_NODE_ID");
     return esc_buf_printf(ret, "%.3f %s", cpu / wall, node ? node : "-");
+}
+
+/* Uses the SDK from inside the task (esc_task_client): arguments LIBRARY and WORD. Submits
+ * echo(WORD) from LIBRARY as a child task of the job and waits for it, then stores the
+ * child's value under the job's KV key "from_task" and reads it back. Returns
+ * "<child's value> <value read back>"; on an error, fails with its message on stderr. */
+ESC_TASK(steer)
+{
+    (void)arg;
+    (void)len;
+    char lib[512], word[64];
+    esc_client *c = NULL;
+    esc_status st = {0};
+    if (esc_task_num_args(ctx) < 2 || !chaos_arg(ctx, 0, lib, sizeof lib)[0] ||
+        esc_task_client(ctx, &c, &st) != ESC_OK) {
+        fprintf(stderr, "steer: no client: %s\n", st.message);
+        return 1;
+    }
+    chaos_arg(ctx, 1, word, sizeof word);
+    esc_task_arg a = {.data = word, .len = strlen(word)};
+    esc_task_spec spec = {.library = lib, .symbol = "echo", .args = &a, .nargs = 1};
+    esc_ref *ref = NULL;
+    void *v = NULL, *back = NULL;
+    size_t n = 0, nback = 0;
+    int rc = esc_task_submit(c, &spec, &ref, NULL, &st);
+    if (rc == ESC_OK)
+        rc = esc_get(c, ref, 30000, &v, &n, &st);
+    if (rc == ESC_OK)
+        rc = esc_kv_put(c, NULL, "from_task", v, n, true, NULL, &st);
+    if (rc == ESC_OK)
+        rc = esc_kv_get(c, NULL, "from_task", &back, &nback, &st);
+    if (rc == ESC_OK)
+        rc = esc_buf_printf(ret, "%.*s %.*s", (int)n, (char *)v, (int)nback, (char *)back);
+    else
+        fprintf(stderr, "steer: %s %s\n", esc_status_name(rc), st.message);
+    free(v);
+    free(back);
+    esc_ref_free(ref);
+    return rc;
+}
+
+/* Calls esc_task_client twice and returns "same" when both give the one client of the
+ * worker process. */
+ESC_TASK(client_twice)
+{
+    (void)arg;
+    (void)len;
+    esc_client *a = NULL, *b = NULL;
+    if (esc_task_client(ctx, &a, NULL) != ESC_OK || esc_task_client(ctx, &b, NULL) != ESC_OK)
+        return 1;
+    return esc_buf_printf(ret, "%s %s", a == b ? "same" : "different", esc_client_job_id(a));
 }

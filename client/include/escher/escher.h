@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rpc.h" /* esc_status and the status codes */
+#include "status.h" /* esc_status and the status codes */
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,7 +12,8 @@
  *
  * Build it with `cc -shared -fPIC -o libmytasks.so tasks.c` and do NOT link libescher
  * into it: escher-worker, which loads the library with dlopen, exports the esc_buf_* and
- * esc_task_* functions itself, and the library's references resolve to those.
+ * esc_task_* functions and the whole SDK (escher.h, esl.h, jobs.h) itself, and the
+ * library's references resolve to those. esc_task_client gives a task a client.
  *
  * Calling convention:
  *  - arg/len is the task's first argument (NULL/0 when it has none); every argument,
@@ -35,6 +36,8 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+
+#include "status.h" /* esc_status and the status codes */
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,13 +92,30 @@ const char *esc_task_job_id(const esc_task_ctx *ctx);
  * NULL). Returns NULL with *len = 0 when i is out of range; an empty argument gives a
  * non-NULL pointer and *len = 0. Owned by ctx. */
 size_t esc_task_num_args(const esc_task_ctx *ctx);
-const void *esc_task_arg(const esc_task_ctx *ctx, size_t i, size_t *len);
+const void *esc_task_arg_at(const esc_task_ctx *ctx, size_t i, size_t *len);
 
 /* Number of returns the caller asked for, and the buffer of return i: i = 0 is the ret
  * handed to the task function, higher i are the further returns. Returns NULL when i is
  * out of range. Owned by ctx. */
 size_t esc_task_num_returns(const esc_task_ctx *ctx);
 esc_buf *esc_task_return(esc_task_ctx *ctx, size_t i);
+
+/* ------------------------------------------------------- the cluster, from a task */
+
+typedef struct esc_client esc_client; /* escher.h: include it to use the client */
+
+/* A client connected as the task's job, for escher.h's calls from inside a function task
+ * or an actor method: submit tasks and get their results, put and get objects, read and
+ * write the job's resources and KV. It acts as the job (its namespace, its credential)
+ * and never ends it. One client serves every task of the worker process: made at the
+ * first call (a connection to the GCS: milliseconds), kept until the worker exits; owned
+ * by the worker: never esc_disconnect it. Safe to call from any thread of the task.
+ * A task that waits (esc_get) for a task it submitted holds its own resources meanwhile:
+ * the child must fit beside it, or it waits forever.
+ * Returns ESC_OK with *out set; INVALID_ARGUMENT (NULL ctx or out); FAILED_PRECONDITION
+ * outside a worker escher started for a job (a unit test calling the task directly);
+ * or the code of esc_connect (UNAVAILABLE when the GCS cannot be reached). */
+int esc_task_client(esc_task_ctx *ctx, esc_client **out, esc_status *st);
 
 /* ------------------------------------------- running a task function (workers, tests) */
 
