@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "qty.h"
 
@@ -26,31 +27,42 @@ void gpu_slots_free(gpu_slots *g)
     free(g);
 }
 
-/* Plans a grant without taking it. */
+/* The instance with the least room that still fits q, not already in the grant. */
+static int best_fit(const gpu_slots *g, int64_t q, const gpu_grant *skip)
+{
+    int best = -1;
+    for (int i = 0; i < g->n; i++) {
+        bool taken = false;
+        for (int k = 0; k < skip->n; k++)
+            taken |= skip->ids[k] == i;
+        if (!taken && g->free[i] >= q && (best < 0 || g->free[i] < g->free[best]))
+            best = i;
+    }
+    return best;
+}
+
+/* Plans a grant without taking it: floor(q) whole instances, then the fraction. */
 static bool plan(const gpu_slots *g, int64_t q, gpu_grant *out)
 {
     memset(out, 0, sizeof *out);
     if (q <= 0)
         return true;
-    if (q >= ESC_QTY_SCALE) {
-        if (q % ESC_QTY_SCALE != 0)
-            return false; /* 1.5 GPUs has no instance assignment */
-        int want = (int)(q / ESC_QTY_SCALE);
-        for (int i = 0; i < g->n && out->n < want; i++)
-            if (g->free[i] == ESC_QTY_SCALE)
-                out->ids[out->n++] = i;
-        out->share = ESC_QTY_SCALE;
-        return out->n == want;
-    }
-    int best = -1;
-    for (int i = 0; i < g->n; i++)
-        if (g->free[i] >= q && (best < 0 || g->free[i] < g->free[best]))
-            best = i;
+    int whole = (int)(q / ESC_QTY_SCALE);
+    int64_t frac = q % ESC_QTY_SCALE;
+    for (int i = 0; i < g->n && out->n < whole; i++)
+        if (g->free[i] == ESC_QTY_SCALE) {
+            out->ids[out->n] = i;
+            out->take[out->n++] = ESC_QTY_SCALE;
+        }
+    if (out->n < whole)
+        return false;
+    if (frac == 0)
+        return true;
+    int best = best_fit(g, frac, out);
     if (best < 0)
         return false;
-    out->ids[0] = best;
-    out->n = 1;
-    out->share = q;
+    out->ids[out->n] = best;
+    out->take[out->n++] = frac;
     return true;
 }
 
@@ -65,7 +77,7 @@ bool gpu_slots_acquire(gpu_slots *g, int64_t q, gpu_grant *out)
     if (!plan(g, q, out))
         return false;
     for (int i = 0; i < out->n; i++)
-        g->free[out->ids[i]] -= out->share;
+        g->free[out->ids[i]] -= out->take[i];
     return true;
 }
 
@@ -74,7 +86,7 @@ void gpu_slots_release(gpu_slots *g, const gpu_grant *grant)
     for (int i = 0; i < grant->n; i++) {
         int id = grant->ids[i];
         if (id >= 0 && id < g->n) {
-            g->free[id] += grant->share;
+            g->free[id] += grant->take[i];
             if (g->free[id] > ESC_QTY_SCALE)
                 g->free[id] = ESC_QTY_SCALE;
         }
@@ -91,4 +103,21 @@ void gpu_grant_format(const gpu_grant *grant, char *buf, size_t len)
             break;
         off += (size_t)k;
     }
+}
+
+int gpu_grant_mps_percentage(const gpu_grant *grant)
+{
+    if (grant->n != 1 || grant->take[0] >= ESC_QTY_SCALE)
+        return 0;
+    int64_t pct = grant->take[0] * 100 / ESC_QTY_SCALE;
+    return pct < 1 ? 1 : (int)pct;
+}
+
+bool gpu_mps_running(void)
+{
+    const char *dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/control", dir && *dir ? dir : "/tmp/nvidia-mps");
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
 }

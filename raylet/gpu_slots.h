@@ -1,11 +1,12 @@
 /* gpu_slots.h: which GPU instances a task gets, so CUDA_VISIBLE_DEVICES names them.
  *
  * The accounting table knows how much "GPU" is held; this knows by whom. A request of
- * q GPUs (fixed point) takes whole free instances when q >= 1 (q must then be a whole
- * number), or a share of one instance when q < 1 (the instance with the least room that
- * still fits, so shares pack and whole instances stay free). A task is admitted only
- * when both the table and the instances fit: fragmentation (two half-free instances for
- * a request of one) makes it wait, never oversubscribe an instance.
+ * q GPUs (fixed point) takes floor(q) whole free instances, and for the fraction left
+ * (all of q when q < 1) a share of one more instance: the one with the least room that
+ * still fits, so shares pack and whole instances stay free (GPU=1.5 is one whole
+ * instance and half of another). A task is admitted only when both the table and the
+ * instances fit: fragmentation (two half-free instances for a request of one) makes it
+ * wait, never oversubscribe an instance.
  */
 #ifndef RAYLET_GPU_SLOTS_H
 #define RAYLET_GPU_SLOTS_H
@@ -18,8 +19,8 @@
 
 typedef struct {
     int ids[GPU_SLOTS_MAX];
+    int64_t take[GPU_SLOTS_MAX]; /* fixed point taken from instance ids[i] */
     int n;
-    int64_t share;   /* fixed point taken from each listed instance */
 } gpu_grant;
 
 typedef struct gpu_slots gpu_slots;
@@ -39,5 +40,14 @@ void gpu_slots_release(gpu_slots *g, const gpu_grant *grant);
 
 /* "0,2" for a grant, into buf (len bytes). */
 void gpu_grant_format(const gpu_grant *grant, char *buf, size_t len);
+
+/* With an MPS control daemon running, a task holding a share of one instance (q < 1) is
+ * limited to that share of its threads: the percentage for CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+ * (1-99), or 0 when the grant is not a single share (whole instances run unlimited). */
+int gpu_grant_mps_percentage(const gpu_grant *grant);
+
+/* True when an MPS control daemon is running: its control socket exists in
+ * $CUDA_MPS_PIPE_DIRECTORY, else /tmp/nvidia-mps (NVIDIA's default). */
+bool gpu_mps_running(void);
 
 #endif

@@ -76,6 +76,7 @@ struct task_manager {
     esc_rpc_async *checker;         /* and its queue (NULL once stopped) */
     esc_strmap *fetching;           /* task id -> task_entry waiting for argument objects */
     gpu_slots *gpus;                /* which GPU instance each running task holds */
+    bool mps;                       /* an MPS daemon ran when the raylet started */
     esc_strmap *actors;             /* actor id -> creation entry holding its resources */
 };
 

@@ -161,14 +161,21 @@ static void run(task_manager *tm, task_entry *e)
     esc_strmap_put(tm->running, e->spec->task_id, e);
     /* Tasks see only their GPU instances (none for a task without GPUs), and can use the
      * SDK: a client they connect joins their job (ESCHER_JOB_ID, set by the pool). */
-    char node_env[200], gpu_env[300], ids[256], gcs_env[400], token_env[600];
+    char node_env[200], gpu_env[300], ids[256], gcs_env[400], token_env[600], mps_env[64];
     snprintf(node_env, sizeof node_env, "ESCHER_NODE_ID=%s", r->node_id);
     gpu_grant_format(&e->grant, ids, sizeof ids);
     snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", ids);
     snprintf(gcs_env, sizeof gcs_env, "ESCHER_ADDRESS=%s", r->cfg.gcs_address);
     snprintf(token_env, sizeof token_env, "ESCHER_TOKEN=%s", r->cfg.token ? r->cfg.token : "");
-    const char *env[] = {node_env, gpu_env, gcs_env, token_env};
-    size_t nenv = r->cfg.token ? 4 : 3;
+    const char *env[5] = {node_env, gpu_env, gcs_env};
+    size_t nenv = 3;
+    if (r->cfg.token)
+        env[nenv++] = token_env;
+    /* A share of one GPU under MPS: that share of its threads (gpu_slots.h). */
+    int pct = tm->mps ? gpu_grant_mps_percentage(&e->grant) : 0;
+    snprintf(mps_env, sizeof mps_env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", pct);
+    if (pct)
+        env[nenv++] = mps_env;
     if (e->spec->actor_creation) {
         /* An actor keeps what it was admitted with until it ends. */
         esc_strmap_del(tm->running, e->spec->task_id);
@@ -386,6 +393,7 @@ task_manager *task_manager_new(raylet *r)
     tm->lineage_order = calloc(LINEAGE_MAX, sizeof *tm->lineage_order);
     tm->fetching = esc_strmap_new();
     tm->gpus = gpu_slots_new(node_gpus(r));
+    tm->mps = gpu_mps_running();
     tm->actors = esc_strmap_new();
     return tm;
 }

@@ -288,7 +288,8 @@ static void test_failures(void **state)
 }
 
 /* Two tasks of one GPU each run at once on different instances; a task without GPUs
- * sees none; two halves share one instance. (The raylet is told it has 2 GPUs.) */
+ * sees none; two halves share one instance; 1.5 GPUs are two instances. (The raylet is
+ * told it has 2 GPUs.) */
 static void test_gpu_instances(void **state)
 {
     (void)state;
@@ -319,6 +320,14 @@ static void test_gpu_instances(void **state)
     assert_string_equal(va, vb); /* packed on one instance */
     free(va);
     free(vb);
+    /* 1.5 GPUs: one whole instance and half of the other. */
+    esc_amount one_half[] = {{.name = "GPU", .value = ESC_QTY(1.5)}};
+    esc_ref *oh = submit(cl, "gpu_probe", "0", one_half, 1, 0);
+    va = get_str(cl, oh, 30000, &code, &st);
+    assert_non_null(va);
+    assert_true(!strcmp(va, "0,1") || !strcmp(va, "1,0"));
+    free(va);
+    esc_ref_free(oh);
     esc_ref_free(a);
     esc_ref_free(b);
     esc_ref_free(none);
