@@ -153,6 +153,24 @@ static int32_t req_row(const accounting *a, const accounting_req *r)
     return (size_t)id < a->nslots && a->slots[id].present ? id : -1;
 }
 
+int64_t accounting_backed_physical(const accounting *a, const accounting_req *req, size_t n,
+                                   const char *phys)
+{
+    int32_t pid = a ? row_id(a, phys) : -1;
+    int64_t sum = 0;
+    for (size_t i = 0; pid >= 0 && i < n; i++) {
+        int32_t id = req_row(a, &req[i]);
+        const slot *s = id >= 0 ? &a->slots[id] : NULL;
+        for (size_t k = 0; s && k < s->nbacking; k++)
+            if (s->backing[k].id == pid) {
+                int64_t v = 0;
+                esc_backing_amount(req[i].qty, s->backing[k].per_unit, &v);
+                sum = esc_qty_add(sum, v);
+            }
+    }
+    return sum;
+}
+
 void accounting_resolve(const accounting *a, accounting_req *req, size_t n)
 {
     for (size_t i = 0; a && i < n; i++) {

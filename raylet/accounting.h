@@ -99,6 +99,12 @@ void accounting_reset_ephemeral_backed(accounting *a, const char *const *names,
  * stays right for this table; names unknown yet are looked up each time). */
 void accounting_resolve(const accounting *a, accounting_req *req, size_t n);
 
+/* How much of physical resource phys the backed rows of req stand for: the sum of each
+ * entry's units times its row's backing of phys per unit (0 for unbacked rows and absent
+ * names). A task holding units of a GPU-backed resource uses that many GPUs' instances. */
+int64_t accounting_backed_physical(const accounting *a, const accounting_req *req, size_t n,
+                                   const char *phys);
+
 /* True when every requested quantity fits now (present, not deleted, and
  * unbounded or qty <= available). */
 bool accounting_fits(const accounting *a, const accounting_req *req, size_t n);

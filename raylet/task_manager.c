@@ -98,10 +98,19 @@ static bool retryable(const Escher__TaskResult *res)
     return !res->ok && res->error && strncmp(res->error, "worker died", 11) == 0;
 }
 
+/* The GPU instances a task uses: what it asks of "GPU", plus the GPUs behind the
+ * GPU-backed ephemeral resources it asks for (read at admission: a backing may change
+ * while the task waits). */
+static int64_t gpu_need(const task_manager *tm, const task_entry *e)
+{
+    return e->gpus + accounting_backed_physical(tm->r->acct, e->req, e->nreq, "GPU");
+}
+
 /* Admission: the table must fit, and so must the GPU instances. */
 bool task_fits_now(task_manager *tm, const task_entry *e)
 {
-    return accounting_fits(tm->r->acct, e->req, e->nreq) && gpu_slots_fit(tm->gpus, e->gpus);
+    return accounting_fits(tm->r->acct, e->req, e->nreq) &&
+           gpu_slots_fit(tm->gpus, gpu_need(tm, e));
 }
 
 static void release(task_manager *tm, task_entry *e)
@@ -151,12 +160,13 @@ static void run(task_manager *tm, task_entry *e)
         task_entry_free(e);
         return;
     }
-    if (!gpu_slots_fit(tm->gpus, e->gpus) || !accounting_acquire(r->acct, e->req, e->nreq)) {
+    int64_t gpus = gpu_need(tm, e);
+    if (!gpu_slots_fit(tm->gpus, gpus) || !accounting_acquire(r->acct, e->req, e->nreq)) {
         task_args_unlend(e);
         task_enqueue(tm, e);
         return;
     }
-    gpu_slots_acquire(tm->gpus, e->gpus, &e->grant);
+    gpu_slots_acquire(tm->gpus, gpus, &e->grant);
     raylet_changed(r, false);
     esc_strmap_put(tm->running, e->spec->task_id, e);
     /* Tasks see only their GPU instances (none for a task without GPUs), and can use the

@@ -336,6 +336,51 @@ static void test_gpu_instances(void **state)
     esc_disconnect(cl);
 }
 
+/* A GPU-backed ephemeral resource carries its GPUs: a task holding a unit backed by one
+ * GPU sees one instance, and a plain GPU=1 task running beside it gets the other (the
+ * carve holds one of the two GPUs in the accounts, the tasks hold the instances); a unit
+ * backed by half a GPU is a share of one. */
+static void test_gpu_backed_resource(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "tgpu", 0, false);
+    esc_amount one_gpu[] = {{.name = "GPU", .value = ESC_QTY(1)}};
+    esc_amount half_gpu[] = {{.name = "GPU", .value = ESC_QTY(0.5)}};
+    esc_target local = ESC_NODE(C.raylets[0].node_id);
+    uint64_t seq;
+    assert_int_equal(esc_resource_set_backed(cl, "card", ESC_QTY(1), one_gpu, 1, &local, &seq,
+                                             NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    esc_amount card[] = {{.name = "tgpu/card", .value = ESC_QTY(1)}};
+    esc_ref *c = submit(cl, "gpu_probe", "600", card, 1, 0);
+    esc_ref *g = submit(cl, "gpu_probe", "600", one_gpu, 1, 0);
+    int code;
+    esc_status st;
+    char *vc = get_str(cl, c, 30000, &code, &st), *vg = get_str(cl, g, 30000, &code, &st);
+    assert_non_null(vc);
+    assert_non_null(vg);
+    assert_true(!strcmp(vc, "0") || !strcmp(vc, "1"));
+    assert_true(!strcmp(vg, "0") || !strcmp(vg, "1"));
+    assert_string_not_equal(vc, vg);
+    free(vc);
+    free(vg);
+    esc_ref_free(c);
+    esc_ref_free(g);
+
+    assert_int_equal(esc_resource_delete(cl, "card", &local, NULL, NULL), ESC_OK);
+    assert_int_equal(esc_resource_set_backed(cl, "half", ESC_QTY(1), half_gpu, 1, &local, &seq,
+                                             NULL), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    esc_amount half[] = {{.name = "tgpu/half", .value = ESC_QTY(1)}};
+    esc_ref *h = submit(cl, "gpu_probe", "0", half, 1, 0);
+    char *vh = get_str(cl, h, 30000, &code, &st);
+    assert_non_null(vh);
+    assert_true(!strcmp(vh, "0") || !strcmp(vh, "1"));
+    free(vh);
+    esc_ref_free(h);
+    esc_disconnect(cl);
+}
+
 /* A resource present with capacity 0 is a queue: a task that needs it waits, and runs
  * once capacity is set (docs/resources.md). */
 static void test_zero_capacity_then_set_runs(void **state)
@@ -684,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_capacity_three_never_exceeded),
         cmocka_unit_test(test_failures),
         cmocka_unit_test(test_gpu_instances),
+        cmocka_unit_test(test_gpu_backed_resource),
         cmocka_unit_test(test_zero_capacity_then_set_runs),
         cmocka_unit_test(test_status_shows_demand),
         cmocka_unit_test(test_actor_order_state_kill),
