@@ -179,6 +179,64 @@ int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st)
     return rc;
 }
 
+/* The reply's holding as the caller's array of amounts (names copied). */
+static void copy_holding(const Escher__ResizeActorReply *rep, esc_amount **held, size_t *nheld)
+{
+    esc_amount *v = calloc(rep->n_resources + 1, sizeof *v);
+    for (size_t i = 0; v && i < rep->n_resources; i++)
+        v[i] = (esc_amount){.name = strdup(rep->resources[i]->name),
+                            .value = rep->resources[i]->value};
+    *held = v;
+    *nheld = v ? rep->n_resources : 0;
+}
+
+int esc_actor_resize(esc_client *c, esc_actor *a, const esc_amount *resources, size_t n,
+                     int timeout_ms, esc_amount **held, size_t *nheld, esc_status *st)
+{
+    if (held)
+        *held = NULL;
+    if (nheld)
+        *nheld = 0;
+    if (!c || !a || (n && !resources) || timeout_ms < 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "esc_actor_resize: NULL client, actor or resources, or a "
+                              "negative timeout");
+    int rc = locate(c, a, st);
+    if (rc != ESC_OK)
+        return rc;
+    Escher__ResizeActorRequest req = ESCHER__RESIZE_ACTOR_REQUEST__INIT;
+    Escher__Amount *amounts = calloc(n + 1, sizeof *amounts);
+    Escher__Amount **ptrs = calloc(n + 1, sizeof *ptrs);
+    for (size_t i = 0; i < n; i++) {
+        escher__amount__init(&amounts[i]);
+        amounts[i].name = (char *)(resources[i].name ? resources[i].name : "");
+        amounts[i].value = resources[i].value;
+        ptrs[i] = &amounts[i];
+    }
+    req.actor_id = a->id;
+    req.resources = ptrs;
+    req.n_resources = n;
+    req.timeout_ms = (uint32_t)timeout_ms;
+    Escher__ResizeActorReply *rep = NULL;
+    rc = esc_rpc_call(esc_client_raylet_channel(c, a->address), &escher__task_service__descriptor,
+                      "ResizeActor", &req.base, (ProtobufCMessage **)&rep,
+                      CALL_TIMEOUT_MS + timeout_ms, 0, st);
+    free(ptrs);
+    free(amounts);
+    if (rc == ESC_OK && held && nheld)
+        copy_holding(rep, held, nheld);
+    if (rep)
+        protobuf_c_message_free_unpacked(&rep->base, NULL);
+    return rc;
+}
+
+void esc_amounts_free(esc_amount *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free((char *)v[i].name);
+    free(v);
+}
+
 void esc_actor_free(esc_actor *a)
 {
     if (!a)

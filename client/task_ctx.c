@@ -23,6 +23,9 @@ struct esc_task_ctx {
     size_t nret;  /* buffers in rets: max(num_returns, 1) */
     size_t asked; /* num_returns as given */
     esc_buf *rets;
+    char **held_names; /* an actor's call: what the actor holds (esc_actor_held) */
+    double *held;
+    size_t nheld;
 };
 
 /* ---------------------------------------------------------------------------- buffers */
@@ -168,6 +171,37 @@ esc_task_ctx *esc_task_ctx_new(const char *task_id, const char *job_id, size_t n
     return ctx;
 }
 
+int esc_task_ctx_set_held(esc_task_ctx *ctx, const char *const *names, const double *qty,
+                          size_t n)
+{
+    for (size_t i = 0; i < ctx->nheld; i++)
+        free(ctx->held_names[i]);
+    free(ctx->held_names);
+    free(ctx->held);
+    ctx->nheld = 0;
+    ctx->held_names = calloc(n + 1, sizeof *ctx->held_names);
+    ctx->held = calloc(n + 1, sizeof *ctx->held);
+    if (!ctx->held_names || !ctx->held)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        ctx->held_names[i] = strdup(names[i]);
+        if (!ctx->held_names[i])
+            return -1;
+        ctx->held[i] = qty[i];
+        ctx->nheld++;
+    }
+    return 0;
+}
+
+double esc_actor_held(const esc_task_ctx *ctx, const char *name)
+{
+    double q = 0;
+    for (size_t i = 0; ctx && name && i < ctx->nheld; i++)
+        if (!strcmp(ctx->held_names[i], name))
+            q += ctx->held[i];
+    return q;
+}
+
 int esc_task_ctx_call(esc_task_ctx *ctx, esc_task_fn fn)
 {
     size_t len;
@@ -182,6 +216,10 @@ void esc_task_ctx_free(esc_task_ctx *ctx)
     for (size_t i = 0; ctx->rets && i < ctx->nret; i++)
         free(ctx->rets[i].data);
     free(ctx->rets);
+    for (size_t i = 0; i < ctx->nheld; i++)
+        free(ctx->held_names[i]);
+    free(ctx->held_names);
+    free(ctx->held);
     free(ctx->task_id);
     free(ctx->job_id);
     free(ctx);

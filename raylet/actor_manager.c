@@ -226,8 +226,12 @@ static void dispatch(actor *a)
     }
     if (!spec)
         return;
-    /* Every call runs on what the creation holds. */
-    if (worker_pool_run(a->am->r->pool, spec, (const char *const *)a->env, a->nenv,
+    /* Every call runs on what the actor holds now (its creation's resources, changed by
+     * resizes), and its worker is told so (esc_actor_held): the pool copies the spec. */
+    Escher__TaskSpec with_holding = *spec;
+    with_holding.resources = a->creation->resources;
+    with_holding.n_resources = a->creation->n_resources;
+    if (worker_pool_run(a->am->r->pool, &with_holding, (const char *const *)a->env, a->nenv,
                         worker_pool_spec_cpu(a->creation), on_call_done, a) != 0) {
         if (a->running->spec != a->creation)
             protobuf_c_message_free_unpacked(&a->running->spec->base, NULL);
@@ -235,6 +239,22 @@ static void dispatch(actor *a)
         a->running = NULL;
         actor_die(a, "cannot start its worker");
     }
+}
+
+void actor_manager_resized(actor_manager *am, const char *actor_id,
+                           const Escher__TaskSpec *holding)
+{
+    actor *a = esc_strmap_get(am->actors, actor_id);
+    if (!a || a->dead)
+        return;
+    Escher__TaskSpec *c = a->creation;
+    for (size_t i = 0; i < c->n_resources; i++)
+        protobuf_c_message_free_unpacked(&c->resources[i]->base, NULL);
+    free(c->resources);
+    c->n_resources = holding->n_resources;
+    c->resources = calloc(c->n_resources + 1, sizeof *c->resources);
+    for (size_t i = 0; i < c->n_resources; i++)
+        c->resources[i] = (Escher__Amount *)esc_pb_dup(&holding->resources[i]->base);
 }
 
 void actor_manager_call(actor_manager *am, const Escher__TaskSpec *spec)

@@ -42,6 +42,11 @@ void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, co
  * actor this raylet never hosted or that died ends at once as error objects. */
 void actor_manager_call(actor_manager *am, const Escher__TaskSpec *call);
 
+/* The actor was resized: its later calls (and a restart's init) run on holding's
+ * resources, which are copied. */
+void actor_manager_resized(actor_manager *am, const char *actor_id,
+                           const Escher__TaskSpec *holding);
+
 /* The credential of the job that created actor_id (from its creation spec), or NULL when
  * this raylet hosts no such actor. */
 const char *actor_manager_credential(actor_manager *am, const char *actor_id);

@@ -136,20 +136,27 @@ void task_cancel_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
     esc_rpc_reply(call, &rep.base);
 }
 
-void task_cancel_handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+bool task_actor_caller_ok(task_manager *tm, esc_rpc_ctx *call, const char *actor_id, char *why,
+                          size_t len)
 {
-    task_manager *tm = ud;
-    const Escher__KillActorRequest *req = (const Escher__KillActorRequest *)msg;
-    /* Only the actor's job kills it: the caller shows the credential of its creation. */
-    const char *want = actor_manager_credential(tm->r->actors, req->actor_id);
+    /* Only the actor's job: the caller shows the credential of its creation. */
+    const char *want = actor_manager_credential(tm->r->actors, actor_id);
     char cred[160];
     esc_rpc_ctx_metadata(call, ESC_RPC_CREDENTIAL_KEY, cred, sizeof cred);
     bool ok = !want || !*want || same_secret(cred, want);
     memset(cred, 0, sizeof cred);
-    if (!ok) {
-        char why[200];
-        snprintf(why, sizeof why, "actor %.80s belongs to another job (its credential is needed)",
-                 req->actor_id);
+    if (!ok)
+        snprintf(why, len, "actor %.80s belongs to another job (its credential is needed)",
+                 actor_id);
+    return ok;
+}
+
+void task_cancel_handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    task_manager *tm = ud;
+    const Escher__KillActorRequest *req = (const Escher__KillActorRequest *)msg;
+    char why[200];
+    if (!task_actor_caller_ok(tm, call, req->actor_id, why, sizeof why)) {
         esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
         return;
     }

@@ -55,6 +55,7 @@ struct task_manager {
     const task_entry *stuck;
     uint64_t stuck_pass;
     esc_strmap *running;            /* task id -> task_entry */
+    esc_strmap *resizing;           /* actor id -> its resize waiting to grow */
     /* Tasks this raylet forwarded and that have not ended, by task id, from the moment
      * the forward goes out: when their node dies they are submitted again while retries
      * remain. A task leaves when its end is reported (TasksDone: its results exist, and
@@ -112,6 +113,15 @@ task_entry **task_args_take_job(task_manager *tm, const char *job_id, size_t *n)
 /* ---- task_cancel.c */
 void task_cancel_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
 void task_cancel_handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+
+/* True when the caller may act on actor_id (kill, resize): it shows the credential of the
+ * actor's creation (metadata), or this raylet hosts no such actor; else false with why. */
+bool task_actor_caller_ok(task_manager *tm, esc_rpc_ctx *call, const char *actor_id, char *why,
+                          size_t len);
+
+/* actor_resize.c: TaskService.ResizeActor; _stop fails the resizes still waiting. */
+void actor_resize_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+void actor_resize_stop(task_manager *tm);
 
 /* ---- task_lineage.c */
 void task_lineage_handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);

@@ -405,6 +405,7 @@ task_manager *task_manager_new(raylet *r)
     tm->gpus = gpu_slots_new(node_gpus(r));
     tm->mps = gpu_mps_running();
     tm->actors = esc_strmap_new();
+    tm->resizing = esc_strmap_new();
     return tm;
 }
 
@@ -530,6 +531,7 @@ int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
            esc_rpc_server_handle(srv, d, "TasksDone", task_lineage_handle_tasks_done, tm) |
            esc_rpc_server_handle(srv, d, "CancelTask", task_cancel_handle, tm) |
            esc_rpc_server_handle(srv, d, "KillActor", task_cancel_handle_kill_actor, tm) |
+           esc_rpc_server_handle(srv, d, "ResizeActor", actor_resize_handle, tm) |
            esc_rpc_server_handle(srv, d, "Reconstruct", task_lineage_handle_reconstruct, tm) |
            esc_rpc_server_handle(srv, d, "GetTaskState", task_state_handle, tm);
 }
@@ -579,6 +581,7 @@ size_t task_manager_running(const task_manager *tm)
 void task_manager_stop(task_manager *tm)
 {
     if (tm) {
+        actor_resize_stop(tm);
         esc_rpc_async_free(tm->checker); /* looks not made yet end UNAVAILABLE */
         tm->checker = NULL;
     }
@@ -596,6 +599,7 @@ void task_manager_free(task_manager *tm)
     const char *k;
     void *v;
     esc_strmap_free(tm->running);
+    esc_strmap_free(tm->resizing);
     while (esc_strmap_next(tm->spilled, &pos, &k, &v))
         task_entry_free(v);
     esc_strmap_free(tm->spilled);

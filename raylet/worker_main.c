@@ -55,6 +55,7 @@
 #include "escher/task.h"
 #include "frame.h"
 #include "log.h"
+#include "qty.h"
 #include "wait_status.h"
 #include "worker.pb-c.h"
 
@@ -429,6 +430,24 @@ static void collect_returns(outcome *o, size_t n)
     o->result.n_returns = n;
 }
 
+/* An actor's call carries what the actor holds now (actor_manager.c): esc_actor_held. */
+static void set_held(esc_task_ctx *ctx, const Escher__TaskSpec *spec)
+{
+    size_t n = spec->n_resources;
+    if (!ctx || !n)
+        return;
+    const char **names = calloc(n, sizeof *names);
+    double *qty = calloc(n, sizeof *qty);
+    for (size_t i = 0; names && qty && i < n; i++) {
+        names[i] = spec->resources[i]->name;
+        qty[i] = (double)spec->resources[i]->value / ESC_QTY_SCALE;
+    }
+    if (names && qty && esc_task_ctx_set_held(ctx, names, qty, n) != 0)
+        ESC_ERROR("out of memory for the actor's holding");
+    free(names);
+    free(qty);
+}
+
 static void run_function(const Escher__TaskSpec *spec, outcome *o)
 {
     if (enter_package(spec->package, o) != 0)
@@ -444,6 +463,7 @@ static void run_function(const Escher__TaskSpec *spec, outcome *o)
         lens[i] = spec->args[i]->data.len;
     }
     o->ctx = esc_task_ctx_new(spec->task_id, spec->job_id, n, args, lens, spec->num_returns);
+    set_held(o->ctx, spec);
     int rc = esc_task_ctx_call(o->ctx, fn);
     fflush(stdout); /* what the task printf'ed belongs to its slice */
     fflush(stderr);

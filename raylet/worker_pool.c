@@ -1048,6 +1048,14 @@ void worker_pool_job_ended(worker_pool *p, const char *job_id)
     pump(p);
 }
 
+void worker_pool_set_actor_cpu(worker_pool *p, const char *actor_id, int64_t cpu)
+{
+    for (worker *w = p ? p->workers : NULL; w; w = w->next)
+        if (w->actor_id && !strcmp(w->actor_id, actor_id) && w->state != W_STOPPING &&
+            cpu_quota_set(p->quota, w->id, cpu) == 0)
+            w->quota_cpu = cpu;
+}
+
 void worker_pool_on_actor_lost(worker_pool *p, worker_actor_lost_fn fn, void *ud)
 {
     if (!p)

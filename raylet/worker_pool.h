@@ -96,6 +96,10 @@ bool worker_pool_cancel(worker_pool *p, const char *task_id);
  * task of the actor still queued in the pool ends the same way. */
 void worker_pool_actor_ended(worker_pool *p, const char *actor_id);
 
+/* The CPU an actor holds changed (it was resized): its worker's quota follows at once,
+ * also while a call runs. Nothing when the pool has no quota or no worker of the actor. */
+void worker_pool_set_actor_cpu(worker_pool *p, const char *actor_id, int64_t cpu);
+
 /* Called when an actor's worker is lost although neither worker_pool_actor_ended nor
  * worker_pool_job_ended asked for it: it died (crash, kill -9, busy or idle), lost its
  * connection, never connected, or was killed by worker_pool_cancel. The actor's state

@@ -463,3 +463,14 @@ ESC_TASK(client_twice)
         return 1;
     return esc_buf_printf(ret, "%s %s", a == b ? "same" : "different", esc_client_job_id(a));
 }
+
+/* An actor method: what the actor holds of the resource named by the argument, as this
+ * call starts (esc_actor_held), printed "%g". */
+ESC_TASK(held)
+{
+    char name[128];
+    chaos_arg(ctx, 0, name, sizeof name);
+    (void)arg;
+    (void)len;
+    return esc_buf_printf(ret, "%g", esc_actor_held(ctx, name));
+}

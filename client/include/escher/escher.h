@@ -549,6 +549,25 @@ int esc_actor_call(esc_client *c, esc_actor *a, const char *method, const esc_ta
  * actor's job. */
 int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st);
 
+/* Changes what the actor holds on its node to resources[0..n) (a name left out goes to
+ * 0; the actor's own ephemeral resources named in full, "ns/name"): what shrinks is
+ * released at once; what grows waits, in the node's queue like any request, until the
+ * node admits the difference or timeout_ms passes (0: try once). The actor's worker gets
+ * the new CPU quota at once (where shares are enforced), and its calls see the new
+ * holding from the next one on (esc_actor_held, task.h). GPUs cannot change (their
+ * instances are fixed when the worker starts). held (may be NULL) gets what it holds now
+ * (*nheld amounts, freed with esc_amounts_free).
+ * Returns ESC_OK; DEADLINE_EXCEEDED when the growth did not fit in time (the actor then
+ * holds its old holding less what shrank; held is left empty); INVALID_ARGUMENT (a nameless or negative amount, a
+ * change of GPUs); NOT_FOUND when the actor is not alive; FAILED_PRECONDITION when
+ * another resize of it waits; PERMISSION_DENIED when c is not the actor's job; ABORTED
+ * when the actor ended while the growth waited; or the code of the call to its raylet. */
+int esc_actor_resize(esc_client *c, esc_actor *a, const esc_amount *resources, size_t n,
+                     int timeout_ms, esc_amount **held, size_t *nheld, esc_status *st);
+
+/* Frees what esc_actor_resize returned in held. */
+void esc_amounts_free(esc_amount *v, size_t n);
+
 /* The actor's id (owned by the handle). */
 const char *esc_actor_id(const esc_actor *a);
 

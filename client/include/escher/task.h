@@ -100,6 +100,13 @@ const void *esc_task_arg_at(const esc_task_ctx *ctx, size_t i, size_t *len);
 size_t esc_task_num_returns(const esc_task_ctx *ctx);
 esc_buf *esc_task_return(esc_task_ctx *ctx, size_t i);
 
+/* Inside an actor's method call: how much of resource `name` (a physical name, "CPU", or
+ * an ephemeral one in full, "ns/name") the actor holds as this call starts, in units
+ * (0.25 CPU is 0.25); 0 for a name it does not hold, and in a function task (its
+ * resources are not sent to its worker). An actor resized (esc_actor_resize) sees its new
+ * holding from its next call on. */
+double esc_actor_held(const esc_task_ctx *ctx, const char *name);
+
 /* ------------------------------------------------------- the cluster, from a task */
 
 typedef struct esc_client esc_client; /* escher.h: include it to use the client */
@@ -127,6 +134,11 @@ int esc_task_client(esc_task_ctx *ctx, esc_client **out, esc_status *st);
 esc_task_ctx *esc_task_ctx_new(const char *task_id, const char *job_id, size_t nargs,
                                const void *const *args, const size_t *lens,
                                size_t num_returns);
+
+/* What the task's actor holds (esc_actor_held): n names and their quantities in units,
+ * copied. Returns 0, or -1 when memory runs out. */
+int esc_task_ctx_set_held(esc_task_ctx *ctx, const char *const *names, const double *qty,
+                          size_t n);
 
 /* Calls fn with ctx, its first argument and esc_task_return(ctx, 0); returns fn's
  * result. */
