@@ -417,6 +417,8 @@ int esc_job_stop(esc_client *c, const char *job_id, const char *why, esc_status 
     if (rc == ESC_OK) {
         cancel_entrypoint(c, job_id);
         rc = esc_client_finish_job(c, job_id, true, key, st);
+        if (rc == ESC_PERMISSION_DENIED) /* a wrong key: the job runs on, unmarked */
+            job_unmark_stopped(c, job_id);
     }
     memset(key, 0, strlen(key));
     free(key);
