@@ -306,7 +306,8 @@ static void test_operator_stop(void **state)
 }
 
 /* esc_job_stop where no operator key is found (no $ESCHER_OPERATOR_KEY, a session
- * directory without `operator`) is refused before it touches the job. */
+ * directory without `operator`) is refused before it touches the job, unless the job
+ * is the caller's own. */
 static void test_job_stop_without_key(void **state)
 {
     (void)state;
@@ -320,6 +321,9 @@ static void test_job_stop_without_key(void **state)
     assert_int_equal(esc_job_stop(a, esc_client_job_id(v), NULL, &st), ESC_PERMISSION_DENIED);
     assert_non_null(strstr(st.message, "operator key"));
     assert_true(job_running(a, esc_client_job_id(v)));
+    /* Its own job (a driver stopping what it submitted) needs no operator key. */
+    assert_int_equal(esc_job_stop(a, esc_client_job_id(a), NULL, &st), ESC_OK);
+    assert_false(job_running(v, esc_client_job_id(a)));
     esc_disconnect(a);
     esc_disconnect(v);
 }
