@@ -9,7 +9,9 @@
  *   registry.c    the ephemeral-resource registry and UpdateResources
  *   node_table.c  nodes: register, report, drain, death
  *   job_table.c   jobs and their cleanup
- *   auth.c        job credentials and namespace ownership (docs/security.md)
+ *   auth.c        job credentials, namespace ownership, the operator key (docs/security.md);
+ *                 the daemon-only calls are refused before any handler runs, from the
+ *                 table in runtime/daemon_calls.c
  *   grants.c      GrantNamespace
  *   wait_applied.c WaitApplied
  *   status.c      GetClusterStatus
