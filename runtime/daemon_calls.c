@@ -2,11 +2,14 @@
  *
  * A call is daemon-only when it acts as a node: registering or reporting one, taking the
  * resource log a node applies, announcing where objects are, reporting an entrypoint
- * that a raylet queued, passing a task on along its forward path, or presenting a job's
- * credential taken from a task spec (which only the raylets on the task's path hold).
+ * that a raylet queued, publishing where an actor lives, passing a task on along its
+ * forward path, or presenting a job's credential taken from a task spec (which only the
+ * raylets on the task's path hold).
  * Clients reach every other method with the cluster token alone; reads of objects
  * (Pull) and Reconstruct stay open because clients make them too, to any node. */
 #include "daemon_calls.h"
+
+#include <string.h>
 
 #include "gcs.pb-c.h"
 #include "object.pb-c.h"
@@ -109,6 +112,23 @@ static bool cancel_with_spec_credential(const ProtobufCMessage *req)
     return *((const Escher__CancelTaskRequest *)req)->job_credential != '\0';
 }
 
+/* Actor placement and state: only the hosting raylet writes them (a forged placement
+ * would send other jobs' actor calls elsewhere). Readers are everyone. */
+static bool actor_ns(const char *ns)
+{
+    return !strcmp(ns, "_actors") || !strcmp(ns, "_actor_state");
+}
+
+static bool kv_put_actor_ns(const ProtobufCMessage *req)
+{
+    return actor_ns(((const Escher__KvPutRequest *)req)->ns);
+}
+
+static bool kv_del_actor_ns(const ProtobufCMessage *req)
+{
+    return actor_ns(((const Escher__KvDelRequest *)req)->ns);
+}
+
 static const esc_rpc_daemon_call calls[] = {
     /* escher-gcs: nodes */
     {&escher__gcs__descriptor, "RegisterNode", NULL, NULL},
@@ -119,6 +139,10 @@ static const esc_rpc_daemon_call calls[] = {
     {&escher__gcs__descriptor, "ReportEntrypoint", NULL, NULL},
     {&escher__gcs__descriptor, "UpdateResources", update_with_spec_credential,
      "UpdateResources with a task's job_credential (a raylet committing on_success)"},
+    {&escher__gcs__descriptor, "KvPut", kv_put_actor_ns,
+     "a KvPut in _actors or _actor_state (actors' placement, written by their raylets)"},
+    {&escher__gcs__descriptor, "KvDel", kv_del_actor_ns,
+     "a KvDel in _actors or _actor_state (actors' placement, written by their raylets)"},
     /* escher-gcs: where objects are */
     {&escher__object_directory__descriptor, "AddLocation", NULL, NULL},
     {&escher__object_directory__descriptor, "AddLocations", NULL, NULL},

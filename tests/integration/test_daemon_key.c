@@ -214,8 +214,9 @@ static void test_tasks_done_denied(void **state)
     esc_disconnect(a);
 }
 
-/* Object locations and a task's on_success commit (credential in the body) are the
- * raylets' writes: refused from a client, and the directory does not list the object. */
+/* Object locations, actors' placement and a task's on_success commit (credential in the
+ * body) are the raylets' writes: refused from a client; the directory does not list the
+ * object. */
 static void test_gcs_writes_denied(void **state)
 {
     (void)state;
@@ -248,6 +249,23 @@ static void test_gcs_writes_denied(void **state)
                      ESC_OK);
     assert_false(((Escher__GetLocationsReply *)m)->found);
     protobuf_c_message_free_unpacked(m, NULL);
+
+    /* Actors' placement: raylets write it, everyone reads it. */
+    Escher__KvPutRequest put = ESCHER__KV_PUT_REQUEST__INIT;
+    put.ns = "_actors";
+    put.key = "someactor";
+    put.value.data = (uint8_t *)"127.0.0.1:1";
+    put.value.len = 11;
+    put.overwrite = true;
+    assert_daemon_only(call(ch, &escher__gcs__descriptor, "KvPut", &put.base, &st), &st);
+    Escher__KvDelRequest del = ESCHER__KV_DEL_REQUEST__INIT;
+    del.ns = "_actor_state";
+    del.key = "someactor";
+    assert_daemon_only(call(ch, &escher__gcs__descriptor, "KvDel", &del.base, &st), &st);
+    Escher__KvGetRequest kget = ESCHER__KV_GET_REQUEST__INIT;
+    kget.ns = "_actors";
+    kget.key = "someactor";
+    assert_int_equal(call(ch, &escher__gcs__descriptor, "KvGet", &kget.base, &st), ESC_OK);
 
     Escher__UpdateResourcesRequest up = ESCHER__UPDATE_RESOURCES_REQUEST__INIT;
     up.job_id = (char *)esc_client_job_id(a);
