@@ -61,13 +61,16 @@ static bool skip_value(const uint8_t **p, const uint8_t *end, unsigned wt, bool 
         *nonzero = v != 0;
         return true;
     default:
-        return false; /* groups: protobuf-c refuses them, and so does the handler */
+        return false; /* groups: protobuf-c refuses them */
     }
 }
 
 /* Scans the top-level fields of the packed spec without unpacking it: the batch is
- * unpacked once, by the handler, and this runs on the completion-queue thread. A
- * malformed spec is not a forward: the handler refuses it as "not a TaskSpec". */
+ * unpacked once, by the handler, and this runs on the completion-queue thread. Bytes it
+ * cannot scan (truncated, a group, wire type 6 or 7) are bytes protobuf-c refuses to
+ * unpack too, so the handler rejects that spec as "not a TaskSpec" and nothing it
+ * carries is read: such a spec is not a forward, and a client's batch keeps its
+ * per-spec answer. */
 bool esc_daemon_spec_is_forward(const uint8_t *packed, size_t len)
 {
     const uint8_t *p = packed, *end = packed + len;

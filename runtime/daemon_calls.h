@@ -18,8 +18,8 @@ const esc_rpc_daemon_call *esc_daemon_calls(size_t *n);
 int esc_daemon_calls_apply(esc_rpc_server *s, const char *key);
 
 /* True when a packed TaskSpec carries what only a forwarding raylet sets: forwarded_to,
- * origin, or spill_hops (also when a field repeats with other values). Exposed for the
- * unit test. */
+ * origin, or spill_hops (also when a field repeats with other values); false for bytes
+ * protobuf-c would not unpack either. Exposed for the unit test. */
 bool esc_daemon_spec_is_forward(const uint8_t *packed, size_t len);
 
 #endif
