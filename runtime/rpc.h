@@ -3,7 +3,9 @@
  * Methods are found by name in the service's ProtobufCServiceDescriptor; requests and
  * replies are packed and unpacked with the descriptors, so no method has hand-written
  * serialization. Every call carries the cluster token in the "x-escher-token" metadata
- * entry; a server with a token answers UNAUTHENTICATED to calls without it.
+ * entry; a server with a token answers UNAUTHENTICATED to calls without it. Daemons add
+ * their daemon key ("x-escher-daemon"), which daemon-only calls need (PERMISSION_DENIED
+ * without it; docs/security.md).
  *
  * Transport: plaintext, or TLS when the process environment says so (ESCHER_TLS_CERT and
  * ESCHER_TLS_KEY for servers, ESCHER_TLS_CA for clients; see rpc_tls.c).

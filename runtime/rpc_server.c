@@ -2,7 +2,8 @@
  *
  * One completion-queue thread owns every grpc completion. For each registered method one
  * request is always armed; when a call arrives the thread checks the token, unpacks the
- * request with the method's input descriptor and posts the handler to the owner's loop.
+ * request with the method's input descriptor, refuses a daemon-only call that lacks the
+ * daemon key (esc_rpc_server_daemon_calls) and posts the handler to the owner's loop.
  * Answers are queued on the call (an outbox) and go out one batch at a time, because
  * gRPC allows only one send in flight per call.
  */
