@@ -114,11 +114,18 @@ static int probe_gcs(esc_client *c, esc_status *st)
     return rc;
 }
 
+char *esc_client_operator_key(const esc_client *c)
+{
+    return discover(NULL, "ESCHER_OPERATOR_KEY", c->session_dir ? c->session_dir : "",
+                    "operator");
+}
+
 /* Fills address, token and node id of c from opts, the environment and the session. */
 static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **token,
                              esc_status *st)
 {
     const char *dir = esc_session_dir(o->session_dir);
+    c->session_dir = strdup(dir);
     /* $ESCHER_ADDRESS is how a job's entrypoint, run by a worker on any node, finds the
      * cluster that runs it (escher job submit sets it). */
     c->address = discover(o->address, "ESCHER_ADDRESS", dir, "gcs_address");
@@ -290,6 +297,7 @@ void esc_disconnect(esc_client *c)
         memset(c->token, 0, strlen(c->token));
     free(c->token);
     free(c->address);
+    free(c->session_dir);
     free(c->job_id);
     if (c->credential)
         memset(c->credential, 0, strlen(c->credential));

@@ -26,6 +26,7 @@ struct esc_client {
      * for its job timeout. NULL for a short-lived client. */
     esc_subscription *live;
     char *token;        /* kept for channels to raylets */
+    char *session_dir;  /* the session directory esc_connect looked in */
     /* raylets.c: channels to raylets by address, and raylet addresses by node id. */
     pthread_mutex_t raylets_mu;
     struct esc_strmap *raylet_channels;   /* address -> esc_rpc_channel */
@@ -58,10 +59,15 @@ int esc_client_call(esc_client *c, const char *method, const ProtobufCMessage *r
                     ProtobufCMessage **reply, int flags, esc_status *st);
 
 /* ---- jobs.c ---- */
-/* FinishJob of job_id (NULL: c's); operator_stop: as `escher job stop`, for a job that
- * is not c's (docs/security.md). */
-int esc_client_finish_job(esc_client *c, const char *job_id, bool failed, bool operator_stop,
-                          esc_status *st);
+/* FinishJob of job_id (NULL: c's); operator_key not NULL: an operator stop, as `escher
+ * job stop`, for a job that is not c's, carrying that key (docs/security.md). */
+int esc_client_finish_job(esc_client *c, const char *job_id, bool failed,
+                          const char *operator_key, esc_status *st);
+
+/* ---- client.c ---- */
+/* The operator key: $ESCHER_OPERATOR_KEY, else the `operator` file of c's session
+ * directory (malloc'd; NULL when neither has one). */
+char *esc_client_operator_key(const esc_client *c);
 
 /* ---- raylets.c ---- */
 /* Sets up and frees the raylet caches (esc_connect, esc_disconnect). */

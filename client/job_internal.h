@@ -28,6 +28,8 @@ int job_record_ids(esc_client *c, char ***ids, size_t *n, esc_status *st);
 
 /* Marks job_id as stopped, with why as the reason. */
 int job_mark_stopped(esc_client *c, const char *job_id, const char *why, esc_status *st);
+/* Removes that mark (a stop the GCS refused), best effort. */
+void job_unmark_stopped(esc_client *c, const char *job_id);
 /* Whether job_id was marked stopped; its reason into why (len bytes) when it was. A
  * GCS that does not answer counts as not marked. */
 bool job_stop_reason(esc_client *c, const char *job_id, char *why, size_t len);

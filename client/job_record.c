@@ -80,6 +80,13 @@ int job_mark_stopped(esc_client *c, const char *job_id, const char *why, esc_sta
     return esc_kv_put(c, ESC_JOBS_NS, key, why, strlen(why), true, NULL, st);
 }
 
+void job_unmark_stopped(esc_client *c, const char *job_id)
+{
+    char key[KEY_MAX];
+    stop_key(key, sizeof key, job_id);
+    esc_kv_del(c, ESC_JOBS_NS, key, NULL, NULL);
+}
+
 bool job_stop_reason(esc_client *c, const char *job_id, char *why, size_t len)
 {
     char key[KEY_MAX];

@@ -404,10 +404,26 @@ int esc_job_stop(esc_client *c, const char *job_id, const char *why, esc_status 
     if (strcmp(state, "RUNNING") != 0)
         return esc_status_set(st, ESC_FAILED_PRECONDITION, "job %s is not running (%s)",
                               job_id, state);
+    /* The caller's own job (a driver stopping what it submitted, on SIGINT) ends as the
+     * job itself; another job needs the operator key, checked here too, before the stop
+     * mark, so that a caller without one leaves the job's record as it was. */
+    bool own = c->job_id && !strcmp(job_id, c->job_id);
+    char *key = own ? NULL : esc_client_operator_key(c);
+    if (!own && !key)
+        return esc_status_set(st, ESC_PERMISSION_DENIED,
+                              "stopping a job needs the operator key: set "
+                              "ESCHER_OPERATOR_KEY, or run where the head's session "
+                              "directory (its `operator` file) is");
     /* The mark comes first, so whoever sees the entrypoint end reads it. */
     rc = job_mark_stopped(c, job_id, why ? why : "stopped by esc_job_stop", st);
-    if (rc != ESC_OK)
-        return rc;
-    cancel_entrypoint(c, job_id);
-    return esc_client_finish_job(c, job_id, true, true, st);
+    if (rc == ESC_OK) {
+        cancel_entrypoint(c, job_id);
+        rc = esc_client_finish_job(c, job_id, true, key, st);
+        if (rc == ESC_PERMISSION_DENIED) /* a wrong key: the job runs on, unmarked */
+            job_unmark_stopped(c, job_id);
+    }
+    if (key)
+        memset(key, 0, strlen(key));
+    free(key);
+    return rc;
 }

@@ -75,16 +75,30 @@ void esc_jobs_free(esc_job_info *jobs, size_t n)
     free(jobs);
 }
 
-int esc_client_finish_job(esc_client *c, const char *job_id, bool failed, bool operator_stop,
-                          esc_status *st)
+/* FinishJob with the operator key, on a channel of its own: the key travels with
+ * this one call only, never with the client's other calls. */
+static int operator_finish(esc_client *c, const Escher__FinishJobRequest *req,
+                           const char *operator_key, ProtobufCMessage **m, esc_status *st)
+{
+    esc_rpc_channel *ch = esc_rpc_channel_new(c->address, c->token);
+    esc_rpc_channel_set_secret(ch, ESC_RPC_OPERATOR_KEY, operator_key);
+    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "FinishJob", &req->base, m,
+                          c->timeout_ms, ESC_RPC_IDEMPOTENT, st);
+    esc_rpc_channel_free(ch);
+    return rc;
+}
+
+int esc_client_finish_job(esc_client *c, const char *job_id, bool failed,
+                          const char *operator_key, esc_status *st)
 {
     Escher__FinishJobRequest req = ESCHER__FINISH_JOB_REQUEST__INIT;
     req.job_id = (char *)(job_id ? job_id : esc_client_job_id(c));
     req.failed = failed;
-    req.operator_stop = operator_stop;
-    ProtobufCMessage *m;
+    req.operator_stop = operator_key != NULL;
+    ProtobufCMessage *m = NULL;
     /* Idempotent: finishing a job that has ended already changes nothing. */
-    int rc = esc_client_call(c, "FinishJob", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc = operator_key ? operator_finish(c, &req, operator_key, &m, st)
+                          : esc_client_call(c, "FinishJob", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc == ESC_OK)
         protobuf_c_message_free_unpacked(m, NULL);
     return rc;
@@ -92,5 +106,5 @@ int esc_client_finish_job(esc_client *c, const char *job_id, bool failed, bool o
 
 int esc_job_finish(esc_client *c, const char *job_id, bool failed, esc_status *st)
 {
-    return esc_client_finish_job(c, job_id, failed, false, st);
+    return esc_client_finish_job(c, job_id, failed, NULL, st);
 }

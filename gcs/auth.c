@@ -78,6 +78,20 @@ bool gcs_auth_is_job(const esc_rpc_ctx *call, const gcs_job *j, const char *body
     return ok;
 }
 
+bool gcs_auth_is_operator(gcs *g, const esc_rpc_ctx *call, char *why, size_t len)
+{
+    if (!g->cfg.operator_key) {
+        snprintf(why, len, "operator stops are off: this GCS was started without an operator "
+                 "key (--operator-key-file)");
+        return false;
+    }
+    if (esc_rpc_ctx_secret_is(call, ESC_RPC_OPERATOR_KEY, g->cfg.operator_key))
+        return true;
+    snprintf(why, len, "an operator stop needs the operator key (%s: $ESCHER_OPERATOR_KEY or "
+             "the session's `operator` file)", ESC_RPC_OPERATOR_KEY);
+    return false;
+}
+
 int gcs_auth_caller(gcs *g, const esc_rpc_ctx *call, gcs_job **out, char *why, size_t len)
 {
     *out = NULL;

@@ -9,7 +9,9 @@
  *   registry.c    the ephemeral-resource registry and UpdateResources
  *   node_table.c  nodes: register, report, drain, death
  *   job_table.c   jobs and their cleanup
- *   auth.c        job credentials and namespace ownership (docs/security.md)
+ *   auth.c        job credentials, namespace ownership, the operator key (docs/security.md);
+ *                 the daemon-only calls are refused before any handler runs, from the
+ *                 table in runtime/daemon_calls.c
  *   grants.c      GrantNamespace
  *   wait_applied.c WaitApplied
  *   status.c      GetClusterStatus
@@ -45,6 +47,8 @@ typedef struct {
     int port;
     const char *port_file;
     char *token;
+    char *daemon_key;                 /* the daemons' secret (docs/security.md) */
+    char *operator_key;               /* NULL: operator stops are refused */
     const char *storage_uri;
     int node_timeout_ms;
     int heartbeat_ms;
@@ -242,6 +246,9 @@ bool gcs_auth_is_job(const esc_rpc_ctx *call, const gcs_job *j, const char *body
 /* The job the call says it is (*out, NULL: it names none). PERMISSION_DENIED, with why,
  * when it names a job without that job's credential. */
 int gcs_auth_caller(gcs *g, const esc_rpc_ctx *call, gcs_job **out, char *why, size_t len);
+/* True when the call carries the operator key (an operator stop); else false with a
+ * one-line why. */
+bool gcs_auth_is_operator(gcs *g, const esc_rpc_ctx *call, char *why, size_t len);
 /* Shared namespaces: "", `default` and the system's ('_' first). */
 bool gcs_ns_shared(const char *ns);
 /* The running job that owns namespace ns, or NULL (shared, or no running job in it). */

@@ -234,6 +234,11 @@ static void handle_finish(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
                        "only the job itself (its credential) or an operator stop ends a job");
         return;
     }
+    char why[200];
+    if (req->operator_stop && !gcs_auth_is_operator(g, call, why, sizeof why)) {
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
+    }
     if (req->operator_stop)
         ESC_INFO("job %s stopped by an operator call from %s", req->job_id,
                  esc_rpc_ctx_peer(call));

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon_calls.h"
 #include "gcs.h"
 #include "ids.h"
 #include "log.h"
@@ -15,18 +16,25 @@ static int usage(const char *msg)
 {
     fprintf(stderr, "escher-gcs: %s\n", msg);
     fprintf(stderr, "usage: escher-gcs [--bind HOST] [--port P] [--port-file F] [--token-file F]"
+                    " [--daemon-key-file F] [--operator-key-file F]"
                     " [--storage memory|redis://HOST:PORT] [--node-timeout-ms N]"
                     " [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]"
                     " [--storage-timeout-ms N] [--dead-node-retention-ms N]\n");
     return 2;
 }
 
-static char *read_token(const char *path)
+/* A secret from the file at path, else from the environment variable env (which is
+ * then removed, so nothing this process starts inherits it). */
+static char *read_secret(const char *path, const char *env_name)
 {
-    if (!path) {
-        const char *env = getenv("ESCHER_TOKEN");
-        return env && *env ? strdup(env) : NULL;
-    }
+    const char *env = getenv(env_name);
+    char *from_env = env && *env ? strdup(env) : NULL;
+    unsetenv(env_name);
+    if (!path)
+        return from_env;
+    if (from_env)
+        memset(from_env, 0, strlen(from_env));
+    free(from_env);
     FILE *f = fopen(path, "r");
     if (!f)
         return NULL;
@@ -36,6 +44,44 @@ static char *read_token(const char *path)
     while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = 0;
     return n ? strdup(buf) : NULL;
+}
+
+/* Files of the secrets (NULL: from the environment). */
+typedef struct {
+    const char *token, *daemon_key, *operator_key;
+} secret_files;
+
+/* The token and the daemon key are required; the operator key is not (without it,
+ * operator stops are refused). 0, or 2 after printing what is missing. */
+static int read_secrets(gcs_config *c, const secret_files *f)
+{
+    c->token = read_secret(f->token, "ESCHER_TOKEN");
+    c->daemon_key = read_secret(f->daemon_key, "ESCHER_DAEMON_KEY");
+    c->operator_key = read_secret(f->operator_key, "ESCHER_OPERATOR_KEY");
+    const char *missing = !c->token ? "cluster token (give --token-file or set ESCHER_TOKEN)"
+                          : !c->daemon_key ? "daemon key (give --daemon-key-file or set "
+                                             "ESCHER_DAEMON_KEY)"
+                          : NULL;
+    if (f->operator_key && !c->operator_key)
+        missing = "operator key (cannot read --operator-key-file)";
+    if (!missing)
+        return 0;
+    fprintf(stderr, "escher-gcs: no %s\n", missing);
+    return 2;
+}
+
+static void free_secret(char *s)
+{
+    if (s)
+        memset(s, 0, strlen(s));
+    free(s);
+}
+
+static void free_secrets(gcs_config *c)
+{
+    free_secret(c->token);
+    free_secret(c->daemon_key);
+    free_secret(c->operator_key);
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out)
@@ -49,7 +95,7 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
     return true;
 }
 
-static int parse_flags(int argc, char **argv, gcs_config *c, const char **token_file)
+static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files)
 {
     static const struct option opts[] = {
         {"bind", required_argument, 0, 'b'},          {"port", required_argument, 0, 'p'},
@@ -58,7 +104,9 @@ static int parse_flags(int argc, char **argv, gcs_config *c, const char **token_
         {"heartbeat-ms", required_argument, 0, 'h'},  {"job-timeout-ms", required_argument, 0, 'j'},
         {"max-resources-per-job", required_argument, 0, 'q'},
         {"storage-timeout-ms", required_argument, 0, 'w'},
-        {"dead-node-retention-ms", required_argument, 0, 'r'}, {0, 0, 0, 0}};
+        {"dead-node-retention-ms", required_argument, 0, 'r'},
+        {"daemon-key-file", required_argument, 0, 'd'},
+        {"operator-key-file", required_argument, 0, 'o'}, {0, 0, 0, 0}};
     int o;
     long v;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -66,7 +114,9 @@ static int parse_flags(int argc, char **argv, gcs_config *c, const char **token_
         case 'b': c->bind = optarg; break;
         case 'p': if (!parse_int(optarg, 0, 65535, &v)) return usage("bad --port"); c->port = (int)v; break;
         case 'f': c->port_file = optarg; break;
-        case 't': *token_file = optarg; break;
+        case 't': files->token = optarg; break;
+        case 'd': files->daemon_key = optarg; break;
+        case 'o': files->operator_key = optarg; break;
         case 's': c->storage_uri = optarg; break;
         case 'n': if (!parse_int(optarg, 50, 86400000, &v)) return usage("bad --node-timeout-ms"); c->node_timeout_ms = (int)v; break;
         case 'h': if (!parse_int(optarg, 10, 60000, &v)) return usage("bad --heartbeat-ms"); c->heartbeat_ms = (int)v; break;
@@ -149,6 +199,10 @@ static int serve(gcs *g)
      * that is not UTF-8 would break every strict client reading it later. */
     esc_rpc_server_require_utf8(g->server);
     register_services(g);
+    if (esc_daemon_calls_apply(g->server, g->cfg.daemon_key) != 0) {
+        fprintf(stderr, "escher-gcs: bad daemon-only call table\n");
+        return 1;
+    }
     gcs_load_init(g);
     if (esc_rpc_server_start(g->server) != 0) {
         fprintf(stderr, "escher-gcs: cannot start the server thread\n");
@@ -180,21 +234,18 @@ int main(int argc, char **argv)
                          .node_timeout_ms = 10000, .heartbeat_ms = 1000,
                          .job_timeout_ms = 10000, .max_resources_per_job = 100000,
                          .storage_timeout_ms = 5000, .dead_node_retention_ms = 60000};
-    const char *token_file = NULL;
-    int rc = parse_flags(argc, argv, &g.cfg, &token_file);
-    if (rc)
-        return rc;
-    g.cfg.token = read_token(token_file);
-    if (!g.cfg.token) {
-        fprintf(stderr, "escher-gcs: no cluster token (give --token-file or set ESCHER_TOKEN)\n");
-        return 2;
-    }
+    secret_files files = {0};
+    int rc = parse_flags(argc, argv, &g.cfg, &files);
+    if (rc == 0)
+        rc = read_secrets(&g.cfg, &files);
     char err[512];
-    g.store = esc_storage_open(g.cfg.storage_uri, err, sizeof err);
-    if (!g.store) {
+    if (rc == 0 && !(g.store = esc_storage_open(g.cfg.storage_uri, err, sizeof err))) {
         fprintf(stderr, "escher-gcs: %s\n", err);
-        free(g.cfg.token);
-        return 1;
+        rc = 1;
+    }
+    if (rc) {
+        free_secrets(&g.cfg);
+        return rc;
     }
     g.loop = esc_loop_new();
     esc_loop_stop_on_signals(g.loop);
@@ -219,6 +270,6 @@ int main(int argc, char **argv)
     gcs_writes_free(&g);
     esc_loop_free(g.loop);
     esc_storage_close(g.store);
-    free(g.cfg.token);
+    free_secrets(&g.cfg);
     return rc;
 }

@@ -356,7 +356,7 @@ actor_manager *actor_manager_new(struct raylet *r)
     actor_manager *am = calloc(1, sizeof *am);
     am->r = r;
     am->actors = esc_strmap_new();
-    am->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
+    am->gcs = raylet_channel_new(r, r->cfg.gcs_address);
     return am;
 }
 

@@ -21,6 +21,7 @@
 static const char usage[] =
     "usage: escher-raylet --gcs-address HOST:PORT [options]\n"
     "  --token-file F              cluster token (default $ESCHER_TOKEN)\n"
+    "  --daemon-key-file F         daemon key (default $ESCHER_DAEMON_KEY)\n"
     "  --bind HOST                 listen address (0.0.0.0)\n"
     "  --port P                    gRPC port (0 picks a free one)\n"
     "  --node-ip IP                address advertised to the cluster (127.0.0.1)\n"
@@ -255,6 +256,7 @@ static int add_label(raylet_config *cfg, const char *flag, const char *key, cons
 enum {
     OPT_GCS_ADDRESS = 1000,
     OPT_TOKEN_FILE,
+    OPT_DAEMON_KEY_FILE,
     OPT_BIND,
     OPT_PORT,
     OPT_NODE_IP,
@@ -275,6 +277,7 @@ enum {
 static const struct option long_opts[] = {
     {"gcs-address", required_argument, NULL, OPT_GCS_ADDRESS},
     {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"daemon-key-file", required_argument, NULL, OPT_DAEMON_KEY_FILE},
     {"bind", required_argument, NULL, OPT_BIND},
     {"port", required_argument, NULL, OPT_PORT},
     {"node-ip", required_argument, NULL, OPT_NODE_IP},
@@ -293,8 +296,13 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* Files named on the command line (NULL: from the environment). */
+typedef struct {
+    char *token, *daemon_key;
+} secret_files;
+
 static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *v,
-                     char **token_file, char *err, size_t errlen)
+                     secret_files *files, char *err, size_t errlen)
 {
     switch (opt) {
     case OPT_GCS_ADDRESS:
@@ -305,7 +313,12 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
     case OPT_TOKEN_FILE:
         if (!*v)
             return fail(err, errlen, "%s: empty path", flag);
-        set_str(token_file, v);
+        set_str(&files->token, v);
+        return 0;
+    case OPT_DAEMON_KEY_FILE:
+        if (!*v)
+            return fail(err, errlen, "%s: empty path", flag);
+        set_str(&files->daemon_key, v);
         return 0;
     case OPT_BIND:
         if (!is_host(v))
@@ -363,13 +376,29 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
     return fail(err, errlen, "unknown option");
 }
 
+/* *out from the file at path, else from the environment variable env. */
+static int read_secret(const char *path, const char *env, const char *what, const char *flag,
+                       char **out, char *err, size_t errlen)
+{
+    if (path) {
+        *out = files_read_token(path, err, errlen);
+        return *out ? 0 : -1;
+    }
+    const char *v = getenv(env);
+    if (v && *v) {
+        *out = strdup(v);
+        return 0;
+    }
+    return fail(err, errlen, "no %s: give %s F or set %s", what, flag, env);
+}
+
 int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->bind = strdup("0.0.0.0");
     cfg->node_ip = strdup("127.0.0.1");
     cfg->forward_timeout_ms = RAYLET_FORWARD_TIMEOUT_MS;
-    char *token_file = NULL;
+    secret_files files = {0};
     int rc = 0;
 
     opterr = 0;
@@ -389,32 +418,23 @@ int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t er
         }
         char flag[64];
         snprintf(flag, sizeof flag, "--%s", idx >= 0 ? long_opts[idx].name : "?");
-        if ((rc = parse_one(cfg, opt, flag, optarg ? optarg : "", &token_file, err, errlen)) != 0)
+        if ((rc = parse_one(cfg, opt, flag, optarg ? optarg : "", &files, err, errlen)) != 0)
             break;
     }
     if (rc == 0 && optind < argc)
         rc = fail(err, errlen, "unexpected argument '%s'", argv[optind]);
-    if (rc == 0 && cfg->help) {
-        free(token_file);
-        return 0;
-    }
-    if (rc == 0 && !cfg->gcs_address)
+    if (rc == 0 && !cfg->help && !cfg->gcs_address)
         rc = fail(err, errlen, "--gcs-address HOST:PORT is required");
-    if (rc == 0) {
-        if (token_file) {
-            cfg->token = files_read_token(token_file, err, errlen);
-            if (!cfg->token)
-                rc = -1;
-        } else {
-            const char *env = getenv("ESCHER_TOKEN");
-            if (env && *env)
-                cfg->token = strdup(env);
-            else
-                rc = fail(err, errlen,
-                          "no cluster token: give --token-file F or set ESCHER_TOKEN");
-        }
-    }
-    free(token_file);
+    if (rc == 0 && !cfg->help)
+        rc = read_secret(files.token, "ESCHER_TOKEN", "cluster token", "--token-file",
+                         &cfg->token, err, errlen);
+    if (rc == 0 && !cfg->help)
+        rc = read_secret(files.daemon_key, "ESCHER_DAEMON_KEY", "daemon key",
+                         "--daemon-key-file", &cfg->daemon_key, err, errlen);
+    /* Workers and the commands they run inherit this environment: never the key. */
+    unsetenv("ESCHER_DAEMON_KEY");
+    free(files.token);
+    free(files.daemon_key);
     return rc;
 }
 
@@ -424,6 +444,10 @@ void config_free(raylet_config *cfg)
     if (cfg->token) {
         memset(cfg->token, 0, strlen(cfg->token));
         free(cfg->token);
+    }
+    if (cfg->daemon_key) {
+        memset(cfg->daemon_key, 0, strlen(cfg->daemon_key));
+        free(cfg->daemon_key);
     }
     free(cfg->bind);
     free(cfg->node_ip);

@@ -26,6 +26,7 @@ typedef struct {
 typedef struct {
     char *gcs_address;
     char *token;
+    char *daemon_key;            /* the daemons' secret (docs/security.md) */
     char *bind;
     int port;
     char *node_ip;
@@ -46,7 +47,9 @@ typedef struct {
     bool help;
 } raylet_config;
 
-/* Parses argv into cfg (token from --token-file or $ESCHER_TOKEN). Returns 0, or -1
+/* Parses argv into cfg (token from --token-file or $ESCHER_TOKEN, daemon key from
+ * --daemon-key-file or $ESCHER_DAEMON_KEY, which is then removed from the environment
+ * that workers inherit). Returns 0, or -1
  * with a one-line reason in err. cfg is filled with defaults first and must be freed
  * with config_free either way. */
 int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t errlen);

@@ -450,7 +450,7 @@ gcs_link *gcs_link_new(raylet *r)
     if (!l)
         abort();
     l->r = r;
-    l->ch = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
+    l->ch = raylet_channel_new(r, r->cfg.gcs_address);
     l->wanted_id = r->cfg.node_id;
     l->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
     build_info(l);

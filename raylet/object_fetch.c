@@ -67,7 +67,7 @@ static void nap(int ms)
 static int pull(fetch *x, const char *address, const char *node_id)
 {
     object_fetcher *f = x->f;
-    esc_rpc_channel *ch = esc_rpc_channel_new(address, f->r->cfg.token);
+    esc_rpc_channel *ch = raylet_channel_new(f->r, address);
     Escher__PullRequest req = ESCHER__PULL_REQUEST__INIT;
     req.object_id = x->id;
     req.node_id = (char *)node_id;
@@ -119,7 +119,7 @@ static int ask_reconstruct(fetch *x, const char *origin, const char *origin_node
                  "the node that kept its lineage (%.64s)", x->id, origin_node);
         return ESC_NOT_FOUND;
     }
-    esc_rpc_channel *ch = esc_rpc_channel_new(origin, x->f->r->cfg.token);
+    esc_rpc_channel *ch = raylet_channel_new(x->f->r, origin);
     Escher__ReconstructRequest req = ESCHER__RECONSTRUCT_REQUEST__INIT;
     req.object_id = x->id;
     Escher__ReconstructReply *rep = NULL;
@@ -283,7 +283,7 @@ object_fetcher *object_fetch_new(struct raylet *r)
     if (!f)
         return NULL;
     f->r = r;
-    f->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
+    f->gcs = raylet_channel_new(r, r->cfg.gcs_address);
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->work, NULL);
     f->running = esc_strmap_new();

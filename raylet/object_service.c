@@ -430,7 +430,7 @@ object_service *object_service_new(raylet *r, uint64_t capacity)
         abort();
     o->r = r;
     o->store = object_store_new(capacity, PARTIAL_TIMEOUT_MS);
-    o->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
+    o->gcs = raylet_channel_new(r, r->cfg.gcs_address);
     o->announcer = announcer_new(r->async, o->gcs, r->node_id);
     ev_init(&o->sweep, on_sweep);
     o->sweep.repeat = SWEEP_PERIOD_S;

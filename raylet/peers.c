@@ -148,7 +148,7 @@ peer *peers_get(peers *ps, const char *address)
     p = calloc(1, sizeof *p);
     p->ps = ps;
     p->address = strdup(address);
-    p->ch = esc_rpc_channel_new(address, ps->r->cfg.token);
+    p->ch = raylet_channel_new(ps->r, address);
     p->q = esc_rpc_async_new(esc_loop_post, ps->r->loop);
     if (!p->q) {
         /* Out of threads: a raylet that cannot call its peers cannot do its job. */

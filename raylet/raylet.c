@@ -9,6 +9,7 @@
 #include "raylet.h"
 
 #include "cpu_quota.h"
+#include "daemon_calls.h"
 #include "resource_rows.h"
 #include "lease_service.h"
 #include "object_service.h"
@@ -300,7 +301,9 @@ int raylet_start(raylet *r, char *err, size_t errlen)
         object_service_serve(r->objects, r->server) != 0 ||
         task_manager_serve(r->tasks, r->server) != 0 ||
         results_serve(r->results, r->server) != 0 ||
-        log_service_serve(r->logs, r->server) != 0 || esc_rpc_server_start(r->server) != 0) {
+        log_service_serve(r->logs, r->server) != 0 ||
+        esc_daemon_calls_apply(r->server, r->cfg.daemon_key) != 0 ||
+        esc_rpc_server_start(r->server) != 0) {
         snprintf(err, errlen, "cannot start the gRPC server on %s", listen);
         return -1;
     }
@@ -321,6 +324,13 @@ int raylet_start(raylet *r, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+esc_rpc_channel *raylet_channel_new(const raylet *r, const char *address)
+{
+    esc_rpc_channel *ch = esc_rpc_channel_new(address, r->cfg.token);
+    esc_rpc_channel_set_secret(ch, ESC_RPC_DAEMON_KEY, r->cfg.daemon_key);
+    return ch;
 }
 
 void raylet_run(raylet *r)

@@ -111,4 +111,8 @@ void raylet_changed(raylet *r, bool may_admit);
 /* Runs the pending work at once: re-examines the queue, publishes a report. */
 void raylet_flush(raylet *r);
 
+/* A channel of this raylet's own to the GCS or a peer raylet at address: it carries the
+ * token and the daemon key (docs/security.md). Any thread. */
+struct esc_rpc_channel *raylet_channel_new(const raylet *r, const char *address);
+
 #endif

@@ -343,7 +343,7 @@ results *results_new(raylet *r)
     results *rs = calloc(1, sizeof *rs);
     rs->r = r;
     rs->peers = r->peers;
-    rs->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
+    rs->gcs = raylet_channel_new(r, r->cfg.gcs_address);
     rs->owners = esc_strmap_new();
     rs->batches = esc_strmap_new();
     return rs;

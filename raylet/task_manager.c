@@ -398,7 +398,7 @@ task_manager *task_manager_new(raylet *r)
     tm->spilled = esc_strmap_new();
     tm->lineage = esc_strmap_new();
     tm->checking = esc_strmap_new();
-    tm->gcs = esc_rpc_channel_new(r->cfg.gcs_address, r->cfg.token);
+    tm->gcs = raylet_channel_new(r, r->cfg.gcs_address);
     tm->checker = esc_rpc_async_new(esc_loop_post, r->loop);
     tm->lineage_order = calloc(LINEAGE_MAX, sizeof *tm->lineage_order);
     tm->fetching = esc_strmap_new();

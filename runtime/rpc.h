@@ -3,7 +3,9 @@
  * Methods are found by name in the service's ProtobufCServiceDescriptor; requests and
  * replies are packed and unpacked with the descriptors, so no method has hand-written
  * serialization. Every call carries the cluster token in the "x-escher-token" metadata
- * entry; a server with a token answers UNAUTHENTICATED to calls without it.
+ * entry; a server with a token answers UNAUTHENTICATED to calls without it. Daemons add
+ * their daemon key ("x-escher-daemon"), which daemon-only calls need (PERMISSION_DENIED
+ * without it; docs/security.md).
  *
  * Transport: plaintext, or TLS when the process environment says so (ESCHER_TLS_CERT and
  * ESCHER_TLS_KEY for servers, ESCHER_TLS_CA for clients; see rpc_tls.c).
@@ -85,6 +87,40 @@ bool esc_rpc_ctx_metadata(const esc_rpc_ctx *call, const char *key, char *out, s
 #define ESC_RPC_JOB_KEY "x-escher-job"
 #define ESC_RPC_CREDENTIAL_KEY "x-escher-job-credential"
 
+/* Metadata keys of the cluster's other secrets (docs/security.md): the daemon key, which
+ * escher-gcs and escher-raylet put on their own channels, and the operator key, which
+ * an operator stop (FinishJob.operator_stop) carries. */
+#define ESC_RPC_DAEMON_KEY "x-escher-daemon"
+#define ESC_RPC_OPERATOR_KEY "x-escher-operator"
+
+/* True when the call's metadata entry `key` equals secret, compared in constant time
+ * (false when either is missing or secret is ""). */
+bool esc_rpc_ctx_secret_is(const esc_rpc_ctx *call, const char *key, const char *secret);
+
+/* True when the call carries the server's daemon key (esc_rpc_server_daemon_calls). */
+bool esc_rpc_ctx_from_daemon(const esc_rpc_ctx *call);
+
+/* Daemon-only calls: which calls of which method need the daemon key. `when` looks at
+ * the request only (it runs on the completion-queue thread) and says whether this call
+ * is one (NULL: every call of the method); `what` names such a call in the refusal
+ * ("a node's Subscribe"; NULL: the method's name). */
+typedef bool (*esc_rpc_daemon_when_fn)(const ProtobufCMessage *req);
+typedef struct {
+    const ProtobufCServiceDescriptor *svc;
+    const char *method;
+    esc_rpc_daemon_when_fn when;
+    const char *what;
+} esc_rpc_daemon_call;
+
+/* Sets the server's daemon key (non-empty) and the daemon-only calls among the methods
+ * registered so far: entries for methods this server does not serve are skipped. Such
+ * a call without the key is answered PERMISSION_DENIED with a one-line reason before
+ * its handler runs. Call after every esc_rpc_server_handle, before
+ * esc_rpc_server_start. Returns 0, or -1 when an entry names a method its service does
+ * not have (a typo in the table) or the key is empty. */
+int esc_rpc_server_daemon_calls(esc_rpc_server *s, const char *daemon_key,
+                                const esc_rpc_daemon_call *calls, size_t n);
+
 /* Sets the function called when the peer goes away before the call is finished. */
 void esc_rpc_ctx_on_cancel(esc_rpc_ctx *call, esc_rpc_cancel_fn fn, void *ud);
 
@@ -126,6 +162,11 @@ void esc_rpc_channel_free(esc_rpc_channel *ch);
  * security.md), beside the token; job_id NULL or "" stops it. Strings are copied.
  * Thread-safe; calls already started keep what they had. */
 void esc_rpc_channel_set_job(esc_rpc_channel *ch, const char *job_id, const char *credential);
+
+/* Makes every later call of the channel carry metadata entry key (ESC_RPC_DAEMON_KEY,
+ * ESC_RPC_OPERATOR_KEY) with value; value NULL or "" removes it. At most two such keys
+ * per channel (abort beyond: a programming error). Strings are copied. Thread-safe. */
+void esc_rpc_channel_set_secret(esc_rpc_channel *ch, const char *key, const char *value);
 
 /* The target given at creation (owned by the channel). */
 const char *esc_rpc_channel_target(const esc_rpc_channel *ch);

@@ -23,6 +23,10 @@ struct esc_rpc_channel {
     char *token;
     char *job_id;       /* esc_rpc_channel_set_job; NULL: none (guarded by mu) */
     char *credential;
+    /* esc_rpc_channel_set_secret: more metadata entries (guarded by mu) */
+    struct {
+        char *key, *value;
+    } secrets[ESC_RPC_SECRETS_MAX];
     pthread_mutex_t mu;
     reg_call *calls;
     size_t ncalls;
@@ -61,6 +65,36 @@ esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token)
     return c;
 }
 
+/* Frees secret slot i, wiping the value first. */
+static void secret_clear(esc_rpc_channel *c, size_t i)
+{
+    if (c->secrets[i].value)
+        memset(c->secrets[i].value, 0, strlen(c->secrets[i].value));
+    free(c->secrets[i].value);
+    free(c->secrets[i].key);
+    c->secrets[i].key = c->secrets[i].value = NULL;
+}
+
+void esc_rpc_channel_set_secret(esc_rpc_channel *c, const char *key, const char *value)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t slot = ESC_RPC_SECRETS_MAX;
+    for (size_t i = 0; i < ESC_RPC_SECRETS_MAX; i++) {
+        if (c->secrets[i].key && !strcmp(c->secrets[i].key, key))
+            slot = i;
+        else if (!c->secrets[i].key && slot == ESC_RPC_SECRETS_MAX)
+            slot = i;
+    }
+    if (slot == ESC_RPC_SECRETS_MAX)
+        abort(); /* more secret keys than the metadata array holds */
+    secret_clear(c, slot);
+    if (value && *value) {
+        c->secrets[slot].key = strdup(key);
+        c->secrets[slot].value = strdup(value);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 void esc_rpc_channel_free(esc_rpc_channel *c)
 {
     if (!c)
@@ -73,6 +107,8 @@ void esc_rpc_channel_free(esc_rpc_channel *c)
     if (c->credential)
         memset(c->credential, 0, strlen(c->credential));
     free(c->credential);
+    for (size_t i = 0; i < ESC_RPC_SECRETS_MAX; i++)
+        secret_clear(c, i);
     pthread_mutex_destroy(&c->mu);
     free(c);
     esc_rpc_grpc_unref();
@@ -124,6 +160,13 @@ static void one_metadata(grpc_metadata *md, const char *key, const char *value)
     md->value = grpc_slice_from_copied_string(value ? value : "");
 }
 
+/* The same with a key that may be freed while the call runs (set_secret). */
+static void one_metadata_copied_key(grpc_metadata *md, const char *key, const char *value)
+{
+    one_metadata(md, key, value);
+    md->key = grpc_slice_from_copied_string(key);
+}
+
 /* The metadata every call carries: the token, and the job's id and credential when the
  * channel has them. Returns how many entries of md[ESC_RPC_MD_MAX] it filled. */
 static size_t call_metadata(esc_rpc_channel *c, grpc_metadata *md)
@@ -135,14 +178,19 @@ static size_t call_metadata(esc_rpc_channel *c, grpc_metadata *md)
         one_metadata(&md[n++], ESC_RPC_JOB_KEY, c->job_id);
         one_metadata(&md[n++], ESC_RPC_CREDENTIAL_KEY, c->credential);
     }
+    for (size_t i = 0; i < ESC_RPC_SECRETS_MAX; i++)
+        if (c->secrets[i].key)
+            one_metadata_copied_key(&md[n++], c->secrets[i].key, c->secrets[i].value);
     pthread_mutex_unlock(&c->mu);
     return n;
 }
 
 static void metadata_release(grpc_metadata *md, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        grpc_slice_unref(md[i].key);
         grpc_slice_unref(md[i].value);
+    }
 }
 
 static void fill_status(esc_status *st, grpc_status_code code, grpc_slice details)

@@ -7,7 +7,8 @@
 #include "rpc.h"
 
 #define ESC_TOKEN_KEY "x-escher-token"
-#define ESC_RPC_MD_MAX 3
+#define ESC_RPC_SECRETS_MAX 2 /* esc_rpc_channel_set_secret */
+#define ESC_RPC_MD_MAX (3 + ESC_RPC_SECRETS_MAX)
 
 /* Packs msg into a new byte buffer (caller destroys it). */
 grpc_byte_buffer *esc_rpc_pack(const ProtobufCMessage *msg);

@@ -2,7 +2,8 @@
  *
  * One completion-queue thread owns every grpc completion. For each registered method one
  * request is always armed; when a call arrives the thread checks the token, unpacks the
- * request with the method's input descriptor and posts the handler to the owner's loop.
+ * request with the method's input descriptor, refuses a daemon-only call that lacks the
+ * daemon key (esc_rpc_server_daemon_calls) and posts the handler to the owner's loop.
  * Answers are queued on the call (an outbox) and go out one batch at a time, because
  * gRPC allows only one send in flight per call.
  */
@@ -33,6 +34,7 @@ typedef struct method_reg {
     void *handle;
     esc_rpc_handler fn;
     void *ud;
+    const esc_rpc_daemon_call *daemon; /* which calls need the daemon key; NULL: none */
 } method_reg;
 
 /* One armed request: grpc fills it when a call for the method arrives. */
@@ -70,6 +72,7 @@ struct esc_rpc_ctx {
     bool send_inflight;
     bool finished;
     bool cancelled;
+    bool from_daemon;   /* carries the server's daemon key */
     out_item *out_head, *out_tail, *inflight;
     esc_rpc_cancel_fn on_cancel;
     void *cancel_ud;
@@ -81,6 +84,7 @@ struct esc_rpc_server {
     grpc_server *server;
     grpc_completion_queue *cq;
     char *token;
+    char *daemon_key;    /* esc_rpc_server_daemon_calls; NULL: none */
     int port;
     esc_rpc_post_fn post;
     void *post_ud;
@@ -376,45 +380,71 @@ static void on_send(esc_rpc_ctx *c, bool ok)
 
 static void arm(method_reg *m);
 
-static bool token_ok(const esc_rpc_server *s, const grpc_metadata_array *md)
+/* The value of metadata entry key, or NULL. */
+static const grpc_slice *md_value(const grpc_metadata_array *md, const char *key)
 {
-    if (!s->token)
-        return true;
-    size_t want = strlen(s->token);
+    size_t klen = strlen(key);
     for (size_t i = 0; i < md->count; i++) {
         const grpc_metadata *e = &md->metadata[i];
-        if (GRPC_SLICE_LENGTH(e->key) != strlen(ESC_TOKEN_KEY) ||
-            memcmp(GRPC_SLICE_START_PTR(e->key), ESC_TOKEN_KEY, strlen(ESC_TOKEN_KEY)) != 0)
-            continue;
-        if (GRPC_SLICE_LENGTH(e->value) != want)
-            return false;
-        /* Constant time, so the comparison leaks nothing about the token. */
-        unsigned diff = 0;
-        const unsigned char *v = GRPC_SLICE_START_PTR(e->value);
-        for (size_t k = 0; k < want; k++)
-            diff |= v[k] ^ (unsigned char)s->token[k];
-        return diff == 0;
+        if (GRPC_SLICE_LENGTH(e->key) == klen &&
+            memcmp(GRPC_SLICE_START_PTR(e->key), key, klen) == 0)
+            return &e->value;
     }
-    return false;
+    return NULL;
+}
+
+/* Constant time in the secret's length, so the comparison leaks nothing about it. */
+static bool md_secret_is(const grpc_metadata_array *md, const char *key, const char *secret)
+{
+    const grpc_slice *v = md_value(md, key);
+    size_t want = secret ? strlen(secret) : 0;
+    if (!v || !want || GRPC_SLICE_LENGTH(*v) != want)
+        return false;
+    unsigned diff = 0;
+    const unsigned char *p = GRPC_SLICE_START_PTR(*v);
+    for (size_t k = 0; k < want; k++)
+        diff |= p[k] ^ (unsigned char)secret[k];
+    return diff == 0;
+}
+
+static bool token_ok(const esc_rpc_server *s, const grpc_metadata_array *md)
+{
+    return !s->token || md_secret_is(md, ESC_TOKEN_KEY, s->token);
+}
+
+bool esc_rpc_ctx_secret_is(const esc_rpc_ctx *c, const char *key, const char *secret)
+{
+    return md_secret_is(&c->req_md, key, secret);
+}
+
+bool esc_rpc_ctx_from_daemon(const esc_rpc_ctx *c)
+{
+    return c->from_daemon;
+}
+
+/* PERMISSION_DENIED, with why, when the call is daemon-only and lacks the key. The
+ * token already admitted the caller to the cluster, so the answer is not
+ * UNAUTHENTICATED: it is a client asking for what only daemons may do. */
+static bool daemon_refused(const esc_rpc_ctx *c, char *why, size_t len)
+{
+    const esc_rpc_daemon_call *d = c->m->daemon;
+    if (!d || c->from_daemon || (d->when && !d->when(c->req)))
+        return false;
+    snprintf(why, len, "%s is for escher daemons only: it needs the daemon key (%s)",
+             d->what ? d->what : c->m->md->name, ESC_RPC_DAEMON_KEY);
+    return true;
 }
 
 bool esc_rpc_ctx_metadata(const esc_rpc_ctx *c, const char *key, char *out, size_t len)
 {
     out[0] = 0;
-    size_t klen = strlen(key);
-    for (size_t i = 0; i < c->req_md.count; i++) {
-        const grpc_metadata *e = &c->req_md.metadata[i];
-        if (GRPC_SLICE_LENGTH(e->key) != klen ||
-            memcmp(GRPC_SLICE_START_PTR(e->key), key, klen) != 0)
-            continue;
-        size_t vlen = GRPC_SLICE_LENGTH(e->value);
-        if (vlen >= len)
-            return false;
-        memcpy(out, GRPC_SLICE_START_PTR(e->value), vlen);
-        out[vlen] = 0;
-        return strlen(out) == vlen; /* no NUL inside */
-    }
-    return false;
+    const grpc_slice *v = md_value(&c->req_md, key);
+    if (!v || GRPC_SLICE_LENGTH(*v) >= len)
+        return false;
+    size_t vlen = GRPC_SLICE_LENGTH(*v);
+    memcpy(out, GRPC_SLICE_START_PTR(*v), vlen);
+    out[vlen] = 0;
+    return strlen(out) == vlen; /* no NUL inside */
 }
 
 static void dispatch(void *arg)
@@ -491,6 +521,12 @@ static void on_new_call(pending *p, bool ok)
     char why[300];
     if (s->require_utf8 && !esc_pb_utf8_valid(c->req, why, sizeof why)) {
         esc_rpc_finish(c, ESC_INVALID_ARGUMENT, why);
+        return;
+    }
+    c->from_daemon = s->daemon_key && md_secret_is(&c->req_md, ESC_RPC_DAEMON_KEY,
+                                                    s->daemon_key);
+    if (daemon_refused(c, why, sizeof why)) {
+        esc_rpc_finish(c, ESC_PERMISSION_DENIED, why);
         return;
     }
     s->post(s->post_ud, dispatch, c);
@@ -677,6 +713,34 @@ int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *s
     return 0;
 }
 
+/* The registration of method md of svc, or NULL. */
+static method_reg *find_method(esc_rpc_server *s, const ProtobufCMethodDescriptor *md)
+{
+    for (size_t i = 0; i < s->nmethods; i++)
+        if (s->methods[i]->md == md)
+            return s->methods[i];
+    return NULL;
+}
+
+int esc_rpc_server_daemon_calls(esc_rpc_server *s, const char *daemon_key,
+                                const esc_rpc_daemon_call *calls, size_t n)
+{
+    if (!daemon_key || !*daemon_key)
+        return -1;
+    free(s->daemon_key);
+    s->daemon_key = strdup(daemon_key);
+    for (size_t i = 0; i < n; i++) {
+        const ProtobufCMethodDescriptor *md =
+            protobuf_c_service_descriptor_get_method_by_name(calls[i].svc, calls[i].method);
+        if (!md)
+            return -1;
+        method_reg *m = find_method(s, md);
+        if (m)
+            m->daemon = &calls[i];
+    }
+    return 0;
+}
+
 void esc_rpc_server_require_utf8(esc_rpc_server *s)
 {
     s->require_utf8 = true;
@@ -735,6 +799,9 @@ void esc_rpc_server_free(esc_rpc_server *s)
     }
     free(s->methods);
     free(s->token);
+    if (s->daemon_key)
+        memset(s->daemon_key, 0, strlen(s->daemon_key));
+    free(s->daemon_key);
     pthread_mutex_destroy(&s->live_mu);
     free(s);
     esc_rpc_grpc_unref();

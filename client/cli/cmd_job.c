@@ -33,7 +33,8 @@ static const char usage[] =
     "                 through the raylet of the node that ran it; --follow: also wait\n"
     "                 for it to start, and copy its output as it grows until it ends\n"
     "  stop           end a running job: its entrypoint is killed, and what the job\n"
-    "                 holds (ephemeral resources, objects, tasks) goes\n"
+    "                 holds (ephemeral resources, objects, tasks) goes; needs the\n"
+    "                 operator key ($ESCHER_OPERATOR_KEY, else the session's `operator`)\n"
     "  fetch-workdir  unpack a running job's working directory into DIR (an existing,\n"
     "                 empty directory): what escher-worker runs before the entrypoint\n";
 

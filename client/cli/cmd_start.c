@@ -19,12 +19,13 @@
 static const char usage[] =
     "usage: escher start --head [--port P] [--storage memory|redis://HOST:PORT]\n"
     "                    [--node-timeout-ms N] [NODE OPTIONS] [--block] [--session-dir DIR]\n"
-    "       escher start --address HOST:PORT [--token TOKEN] [NODE OPTIONS] [--block]\n"
-    "                    [--session-dir DIR]\n"
+    "       escher start --address HOST:PORT [--token TOKEN] [--daemon-key KEY]\n"
+    "                    [NODE OPTIONS] [--block] [--session-dir DIR]\n"
     "\n"
     "--head starts the GCS and a raylet on this machine; --address starts a raylet that\n"
     "joins the cluster whose GCS is at HOST:PORT (token: --token, $ESCHER_TOKEN, or the\n"
-    "latest local session's).\n"
+    "latest local session's; daemon key: --daemon-key, $ESCHER_DAEMON_KEY, or the latest\n"
+    "local session's).\n"
     "\n"
     "  --port P                 GCS port (default 6380; 0 picks a free one)\n"
     "  --storage URI            GCS storage: memory (default) or redis://HOST:PORT[/DB]\n"
@@ -109,6 +110,8 @@ static int check_flags(const start_ctx *s)
                                    "to join one");
     if (!s->head && (s->port || s->storage || s->node_timeout_ms))
         return cli_usage("--port, --storage and --node-timeout-ms go with --head");
+    if (s->head && s->daemon_key_opt)
+        return cli_usage("--daemon-key goes with --address (a head makes its own)");
     int rc = s->head ? check_head_flags(s) : 0;
     if (!rc)
         rc = check_qty("--num-cpus", s->num_cpus);
@@ -147,29 +150,47 @@ static bool token_ok(const char *t)
     return true;
 }
 
-/* The token a joining node uses: --token, $ESCHER_TOKEN, else the latest session's. */
-static int join_token(start_ctx *s)
+/* A secret a joining node uses: the flag's value, $env, else the latest session's file
+ * `name`, copied into out (len bytes). */
+static int join_secret(const char *flag_value, const char *env, const char *name,
+                       const char *what, const char *flag, char *out, size_t len)
 {
-    const char *t = s->g->token ? s->g->token : getenv("ESCHER_TOKEN");
-    char *from_file = t ? NULL : esc_session_read(ESC_SESSION_LATEST, "token");
-    if (!t)
+    const char *t = flag_value ? flag_value : getenv(env);
+    char *from_file = t && *t ? NULL : esc_session_read(ESC_SESSION_LATEST, name);
+    if (!t || !*t)
         t = from_file;
     if (!t) {
         free(from_file);
-        return cli_usage("no cluster token: give --token (printed by `escher start --head`)");
+        return cli_usage("no %s: give %s (printed by `escher start --head`)", what, flag);
     }
-    int rc = token_ok(t) ? 0 : cli_usage("the token must be printable, without spaces");
-    snprintf(s->token, sizeof s->token, "%s", t);
+    int rc = token_ok(t) ? 0 : cli_usage("the %s must be printable, without spaces", what);
+    snprintf(out, len, "%s", t);
+    if (from_file)
+        memset(from_file, 0, strlen(from_file));
     free(from_file);
     return rc;
 }
 
+/* The secrets of a joining node: the cluster token and the daemon key. */
+static int join_secrets(start_ctx *s)
+{
+    int rc = join_secret(s->g->token, "ESCHER_TOKEN", "token", "cluster token", "--token",
+                         s->token, sizeof s->token);
+    return rc ? rc
+              : join_secret(s->daemon_key_opt, "ESCHER_DAEMON_KEY", "daemon_key", "daemon key",
+                            "--daemon-key", s->daemon_key, sizeof s->daemon_key);
+}
+
+/* A head makes three secrets (docs/security.md): the cluster token for every client,
+ * the daemon key for the daemons only, the operator key for operator stops. */
 static int make_token(start_ctx *s)
 {
     if (!s->head)
-        return join_token(s);
-    if (esc_random_hex(s->token, ESC_TOKEN_HEX / 2) != 0)
-        return cli_fail("no randomness from the kernel for the cluster token");
+        return join_secrets(s);
+    if (esc_random_hex(s->token, ESC_TOKEN_HEX / 2) != 0 ||
+        esc_random_hex(s->daemon_key, ESC_TOKEN_HEX / 2) != 0 ||
+        esc_random_hex(s->operator_key, ESC_TOKEN_HEX / 2) != 0)
+        return cli_fail("no randomness from the kernel for the cluster's secrets");
     return 0;
 }
 
@@ -189,7 +210,11 @@ static int make_session(start_ctx *s)
                         ESC_SESSION_LATEST);
     int rc = cli_session_create(explicit_dir, s->dir, sizeof s->dir);
     if (!rc)
-        rc = cli_session_write_token(s->dir, s->token);
+        rc = cli_session_write_secret(s->dir, "token", s->token);
+    if (!rc)
+        rc = cli_session_write_secret(s->dir, "daemon_key", s->daemon_key);
+    if (!rc && s->head)
+        rc = cli_session_write_secret(s->dir, "operator", s->operator_key);
     if (rc)
         return rc;
     if ((s->head || !cli_session_live(ESC_SESSION_LATEST)) &&
@@ -221,7 +246,9 @@ static void print_started(const start_ctx *s)
            s->raylet_addr, s->raylet_addr[0] ? ")" : "");
     if (s->head) {
         printf("\nTo add a node to this cluster, run on it:\n");
-        printf("  escher start --address %s --token %s\n", s->gcs_addr, s->token);
+        printf("  escher start --address %s --token %s --daemon-key %s\n", s->gcs_addr,
+               s->token, s->daemon_key);
+        printf("(the daemon key is for nodes only: never give it to a job or a client)\n");
     }
     char cmds[3][PATH_MAX + 64];
     snprintf(cmds[0], sizeof cmds[0], "escher status%s", flag);
@@ -325,6 +352,7 @@ int cmd_start(const cli_globals *g, int argc, char **argv)
         {"--storage", &s->storage, NULL},
         {"--node-timeout-ms", &s->node_timeout_ms, NULL},
         {"--node-ip", &s->node_ip, NULL},
+        {"--daemon-key", &s->daemon_key_opt, NULL},
         {NULL, NULL, NULL},
     };
     const char *pos[1];
@@ -344,6 +372,7 @@ int cmd_start(const cli_globals *g, int argc, char **argv)
         sigprocmask(SIG_BLOCK, &s->sigs, NULL);
         rc = start(s);
     }
+    memset(s, 0, sizeof *s); /* the secrets */
     free(s);
     return rc == CLI_HELP ? CLI_EXIT_OK : rc;
 }

@@ -16,8 +16,8 @@
 #include "procs.h"
 
 /* Files of a previous run that would mislead readiness checks or clients. */
-static const char *const stale_files[] = {"token", "gcs.port", "node_id", "gcs_address",
-                                          "raylet_address"};
+static const char *const stale_files[] = {"token", "daemon_key", "operator", "gcs.port",
+                                          "node_id", "gcs_address", "raylet_address"};
 
 bool cli_session_live(const char *dir)
 {
@@ -96,11 +96,11 @@ int cli_session_create(const char *dir, char *out, size_t len)
     return rc ? rc : make_subdir(out, "logs");
 }
 
-int cli_session_write_token(const char *dir, const char *token)
+int cli_session_write_secret(const char *dir, const char *name, const char *token)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/token", dir);
-    /* O_EXCL: never write a token through a file (or link) someone else put there. */
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    /* O_EXCL: never write a secret through a file (or link) someone else put there. */
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return cli_fail("cannot create %s: %s", path, strerror(errno));

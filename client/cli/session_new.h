@@ -15,8 +15,9 @@ bool cli_session_live(const char *dir);
  * and returns an exit code. */
 int cli_session_create(const char *dir, char *out, size_t len);
 
-/* Creates dir/token (mode 0600, must not exist) holding token, no newline. */
-int cli_session_write_token(const char *dir, const char *token);
+/* Creates dir/name (mode 0600, must not exist) holding a secret (the token, the daemon
+ * key, the operator key), no newline. */
+int cli_session_write_secret(const char *dir, const char *name, const char *secret);
 
 /* Writes dir/name atomically (temporary file, then rename). Returns 0 or -1. */
 int cli_session_write(const char *dir, const char *name, const char *content);

@@ -18,12 +18,15 @@ typedef struct {
     bool head, block;
     const char *port, *num_cpus, *num_gpus, *memory, *object_store_memory;
     const char *resources, *labels, *storage, *node_timeout_ms, *node_ip;
+    const char *daemon_key_opt;   /* --daemon-key (joining) */
     const cli_globals *g;
 
     /* derived */
     char gcs_bin[PATH_MAX], raylet_bin[PATH_MAX];
     char dir[PATH_MAX];       /* absolute session directory */
     char token[512];
+    char daemon_key[512];     /* the daemons' secret (docs/security.md) */
+    char operator_key[80];    /* --head only: the operator's secret */
     char ip[64];              /* advertised address of this node */
     char gcs_addr[320];       /* HOST:PORT of the GCS */
     char node_id[64];

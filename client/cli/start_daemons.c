@@ -182,6 +182,8 @@ int start_gcs(start_ctx *s)
     opt(&a, "--port", s->port ? s->port : "6380");
     opt_file(&a, "--port-file", s->dir, "gcs.port");
     opt_file(&a, "--token-file", s->dir, "token");
+    opt_file(&a, "--daemon-key-file", s->dir, "daemon_key");
+    opt_file(&a, "--operator-key-file", s->dir, "operator");
     opt(&a, "--storage", s->storage);
     opt(&a, "--node-timeout-ms", s->node_timeout_ms);
     int rc = spawn(s, "gcs", &a);
@@ -195,6 +197,7 @@ int start_raylet(start_ctx *s)
     arg(&a, s->raylet_bin);
     opt(&a, "--gcs-address", s->gcs_addr);
     opt_file(&a, "--token-file", s->dir, "token");
+    opt_file(&a, "--daemon-key-file", s->dir, "daemon_key");
     opt(&a, "--node-ip", s->ip);
     opt_file(&a, "--node-id-file", s->dir, "node_id");
     opt_file(&a, "--log-dir", s->dir, "logs/tasks");

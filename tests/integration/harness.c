@@ -51,6 +51,17 @@ static const char *bin_dir(void)
     return d ? d : "build";
 }
 
+/* Writes value to dir/name (mode 0600) and its path into path. */
+static void write_secret(const char *dir, const char *name, const char *value, char *path,
+                         size_t len)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    fputs(value, f);
+    fclose(f);
+    chmod(path, 0600);
+}
+
 void h_init(h_cluster *c, int node_timeout_ms)
 {
     memset(c, 0, sizeof *c);
@@ -60,11 +71,15 @@ void h_init(h_cluster *c, int node_timeout_ms)
         exit(1);
     }
     snprintf(c->token, sizeof c->token, "test-token-%d-%ld", (int)getpid(), (long)time(NULL));
-    snprintf(c->token_file, sizeof c->token_file, "%s/token", c->dir);
-    FILE *f = fopen(c->token_file, "w");
-    fputs(c->token, f);
-    fclose(f);
-    chmod(c->token_file, 0600);
+    write_secret(c->dir, "token", c->token, c->token_file, sizeof c->token_file);
+    snprintf(c->daemon_key, sizeof c->daemon_key, "test-daemon-%d-%ld", (int)getpid(),
+             (long)time(NULL));
+    write_secret(c->dir, "daemon_key", c->daemon_key, c->daemon_key_file,
+                 sizeof c->daemon_key_file);
+    snprintf(c->operator_key, sizeof c->operator_key, "test-operator-%d-%ld", (int)getpid(),
+             (long)time(NULL));
+    write_secret(c->dir, "operator", c->operator_key, c->operator_file,
+                 sizeof c->operator_file);
     c->node_timeout_ms = node_timeout_ms ? node_timeout_ms : 2000;
     c->job_timeout_ms = 1500;
     c->gcs_port = h_free_port();
@@ -210,8 +225,10 @@ int h_gcs_start(h_cluster *c)
     snprintf(words, sizeof words, "%s", c->gcs_extra);
     char *argv[64] = {exe, "--bind", "127.0.0.1", "--port", port, "--port-file", portfile,
                       "--token-file", c->token_file, "--storage", c->storage[0] ? c->storage : "memory",
-                      "--node-timeout-ms", nto, "--heartbeat-ms", "100", "--job-timeout-ms", jto};
-    int n = 17;
+                      "--node-timeout-ms", nto, "--heartbeat-ms", "100", "--job-timeout-ms", jto,
+                      "--daemon-key-file", c->daemon_key_file,
+                      "--operator-key-file", c->operator_file};
+    int n = 21;
     n += split_words(words, argv + n, 40);
     argv[n] = NULL;
     c->gcs_pid = spawn(argv, log);
@@ -247,8 +264,9 @@ int h_raylet_start(h_cluster *c, int i, const char *extra)
     snprintf(logdir, sizeof logdir, "%s/logs/tasks", c->dir);
     char *argv[72] = {exe, "--gcs-address", c->gcs_addr, "--token-file", c->token_file,
                       "--bind", "127.0.0.1", "--port", port, "--node-id-file", idfile,
-                      "--num-cpus", "4", "--num-gpus", "0", "--log-dir", logdir};
-    int n = 17;
+                      "--num-cpus", "4", "--num-gpus", "0", "--log-dir", logdir,
+                      "--daemon-key-file", c->daemon_key_file};
+    int n = 19;
     n += split_words(words, argv + n, 40);
     argv[n] = NULL;
     if (r->hide_dir[0]) {

@@ -27,6 +27,10 @@ typedef struct {
     char dir[256];
     char token[80];
     char token_file[300];
+    char daemon_key[80];      /* the daemons' secret: DIR/daemon_key */
+    char daemon_key_file[300];
+    char operator_key[80];    /* operator stops: DIR/operator (found by esc_job_stop) */
+    char operator_file[300];
     char gcs_addr[64];
     int gcs_port;
     pid_t gcs_pid;
@@ -43,7 +47,7 @@ typedef struct {
 /* A free TCP port on loopback. */
 int h_free_port(void);
 
-/* Makes the directory and token; no process yet. node_timeout_ms 0 = 2000. */
+/* Makes the directory, the token, the daemon key and the operator key; no process yet. node_timeout_ms 0 = 2000. */
 void h_init(h_cluster *c, int node_timeout_ms);
 
 /* Starts a private redis-server and points the GCS storage at it. Returns 0 or -1. */

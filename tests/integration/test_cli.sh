@@ -192,6 +192,17 @@ TOKEN=$(cat "$HEAD_DIR/token")
 [[ "$TOKEN" =~ ^[0-9a-f]{64}$ ]] || fail "token is not 64 hex characters"
 grep -qF "$TOKEN" "$T/out" || fail "the printed join command lacks the token"
 
+step "daemon key and operator key files"
+# Two more secrets (docs/security.md): daemons only, and operator stops only.
+for f in daemon_key operator; do
+  [ "$(stat -c %a "$HEAD_DIR/$f")" = 600 ] || fail "$f mode $(stat -c %a "$HEAD_DIR/$f")"
+  [[ "$(cat "$HEAD_DIR/$f")" =~ ^[0-9a-f]{64}$ ]] || fail "$f is not 64 hex characters"
+  [ "$(cat "$HEAD_DIR/$f")" != "$TOKEN" ] || fail "$f is the token"
+done
+DAEMON_KEY=$(cat "$HEAD_DIR/daemon_key")
+[ "$DAEMON_KEY" != "$(cat "$HEAD_DIR/operator")" ] || fail "the daemon key is the operator key"
+grep -qF -- "--daemon-key $DAEMON_KEY" "$T/out" || fail "the printed join command lacks the daemon key"
+
 step "status --json of a fresh head"
 status_json
 jcheck "$T/status.json" '
@@ -283,12 +294,19 @@ assert ephemeral(d, HEAD) == ["default/big", "default/foo", "other/x"], ephemera
 
 # ---------------------------------------------------------------------------- join
 step "join a second raylet"
-ok start --address "$GCS_ADDR" --token "$TOKEN" --session-dir "$JOIN_DIR" --resources zone=1 \
-  --num-cpus 1 --num-gpus 0 --node-ip 127.0.0.1
+run start --address "$GCS_ADDR" --token "$TOKEN" --daemon-key "not-the-key" \
+  --session-dir "$T/badjoin" --num-cpus 1 --num-gpus 0 --node-ip 127.0.0.1
+[ "$RC" -ne 0 ] || fail "a join with a wrong daemon key succeeded"
+grep -q "PERMISSION_DENIED" "$T/badjoin/logs/raylet.log" ||
+  fail "the refused raylet does not say why: $(cat "$T/err")"
+ok start --address "$GCS_ADDR" --token "$TOKEN" --daemon-key "$DAEMON_KEY" \
+  --session-dir "$JOIN_DIR" --resources zone=1 --num-cpus 1 --num-gpus 0 --node-ip 127.0.0.1
 grep -q "Started escher node" "$T/out" || fail "no join banner: $(cat "$T/out")"
 [ -s "$JOIN_DIR/node_id" ] && [ -s "$JOIN_DIR/pids/raylet.pid" ] || fail "join session files missing"
 [ ! -e "$JOIN_DIR/pids/gcs.pid" ] || fail "a join started a GCS"
 [ "$(cat "$JOIN_DIR/token")" = "$TOKEN" ] || fail "join token differs"
+[ "$(cat "$JOIN_DIR/daemon_key")" = "$DAEMON_KEY" ] || fail "join daemon key differs"
+[ ! -e "$JOIN_DIR/operator" ] || fail "a joined node has the operator key"
 [ "$(cat "$JOIN_DIR/gcs_address")" = "$GCS_ADDR" ] || fail "join gcs_address differs"
 JOIN_ID=$(cat "$JOIN_DIR/node_id")
 [ "$JOIN_ID" != "$HEAD_ID" ] || fail "joined node has the head's id"

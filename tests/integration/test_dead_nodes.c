@@ -102,6 +102,7 @@ static bool log_mentions(const char *path, const char *text)
 static int register_again(esc_status *st)
 {
     esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_secret(ch, ESC_RPC_DAEMON_KEY, C.daemon_key);
     Escher__NodeInfo info = ESCHER__NODE_INFO__INIT;
     info.node_id = killed_id;
     info.address = "127.0.0.1:1";

@@ -198,6 +198,10 @@ run job submit --no-wait -- sh -c "echo \$\$ > $T/stop.pid; exec sleep 300"
 [ "$RC" -eq 0 ] || fail "exited $RC: $(cat "$T/err")"
 J4=$(cat "$T/out")
 wait_file "$T/stop.pid"
+# The operator key ($ESCHER_OPERATOR_KEY before the session's file): a wrong one is refused.
+ESCHER_OPERATOR_KEY=not-the-key run job stop "$J4"
+[ "$RC" -ne 0 ] && grep -q "PERMISSION_DENIED.*operator key" "$T/err" ||
+  fail "job stop with a wrong operator key: $RC $(cat "$T/out" "$T/err")"
 run job stop "$J4"
 [ "$RC" -eq 0 ] && [ "$(cat "$T/out")" = "job $J4 stopped" ] || fail "job stop: $RC $(cat "$T/out" "$T/err")"
 gone "$T/stop.pid"

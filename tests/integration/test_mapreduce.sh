@@ -71,15 +71,18 @@ done
 
 STEP="cluster"
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/daemon_key"
 "$BIN_DIR/gcs/escher-gcs" --bind "$NET.254" --port 0 --port-file "$T/gcs.port" \
-  --token-file "$T/token" --node-timeout-ms 5000 2>"$T/gcs.log" &
+  --token-file "$T/token" --daemon-key-file "$T/daemon_key" --node-timeout-ms 5000 \
+  2>"$T/gcs.log" &
 PIDS+=($!)
 for _ in $(seq 100); do [ -s "$T/gcs.port" ] && break; sleep 0.1; done
 [ -s "$T/gcs.port" ] || fail "the GCS did not start"
 GCS="$NET.254:$(cat "$T/gcs.port")"
 for i in 0 1 2; do
   ip netns exec "${TAG}n$i" "$BIN_DIR/raylet/escher-raylet" --gcs-address "$GCS" \
-    --token-file "$T/token" --bind "$NET.$((i + 1))" --node-ip "$NET.$((i + 1))" \
+    --token-file "$T/token" --daemon-key-file "$T/daemon_key" \
+    --bind "$NET.$((i + 1))" --node-ip "$NET.$((i + 1))" \
     --num-cpus 2 --object-store-memory $((512 << 20)) --log-dir "$T/tasks$i" \
     --node-id-file "$T/node$i" 2>"$T/raylet$i.log" &
   PIDS+=($!)

@@ -1,5 +1,5 @@
 /* test_rpc.c: the generic protobuf-c/gRPC binding: unary calls, server streams, the
- * token, deadlines, cancellation reaching the handler, retry until a server comes up,
+ * token, daemon-only calls and the daemon key, deadlines, cancellation reaching the handler, retry until a server comes up,
  * malformed requests, and clean shutdown with calls still held. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,9 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon_calls.h"
 #include "gcs.pb-c.h"
 #include "loop.h"
 #include "rpc.h"
+#include "task.pb-c.h"
 
 typedef struct {
     esc_loop *loop;
@@ -46,10 +48,13 @@ static void on_kv_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
         esc_rpc_finish(call, ESC_NOT_FOUND, "no such key");
         return;
     }
+    /* "who": whether the call came with the daemon key. */
+    const char *value = strcmp(req->key, "who") ? req->key
+                        : esc_rpc_ctx_from_daemon(call) ? "daemon" : "client";
     Escher__KvGetReply rep = ESCHER__KV_GET_REPLY__INIT;
     rep.found = true;
-    rep.value.data = (uint8_t *)req->key;
-    rep.value.len = strlen(req->key);
+    rep.value.data = (uint8_t *)value;
+    rep.value.len = strlen(value);
     esc_rpc_reply(call, &rep.base);
 }
 
@@ -82,6 +87,17 @@ static void on_wait(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
     esc_rpc_ctx_on_cancel(call, on_held_cancel, f);
 }
 
+/* KvGet of a key starting "d:" is daemon-only here. */
+static bool daemon_key_get(const ProtobufCMessage *req)
+{
+    return !strncmp(((const Escher__KvGetRequest *)req)->key, "d:", 2);
+}
+
+static const esc_rpc_daemon_call daemon_calls[] = {
+    {&escher__gcs__descriptor, "KvGet", daemon_key_get, "a daemon KvGet"},
+    {&escher__gcs__descriptor, "KvDel", NULL, NULL}, /* not served here: skipped */
+};
+
 static esc_rpc_server *start_server(fixture *f, const char *addr)
 {
     char err[256];
@@ -91,6 +107,10 @@ static esc_rpc_server *start_server(fixture *f, const char *addr)
     assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "Subscribe", on_subscribe, f), 0);
     assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "WaitApplied", on_wait, f), 0);
     assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "NoSuchMethod", on_wait, f), -1);
+    static const esc_rpc_daemon_call typo[] = {{&escher__gcs__descriptor, "NoSuchMethod", NULL, NULL}};
+    assert_int_equal(esc_rpc_server_daemon_calls(s, "dkey", typo, 1), -1);
+    assert_int_equal(esc_rpc_server_daemon_calls(s, "", daemon_calls, 2), -1);
+    assert_int_equal(esc_rpc_server_daemon_calls(s, "dkey", daemon_calls, 2), 0);
     assert_int_equal(esc_rpc_server_start(s), 0);
     return s;
 }
@@ -169,6 +189,71 @@ static void test_token(void **state)
     esc_rpc_channel *wrong = esc_rpc_channel_new(f->addr, "sekriT");
     assert_int_equal(kv_get(wrong, "x", out, sizeof out, &st), ESC_UNAUTHENTICATED);
     esc_rpc_channel_free(wrong);
+}
+
+/* A daemon-only call needs the daemon key: PERMISSION_DENIED without it, or with a
+ * wrong one, naming the call; other calls go through and learn who called. */
+static void test_daemon_calls(void **state)
+{
+    fixture *f = *state;
+    char out[64];
+    esc_status st;
+    esc_rpc_channel *ch = esc_rpc_channel_new(f->addr, "sekrit");
+    assert_int_equal(kv_get(ch, "plain", out, sizeof out, &st), ESC_OK);
+    assert_int_equal(kv_get(ch, "who", out, sizeof out, &st), ESC_OK);
+    assert_string_equal(out, "client");
+    assert_int_equal(kv_get(ch, "d:x", out, sizeof out, &st), ESC_PERMISSION_DENIED);
+    assert_string_equal(st.message, "a daemon KvGet is for escher daemons only: it needs the "
+                                    "daemon key (x-escher-daemon)");
+    esc_rpc_channel_set_secret(ch, ESC_RPC_DAEMON_KEY, "dkeY");
+    assert_int_equal(kv_get(ch, "d:x", out, sizeof out, &st), ESC_PERMISSION_DENIED);
+    esc_rpc_channel_set_secret(ch, ESC_RPC_DAEMON_KEY, "dkey");
+    esc_rpc_channel_set_secret(ch, ESC_RPC_OPERATOR_KEY, "op"); /* a second secret slot */
+    assert_int_equal(kv_get(ch, "d:x", out, sizeof out, &st), ESC_OK);
+    assert_string_equal(out, "d:x");
+    assert_int_equal(kv_get(ch, "who", out, sizeof out, &st), ESC_OK);
+    assert_string_equal(out, "daemon");
+    esc_rpc_channel_set_secret(ch, ESC_RPC_DAEMON_KEY, NULL);
+    assert_int_equal(kv_get(ch, "d:x", out, sizeof out, &st), ESC_PERMISSION_DENIED);
+    esc_rpc_channel_free(ch);
+}
+
+static bool packed_is_forward(const Escher__TaskSpec *spec)
+{
+    uint8_t buf[512];
+    size_t len = protobuf_c_message_pack(&spec->base, buf);
+    return esc_daemon_spec_is_forward(buf, len);
+}
+
+/* The batch check reads the packed specs: each forward marker alone counts, what a
+ * client sets (reply_to for an actor call) does not, nor do bytes that protobuf-c
+ * refuses to unpack as well (the handler rejects that spec). */
+static void test_spec_is_forward(void **state)
+{
+    (void)state;
+    Escher__TaskSpec spec = ESCHER__TASK_SPEC__INIT;
+    spec.task_id = "t1";
+    spec.job_id = "j1";
+    spec.reply_to = "127.0.0.1:5";
+    spec.num_returns = 3;
+    assert_false(packed_is_forward(&spec));
+    spec.spill_hops = 2;
+    assert_true(packed_is_forward(&spec));
+    spec.spill_hops = 0;
+    spec.origin = "node-a";
+    assert_true(packed_is_forward(&spec));
+    spec.origin = "";
+    spec.forwarded_to = "node-b";
+    assert_true(packed_is_forward(&spec));
+    static const uint8_t junk[] = {0xff, 0xff, 0xff};
+    assert_false(esc_daemon_spec_is_forward(junk, sizeof junk));
+    /* A group (wire type 3) before forwarded_to (field 20): protobuf-c refuses the whole
+     * spec, so what follows is never read. */
+    static const uint8_t group[] = {0xfb, 0x01, 0xfc, 0x01, 0xa2, 0x01, 0x01, 'x'};
+    assert_false(esc_daemon_spec_is_forward(group, sizeof group));
+    assert_null(escher__task_spec__unpack(NULL, sizeof group, group));
+    static const uint8_t whole[] = {0x0a, 0x01, 'a', 0xa2, 0x01, 0x01, 'x'};
+    assert_true(esc_daemon_spec_is_forward(whole, sizeof whole));
 }
 
 static void test_stream(void **state)
@@ -301,6 +386,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unary),
         cmocka_unit_test(test_token),
+        cmocka_unit_test(test_daemon_calls),
+        cmocka_unit_test(test_spec_is_forward),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_deadline_and_cancel_reach_handler),
         cmocka_unit_test(test_malformed_request),

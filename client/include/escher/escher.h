@@ -325,7 +325,8 @@ void esc_jobs_free(esc_job_info *jobs, size_t n);
  * is set: its non-detached ephemeral resources and its objects are removed, and every
  * raylet drops its queued tasks and kills its running ones. Ending a job that has ended
  * already is ESC_OK and changes nothing; an unknown job is ESC_NOT_FOUND; another job
- * than c's is PERMISSION_DENIED (an operator stops one with esc_job_stop). A client whose
+ * than c's is PERMISSION_DENIED (an operator, with the operator key, stops one with
+ * esc_job_stop, escher/jobs.h). A client whose
  * own job was ended this way must still be freed with esc_disconnect. */
 int esc_job_finish(esc_client *c, const char *job_id, bool failed, esc_status *st);
 

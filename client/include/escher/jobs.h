@@ -95,15 +95,20 @@ typedef struct {
  * result (one that was still queued on another node). */
 int esc_job_wait(esc_client *c, int timeout_ms, esc_job_result *out, esc_status *st);
 
-/* Stops a running job from any client: marks it stopped with why (NULL: "stopped by
- * esc_job_stop"; it becomes the job's result message), cancels its entrypoint, and ends
- * the job as FAILED in the GCS, which kills its tasks on every node and frees what it
- * holds. A job that has ended already is FAILED_PRECONDITION ("job X is not running
- * (FINISHED)"); an unknown one NOT_FOUND.
+/* Stops a running job: marks it stopped with why (NULL: "stopped by esc_job_stop"; it
+ * becomes the job's result message), cancels its entrypoint, and ends the job as FAILED
+ * in the GCS, which kills its tasks on every node and frees what it holds. A job that
+ * has ended already is FAILED_PRECONDITION ("job X is not running (FINISHED)"); an
+ * unknown one NOT_FOUND.
  *
- * This is the operator's path (FinishJob.operator_stop): any client holding the cluster
- * token may stop any job this way, for `escher job stop` (docs/security.md says what
- * closes it). */
+ * The client's own job (a driver stopping what it submitted) ends as the job itself.
+ * Any other job is the operator's path (FinishJob.operator_stop, for `escher job stop`),
+ * which needs the cluster's operator key (docs/security.md): $ESCHER_OPERATOR_KEY, else
+ * the `operator` file of the session directory c connected with (the head's session has
+ * one, written by `escher start --head`). The key goes with this one call only, on a
+ * channel of its own. PERMISSION_DENIED: no key was found (nothing is changed), or the
+ * GCS refused the key (a wrong one, or a GCS started without one; the stop mark is
+ * removed again and the job runs on). */
 int esc_job_stop(esc_client *c, const char *job_id, const char *why, esc_status *st);
 
 /* A submitted job as seen now: the GCS's job table (the authority on whether it runs),
