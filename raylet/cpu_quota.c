@@ -17,6 +17,8 @@
 #include "qty.h"
 
 #define PERIOD_US 100000LL
+#define V1_SHARES_PER_CPU 1024LL /* cpu.shares of one process's weight */
+#define V2_WEIGHT_PER_CPU 100LL  /* cpu.weight of one process's weight */
 #define MIN_QUOTA_US 1000LL /* the kernel refuses less */
 #define DIR_PREFIX "escher-raylet-"
 
@@ -183,7 +185,17 @@ static int find_base(const char *root, char *base, size_t len, bool *v2, char *w
     return 0;
 }
 
-cpu_quota *cpu_quota_new(const char *root, char *why, size_t whylen)
+/* A cgroup's weight against its siblings for cpu (fixed point) CPUs: one process's
+ * weight per CPU, within the kernel's bounds. */
+static void weight_text(bool v2, int64_t cpu, char *out, size_t len)
+{
+    long long per = v2 ? V2_WEIGHT_PER_CPU : V1_SHARES_PER_CPU;
+    long long lo = v2 ? 1 : 2, hi = v2 ? 10000 : 262144;
+    long long w = cpu > 0 ? cpu * per / ESC_QTY_SCALE : lo;
+    snprintf(out, len, "%lld", w < lo ? lo : w > hi ? hi : w);
+}
+
+cpu_quota *cpu_quota_new(const char *root, int64_t node_cpu, char *why, size_t whylen)
 {
     char base[PATH_MAX];
     bool v2 = false;
@@ -212,6 +224,12 @@ cpu_quota *cpu_quota_new(const char *root, char *why, size_t whylen)
         free(q);
         return NULL;
     }
+    /* Under load the raylet's workers compete with the machine's other processes as one
+     * group: it weighs as much as the node's CPUs, not as one process. */
+    char w[32];
+    weight_text(v2, node_cpu, w, sizeof w);
+    if (write_file(q->dir, v2 ? "cpu.weight" : "cpu.shares", w) != 0)
+        ESC_WARN("cannot weigh %s as %s: %s", q->dir, w, strerror(errno));
     return q;
 }
 
@@ -261,6 +279,10 @@ int cpu_quota_set(cpu_quota *q, const char *worker_id, int64_t cpu)
                  strerror(errno));
         return -1;
     }
+    /* Among the raylet's workers, contention is shared in proportion to what each holds. */
+    weight_text(q->v2, cpu, text, sizeof text);
+    if (write_file(dir, q->v2 ? "cpu.weight" : "cpu.shares", text) != 0)
+        ESC_WARN("cannot weigh worker %s as %s: %s", worker_id, text, strerror(errno));
     return 0;
 }
 

@@ -198,13 +198,21 @@ static void on_package_ready(void *ud, const char *hash, const char *why)
     task_manager_package_ready(r->tasks, hash, why);
 }
 
+static int64_t node_cpus(const raylet *r)
+{
+    for (size_t i = 0; i < r->node.nphysical; i++)
+        if (!strcmp(r->node.physical[i].name, "CPU"))
+            return r->node.physical[i].qty;
+    return 0;
+}
+
 /* CPU shares are enforced where a cgroup cpu controller is writable (cpu_quota.h), unless
  * --no-cpu-quota; either way the node says so in its NodeInfo. */
 static void start_quota(raylet *r)
 {
     char why[256] = "disabled by --no-cpu-quota";
     if (!r->cfg.no_cpu_quota)
-        r->quota = cpu_quota_new(NULL, why, sizeof why);
+        r->quota = cpu_quota_new(NULL, node_cpus(r), why, sizeof why);
     if (r->quota)
         snprintf(r->cpu_shares, sizeof r->cpu_shares, "%s", cpu_quota_kind(r->quota));
     else

@@ -78,6 +78,7 @@ typedef struct worker {
     size_t nenv;
     pid_t pid;
     int64_t quota_cpu; /* the CPU its quota was last set to; -1: none set yet */
+    bool in_cgroup;    /* moved into its cgroup (at its first task holding CPU) */
     wstate state;
     bool ready;           /* Hello received */
     bool lost;            /* its connection ended while it was not stopping */
@@ -332,13 +333,25 @@ static void worker_stop(worker *w)
 }
 
 /* Sends w its task. A broken connection shows up later through on_close. */
+/* The worker's quota follows the CPU its task holds, with one write per change. A worker
+ * enters its cgroup only at its first task that holds CPU: under load a cgroup competes
+ * for the CPU as one weighted group (cpu_quota.h), so workers of tasks that hold no CPU
+ * (no-op tasks, mostly I/O) stay with everything else. */
+static void worker_set_cpu(worker *w, int64_t cpu)
+{
+    worker_pool *p = w->pool;
+    if (!p->quota || w->quota_cpu == cpu || (cpu <= 0 && !w->in_cgroup))
+        return;
+    if (!w->in_cgroup && cpu_quota_add(p->quota, w->id, w->pid) != 0)
+        return;
+    w->in_cgroup = true;
+    if (cpu_quota_set(p->quota, w->id, cpu) == 0)
+        w->quota_cpu = cpu;
+}
+
 static void send_execute(worker *w)
 {
-    /* One write per change, not per task: a worker reused for many small tasks of one
-     * shape keeps its quota. */
-    if (w->quota_cpu != w->task->cpu &&
-        cpu_quota_set(w->pool->quota, w->id, w->task->cpu) == 0)
-        w->quota_cpu = w->task->cpu;
+    worker_set_cpu(w, w->task->cpu);
     Escher__WorkerMsg__Execute ex = ESCHER__WORKER_MSG__EXECUTE__INIT;
     /* The worker has the job's credential in its environment already: the spec it gets
      * goes without (a shallow copy), fewer bytes per task. */
@@ -375,7 +388,8 @@ static void worker_unlink(worker *w)
 {
     worker_pool *p = w->pool;
     drop_empty_log(w);
-    cpu_quota_remove(p->quota, w->id);
+    if (w->in_cgroup)
+        cpu_quota_remove(p->quota, w->id);
     count(w, -1);
     if (w->prev)
         w->prev->next = w->next;
@@ -601,10 +615,8 @@ static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errle
     w->timer.data = w->exit_io.data = w->child.data = w;
     w->pid = fork_worker(w);
     int forked = w->pid > 0;
-    if (forked) {
+    if (forked)
         ev_child_set(&w->child, w->pid, 0);
-        cpu_quota_add(p->quota, w->id, w->pid);
-    }
     if (!forked || watch_exit(w) < 0) {
         snprintf(err, errlen, "cannot start %s: %s", forked ? "watching a worker" : "a worker",
                  strerror(errno));
@@ -1051,9 +1063,8 @@ void worker_pool_job_ended(worker_pool *p, const char *job_id)
 void worker_pool_set_actor_cpu(worker_pool *p, const char *actor_id, int64_t cpu)
 {
     for (worker *w = p ? p->workers : NULL; w; w = w->next)
-        if (w->actor_id && !strcmp(w->actor_id, actor_id) && w->state != W_STOPPING &&
-            cpu_quota_set(p->quota, w->id, cpu) == 0)
-            w->quota_cpu = cpu;
+        if (w->actor_id && !strcmp(w->actor_id, actor_id) && w->state != W_STOPPING)
+            worker_set_cpu(w, cpu);
 }
 
 void worker_pool_on_actor_lost(worker_pool *p, worker_actor_lost_fn fn, void *ud)
