@@ -211,6 +211,8 @@ void gcs_job_stream_closed(gcs *g, const char *job_id);
 void gcs_jobs_sweep(gcs *g, uint64_t now);
 void gcs_jobs_free(gcs *g);
 void gcs_job_load(gcs *g, Escher__JobInfo *info);
+/* A new EV_JOB_UPDATED event carrying a copy of row (the raylets' mirror of the jobs). */
+Escher__Event *gcs_job_event(const Escher__JobInfo *row);
 
 /* ---- wait_applied.c ---- */
 void gcs_wait_register(gcs *g);

@@ -309,6 +309,12 @@ const char *actor_manager_credential(actor_manager *am, const char *actor_id)
     return a ? a->creation->job_credential : NULL;
 }
 
+const char *actor_manager_job(actor_manager *am, const char *actor_id)
+{
+    actor *a = esc_strmap_get(am->actors, actor_id);
+    return a ? a->creation->job_id : NULL;
+}
+
 bool actor_manager_kill(actor_manager *am, const char *actor_id, const char *why)
 {
     actor *a = esc_strmap_get(am->actors, actor_id);
