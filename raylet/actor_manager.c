@@ -226,7 +226,13 @@ static void dispatch(actor *a)
     }
     if (!spec)
         return;
-    if (worker_pool_run(a->am->r->pool, spec, (const char *const *)a->env, a->nenv,
+    /* A call from a job the actor's job granted its namespace runs in the actor's worker
+     * all the same: the pool matches workers by job and credential, so it gets the
+     * creation's (the pool copies the spec; the call keeps its own for its results). */
+    Escher__TaskSpec as_actor = *spec;
+    as_actor.job_id = a->creation->job_id;
+    as_actor.job_credential = a->creation->job_credential;
+    if (worker_pool_run(a->am->r->pool, &as_actor, (const char *const *)a->env, a->nenv,
                         on_call_done, a) != 0) {
         if (a->running->spec != a->creation)
             protobuf_c_message_free_unpacked(&a->running->spec->base, NULL);

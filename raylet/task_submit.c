@@ -153,6 +153,7 @@ static void answer_batch(task_manager *tm, esc_rpc_ctx *call, Escher__TaskSpec *
     task_entry **ready = calloc(n + 1, sizeof *ready);
     uint32_t *rejected = calloc(n + 1, sizeof *rejected);
     char **errors = calloc(n + 1, sizeof *errors);
+    int32_t *codes = calloc(n + 1, sizeof *codes);
     size_t nready = 0, nrej = 0;
     for (size_t i = 0; i < n; i++) {
         esc_status st = {0};
@@ -163,6 +164,7 @@ static void answer_batch(task_manager *tm, esc_rpc_ctx *call, Escher__TaskSpec *
             continue;
         }
         rejected[nrej] = (uint32_t)i;
+        codes[nrej] = st.code;
         errors[nrej++] = strdup(st.message);
     }
     Escher__SubmitTasksReply rep = ESCHER__SUBMIT_TASKS_REPLY__INIT;
@@ -170,10 +172,13 @@ static void answer_batch(task_manager *tm, esc_rpc_ctx *call, Escher__TaskSpec *
     rep.n_rejected = nrej;
     rep.errors = errors;
     rep.n_errors = nrej;
+    rep.codes = codes;
+    rep.n_codes = nrej;
     esc_rpc_reply(call, &rep.base);
     for (size_t i = 0; i < nrej; i++)
         free(errors[i]);
     free(errors);
+    free(codes);
     free(rejected);
     for (size_t i = 0; i < nready; i++)
         task_schedule(tm, ready[i]);

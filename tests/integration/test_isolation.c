@@ -402,6 +402,240 @@ static void test_forged_result_denied(void **state)
     esc_disconnect(v);
 }
 
+/* ---- through the raylets (docs/security.md, "Raylet checks") */
+
+/* The held amount of full name `name` on node 0 (-1: absent). */
+static int64_t held_of(esc_client *cl, const char *name)
+{
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    const esc_resource_info *r = NULL;
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (!strcmp(s->nodes[i].id, C.raylets[0].node_id))
+            r = esc_node_resource(&s->nodes[i], name);
+    int64_t h = r ? r->held : -1;
+    esc_cluster_status_free(s);
+    return h;
+}
+
+/* Submits `echo` requesting one unit of `res` (NULL: nothing) as cl; returns esc_get's
+ * code, with st. */
+static int run_echo(esc_client *cl, const char *res, esc_status *st)
+{
+    esc_amount amt[] = {{.name = res, .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "hi", .len = 2};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg,
+                          .nargs = 1, .resources = res ? amt : NULL, .nresources = res ? 1 : 0};
+    esc_ref *r = NULL;
+    int rc = esc_task_submit(cl, &spec, &r, NULL, st);
+    if (rc != ESC_OK)
+        return rc;
+    void *val = NULL;
+    size_t len = 0;
+    rc = esc_get(cl, r, 30000, &val, &len, st);
+    free(val);
+    esc_ref_free(r);
+    return rc;
+}
+
+/* A task of the attacker that requests the victim's gang resource is refused, and
+ * takes none of it; a task next to it (same submission burst) runs. */
+static void test_task_resources_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_status st;
+    esc_amount gang[] = {{.name = "victim/gang", .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "hi", .len = 2};
+    esc_task_spec bad = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg, .nargs = 1,
+                         .resources = gang, .nresources = 1};
+    esc_task_spec good = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg, .nargs = 1};
+    esc_ref *rb = NULL, *rg = NULL;
+    assert_int_equal(esc_task_submit(a, &bad, &rb, NULL, &st), ESC_OK);
+    assert_int_equal(esc_task_submit(a, &good, &rg, NULL, &st), ESC_OK);
+    void *val = NULL;
+    size_t len = 0;
+    assert_denied(esc_get(a, rb, 30000, &val, &len, &st), &st);
+    assert_non_null(strstr(st.message, "namespace victim"));
+    assert_int_equal(esc_get(a, rg, 30000, &val, &len, &st), ESC_OK);
+    free(val);
+    esc_ref_free(rb);
+    esc_ref_free(rg);
+    assert_int_equal(held_of(v, "victim/gang"), 0);
+    /* The victim itself uses its resource. */
+    assert_int_equal(run_echo(v, "victim/gang", &st), ESC_OK);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* A raw spec for the raylet: `echo` of job job_id with credential cred. */
+static size_t pack_echo(const char *job_id, const char *cred, const char *task_id,
+                        uint8_t *buf)
+{
+    Escher__FunctionRef fn = ESCHER__FUNCTION_REF__INIT;
+    fn.library = (char *)h_tasks_lib();
+    fn.symbol = "echo";
+    Escher__TaskSpec spec = ESCHER__TASK_SPEC__INIT;
+    spec.task_id = (char *)task_id;
+    spec.job_id = (char *)job_id;
+    spec.job_credential = (char *)cred;
+    spec.function = &fn;
+    spec.num_returns = 1;
+    return protobuf_c_message_pack(&spec.base, buf);
+}
+
+/* Specs that name the victim's job (with the attacker's or a made-up credential) or a
+ * job that does not exist are refused, one by one; the attacker's own spec in the same
+ * batch is taken. A single SubmitTask of such a spec is refused too. */
+static void test_forged_spec_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    const char *made_up = "0000000000000000000000000000000000000000000000000000000000000000";
+    uint8_t b0[1024], b1[1024], b2[1024], b3[1024];
+    ProtobufCBinaryData specs[] = {
+        {pack_echo(esc_client_job_id(v), esc_client_job_credential(a),
+                   "f0000000000000000000000000000000", b0), b0},
+        {pack_echo(esc_client_job_id(v), made_up, "f1000000000000000000000000000000", b1), b1},
+        {pack_echo("nosuchjob", made_up, "f2000000000000000000000000000000", b2), b2},
+        {pack_echo(esc_client_job_id(a), esc_client_job_credential(a),
+                   "f3000000000000000000000000000000", b3), b3},
+    };
+    Escher__TaskBatch batch = ESCHER__TASK_BATCH__INIT;
+    batch.specs = specs;
+    batch.n_specs = 4;
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    ProtobufCMessage *m = NULL;
+    esc_status st;
+    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTasks",
+                                  &batch.base, &m, 10000, 0, &st), ESC_OK);
+    Escher__SubmitTasksReply *rep = (Escher__SubmitTasksReply *)m;
+    assert_int_equal(rep->n_rejected, 3);
+    assert_int_equal(rep->n_codes, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(rep->rejected[i], i);
+        assert_int_equal(rep->codes[i], ESC_PERMISSION_DENIED);
+        assert_null(strchr(rep->errors[i], '\n'));
+    }
+    assert_non_null(strstr(rep->errors[2], "not running"));
+    protobuf_c_message_free_unpacked(m, NULL);
+
+    Escher__TaskSpec *one = escher__task_spec__unpack(NULL, specs[0].len, specs[0].data);
+    m = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &one->base,
+                               &m, 10000, 0, &st),
+                  &st);
+    protobuf_c_message_free_unpacked(&one->base, NULL);
+    esc_rpc_channel_free(ch);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* The victim's actor: created, and its counter at 1. */
+static esc_actor *victim_counter(esc_client *v)
+{
+    esc_actor_spec spec = {.name = "counter", .library = h_tasks_lib(),
+                           .init_symbol = "counter_init"};
+    esc_actor *act = NULL;
+    esc_status st;
+    assert_int_equal(esc_actor_create(v, &spec, &act, &st), ESC_OK);
+    esc_task_arg one = {.data = "1", .len = 1};
+    esc_ref *r = NULL;
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_actor_call(v, act, "counter_add", &one, 1, 1, &r, &st), ESC_OK);
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    free(val);
+    esc_ref_free(r);
+    return act;
+}
+
+/* counter_add(1) on act as cl: the counter's new value (a digit), or -code. */
+static int add_one(esc_client *cl, esc_actor *act)
+{
+    esc_task_arg one = {.data = "1", .len = 1};
+    esc_ref *r = NULL;
+    esc_status st;
+    int rc = esc_actor_call(cl, act, "counter_add", &one, 1, 1, &r, &st);
+    if (rc != ESC_OK)
+        return -rc;
+    void *val = NULL;
+    size_t len = 0;
+    rc = esc_get(cl, r, 30000, &val, &len, &st);
+    int out = rc == ESC_OK && len == 1 ? ((char *)val)[0] - '0' : -rc;
+    free(val);
+    esc_ref_free(r);
+    return out;
+}
+
+/* A method call of the victim's actor by the attacker (its id is public) is refused at
+ * the host raylet; the actor's state is unchanged. Granted the namespace, it may. */
+static void test_actor_call_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_actor *act = victim_counter(v);
+    assert_int_equal(add_one(a, act), -ESC_PERMISSION_DENIED);
+    assert_int_equal(add_one(v, act), 2);
+    esc_status st;
+    assert_int_equal(esc_namespace_grant(v, esc_client_job_id(a), &st), ESC_OK);
+    /* The grant reaches the raylet through the log: the next calls see it. */
+    int got;
+    double end = h_now_ms() + 10000;
+    while ((got = add_one(a, act)) == -ESC_PERMISSION_DENIED && h_now_ms() < end)
+        ;
+    assert_int_equal(got, 3);
+    assert_int_equal(esc_actor_kill(v, act, &st), ESC_OK);
+    esc_actor_free(act);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* A grant lets tasks of the grantee consume the namespace's resources (through the
+ * raylet, which learns grants from the log); a revoke stops it again. */
+static void test_task_resources_granted(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "friend", 0, false);
+    esc_status st;
+    assert_int_equal(esc_namespace_grant(v, esc_client_job_id(a), &st), ESC_OK);
+    int rc;
+    double end = h_now_ms() + 10000;
+    while ((rc = run_echo(a, "victim/gang", &st)) == ESC_PERMISSION_DENIED && h_now_ms() < end)
+        ;
+    assert_int_equal(rc, ESC_OK);
+    assert_int_equal(esc_namespace_revoke(v, esc_client_job_id(a), &st), ESC_OK);
+    end = h_now_ms() + 10000;
+    while ((rc = run_echo(a, "victim/gang", &st)) == ESC_OK && h_now_ms() < end)
+        ;
+    assert_denied(rc, &st);
+    assert_int_equal(held_of(v, "victim/gang"), 0);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* New jobs that submit at once, on either node, are never refused: their raylet waits
+ * for the job's event when it has not applied it yet (RegisterJobReply.job_seq). */
+static void test_submit_right_after_connect(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 6; i++) {
+        esc_client *cl = h_connect(&C, NULL, i % 2, false);
+        esc_status st;
+        assert_int_equal(run_echo(cl, NULL, &st), ESC_OK);
+        esc_disconnect(cl);
+    }
+}
+
 /* "default" is shared: two jobs register in it and both write its resources and KV. */
 static void test_default_shared(void **state)
 {
@@ -504,6 +738,11 @@ int main(void)
         cmocka_unit_test(test_cancel_denied),
         cmocka_unit_test(test_kill_actor_denied),
         cmocka_unit_test(test_forged_result_denied),
+        cmocka_unit_test(test_task_resources_denied),
+        cmocka_unit_test(test_forged_spec_denied),
+        cmocka_unit_test(test_actor_call_denied),
+        cmocka_unit_test(test_task_resources_granted),
+        cmocka_unit_test(test_submit_right_after_connect),
         cmocka_unit_test(test_default_shared),
         cmocka_unit_test(test_grant_and_revoke),
     };
