@@ -244,6 +244,12 @@ bool gcs_auth_is_job(const esc_rpc_ctx *call, const gcs_job *j, const char *body
 /* The job the call says it is (*out, NULL: it names none). PERMISSION_DENIED, with why,
  * when it names a job without that job's credential. */
 int gcs_auth_caller(gcs *g, const esc_rpc_ctx *call, gcs_job **out, char *why, size_t len);
+/* The job a reader acts for, into out ("" none): body_job with body_credential when
+ * body_job is set (a raylet acting for a task's job), else the call's metadata.
+ * PERMISSION_DENIED, with why, when the credential is not that job's. */
+int gcs_auth_reader(gcs *g, const esc_rpc_ctx *call, const char *body_job,
+                    const char *body_credential, char *out, size_t outlen, char *why,
+                    size_t len);
 /* Shared namespaces: "", `default` and the system's ('_' first). */
 bool gcs_ns_shared(const char *ns);
 /* The running job that owns namespace ns, or NULL (shared, or no running job in it). */

@@ -180,7 +180,7 @@ int job_mirror_verify(job_mirror *m, const char *job_id, const char *credential,
             return ESC_OK;
         }
     }
-    snprintf(why, len, "the task's credential is not job %.40s's", job_id);
+    snprintf(why, len, "the credential presented is not job %.40s's", job_id);
     return ESC_PERMISSION_DENIED;
 }
 
@@ -217,4 +217,40 @@ bool job_mirror_may_use(const job_mirror *m, const char *job_id, const char *own
         if (!strcmp(o->grants[i], job_id))
             return true;
     return false;
+}
+
+int job_mirror_caller(job_mirror *m, const esc_rpc_ctx *call, const char *body_job,
+                      const char *body_credential, char *out, char *why, size_t len)
+{
+    char id[80] = "", cred[MIRROR_MAX_CRED + 1] = "";
+    if (body_job && *body_job) {
+        snprintf(id, sizeof id, "%s", body_job);
+        snprintf(cred, sizeof cred, "%s", body_credential ? body_credential : "");
+    } else if (!esc_rpc_ctx_metadata(call, ESC_RPC_JOB_KEY, id, sizeof id) || !*id) {
+        *out = 0;
+        return ESC_OK;
+    } else {
+        esc_rpc_ctx_metadata(call, ESC_RPC_CREDENTIAL_KEY, cred, sizeof cred);
+    }
+    int rc = job_mirror_verify(m, id, cred, why, len);
+    memset(cred, 0, sizeof cred);
+    snprintf(out, 80, "%s", rc == ESC_OK ? id : "");
+    return rc;
+}
+
+int job_mirror_object_ok(job_mirror *m, const esc_rpc_ctx *call, const char *body_job,
+                         const char *body_credential, const char *object_id,
+                         const char *owner, char *why, size_t len)
+{
+    if (!*owner)
+        return ESC_OK;
+    char reader[80];
+    int rc = job_mirror_caller(m, call, body_job, body_credential, reader, why, len);
+    if (rc != ESC_OK)
+        return rc;
+    if (*reader && job_mirror_may_use(m, reader, owner))
+        return ESC_OK;
+    snprintf(why, len, "object %.80s belongs to job %.40s, which did not grant its namespace "
+             "to %s%.40s", object_id, owner, *reader ? "job " : "a caller with no job", reader);
+    return ESC_PERMISSION_DENIED;
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "gcs.pb-c.h"
+#include "rpc.h"
 
 typedef struct job_mirror job_mirror;
 
@@ -31,5 +32,17 @@ int job_mirror_resource_ok(const job_mirror *m, const char *job_id, const char *
 /* True when job_id may touch what job `owner` made (actors, objects): the same job, or
  * a job that owner granted its namespace. */
 bool job_mirror_may_use(const job_mirror *m, const char *job_id, const char *owner);
+
+/* The job a call acts for, verified, into out (80 bytes; "" when the call names none):
+ * body_job with body_credential when body_job is set (a raylet acting for a task's job),
+ * else the call's metadata (a client). PERMISSION_DENIED with why when the credential is
+ * not that running job's. */
+int job_mirror_caller(job_mirror *m, const esc_rpc_ctx *call, const char *body_job,
+                      const char *body_credential, char *out, char *why, size_t len);
+/* ESC_OK when the call (job_mirror_caller's) may read or free an object of job `owner`
+ * ("" none: everyone's); else PERMISSION_DENIED with why. */
+int job_mirror_object_ok(job_mirror *m, const esc_rpc_ctx *call, const char *body_job,
+                         const char *body_credential, const char *object_id,
+                         const char *owner, char *why, size_t len);
 
 #endif

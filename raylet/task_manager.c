@@ -372,6 +372,8 @@ static void check_ended(task_manager *tm, task_entry *e, const char *node_id)
     req.object_id = id;
     req.report_lost = true;
     req.wait_ms = CHECK_WAIT_MS;
+    req.job_id = e->spec->job_id; /* the directory shows a job's objects to that job */
+    req.job_credential = e->spec->job_credential;
     /* Its own queue: a held look must not delay the raylet's other calls to the GCS. */
     esc_rpc_async_call(tm->checker, tm->gcs, &escher__object_directory__descriptor,
                        "GetLocations", &req.base, CHECK_WAIT_MS + CHECK_TIMEOUT_MS,
