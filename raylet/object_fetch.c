@@ -164,6 +164,10 @@ static int fetch_round(fetch *x)
     esc_status st = {0};
     int rc = esc_rpc_call(f->gcs, &escher__object_directory__descriptor, "GetLocations", &req.base,
                           (ProtobufCMessage **)&rep, WAIT_ROUND_MS + 2000, ESC_RPC_IDEMPOTENT, &st);
+    if (rc == ESC_PERMISSION_DENIED) { /* the task's job may not read it: no use trying again */
+        x->final = true;
+        snprintf(x->error, sizeof x->error, "PERMISSION_DENIED: %.400s", st.message);
+    }
     if (rc != ESC_OK)
         return rc;
     if (rep->lost) {
@@ -178,6 +182,7 @@ static int fetch_round(fetch *x)
             rc = ESC_OK;
         } else {
             rc = pull(x, rep->addresses[i], rep->node_ids[i]);
+            x->final = rc == ESC_PERMISSION_DENIED; /* x->error says why */
         }
     }
     protobuf_c_message_free_unpacked(&rep->base, NULL);

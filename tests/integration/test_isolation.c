@@ -15,6 +15,7 @@
 
 #include "gcs.pb-c.h"
 #include "harness.h"
+#include "object.pb-c.h"
 #include "task.pb-c.h"
 
 static h_cluster C;
@@ -598,6 +599,122 @@ static void test_actor_call_denied(void **state)
     esc_disconnect(v);
 }
 
+/* Pull of object id from raylet 0 on ch, with body job and credential (NULL: none): the
+ * stream's final code (OK when chunks came). */
+static int raw_pull(esc_rpc_channel *ch, const char *id, const char *job, const char *cred,
+                    esc_status *st)
+{
+    Escher__PullRequest req = ESCHER__PULL_REQUEST__INIT;
+    req.object_id = (char *)id;
+    req.job_id = (char *)(job ? job : "");
+    req.job_credential = (char *)(cred ? cred : "");
+    esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &escher__object_store__descriptor,
+                                                    "Pull", &req.base, 10000, st);
+    if (!s)
+        return st->code;
+    ProtobufCMessage *m;
+    while (esc_rpc_stream_next(s, &m, st) == 1)
+        protobuf_c_message_free_unpacked(m, NULL);
+    esc_rpc_stream_free(s);
+    return st->code;
+}
+
+/* GetLocations of id at the GCS on ch, with body job and credential (NULL: none). */
+static int raw_locations(esc_rpc_channel *ch, const char *id, const char *job, const char *cred,
+                         esc_status *st)
+{
+    Escher__GetLocationsRequest req = ESCHER__GET_LOCATIONS_REQUEST__INIT;
+    req.object_id = (char *)id;
+    req.job_id = (char *)(job ? job : "");
+    req.job_credential = (char *)(cred ? cred : "");
+    ProtobufCMessage *rep = NULL;
+    int rc = esc_rpc_call(ch, &escher__object_directory__descriptor, "GetLocations", &req.base,
+                          &rep, 10000, 0, st);
+    if (rep)
+        protobuf_c_message_free_unpacked(rep, NULL);
+    return rc;
+}
+
+/* The victim's object (put on node 0) cannot be read, located or freed by the attacker
+ * (on node 1): not through the SDK, not with raw calls as itself, as no job, or naming
+ * the victim's job with a made-up credential; a task of the attacker that names it as
+ * its argument fails. The victim still reads it; a grant opens it. */
+static void test_objects_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 1, false);
+    const char *made_up = "0000000000000000000000000000000000000000000000000000000000000000";
+    esc_status st;
+    esc_ref *ref = NULL;
+    assert_int_equal(esc_put(v, "secret", 6, &ref, &st), ESC_OK);
+    const char *id = esc_ref_id(ref);
+    esc_ref *stolen = esc_ref_from_id(id);
+    void *val = NULL;
+    size_t len = 0;
+    assert_denied(esc_get(a, stolen, 5000, &val, &len, &st), &st);
+    assert_non_null(strstr(st.message, "belongs to job"));
+
+    esc_rpc_channel *gcs = esc_rpc_channel_new(C.gcs_addr, C.token);
+    assert_denied(raw_locations(gcs, id, NULL, NULL, &st), &st);          /* no job */
+    assert_denied(raw_locations(gcs, id, esc_client_job_id(v), made_up, &st), &st);
+    esc_rpc_channel_set_job(gcs, esc_client_job_id(a), esc_client_job_credential(a));
+    assert_denied(raw_locations(gcs, id, NULL, NULL, &st), &st);          /* as itself */
+    esc_rpc_channel_free(gcs);
+
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    assert_denied(raw_pull(ch, id, NULL, NULL, &st), &st);
+    assert_denied(raw_pull(ch, id, esc_client_job_id(v), made_up, &st), &st);
+    assert_denied(raw_pull(ch, id, esc_client_job_id(v), esc_client_job_credential(a), &st), &st);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(a), esc_client_job_credential(a));
+    assert_denied(raw_pull(ch, id, NULL, NULL, &st), &st);
+    Escher__FreeObjectsRequest fr = ESCHER__FREE_OBJECTS_REQUEST__INIT;
+    char *ids[] = {(char *)id};
+    fr.object_ids = ids;
+    fr.n_object_ids = 1;
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__object_store__descriptor, "FreeObjects", &fr.base,
+                               &rep, 10000, 0, &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+
+    /* As a task's argument, on the node that holds it (no pull needed) or not. */
+    esc_task_arg arg = {.ref = stolen};
+    for (int node = 0; node < 2; node++) {
+        esc_client *an = node ? a : h_join(&C, a, 0);
+        esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg,
+                              .nargs = 1};
+        esc_ref *r = NULL;
+        assert_int_equal(esc_task_submit(an, &spec, &r, NULL, &st), ESC_OK);
+        assert_int_not_equal(esc_get(an, r, 30000, &val, &len, &st), ESC_OK);
+        assert_non_null(strstr(st.message, "PERMISSION_DENIED"));
+        esc_ref_free(r);
+        if (!node)
+            esc_disconnect(an);
+    }
+
+    assert_int_equal(esc_get(v, ref, 5000, &val, &len, &st), ESC_OK);
+    assert_int_equal(len, 6);
+    assert_memory_equal(val, "secret", 6);
+    free(val);
+    /* Granted, the attacker reads it (from the other node: a pull). */
+    assert_int_equal(esc_namespace_grant(v, esc_client_job_id(a), &st), ESC_OK);
+    int rc;
+    double end = h_now_ms() + 10000;
+    while ((rc = esc_get(a, stolen, 5000, &val, &len, &st)) == ESC_PERMISSION_DENIED &&
+           h_now_ms() < end)
+        ;
+    assert_int_equal(rc, ESC_OK);
+    assert_memory_equal(val, "secret", 6);
+    free(val);
+    esc_ref_free(stolen);
+    esc_ref_free(ref);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
 /* A grant lets tasks of the grantee consume the namespace's resources (through the
  * raylet, which learns grants from the log); a revoke stops it again. */
 static void test_task_resources_granted(void **state)
@@ -741,6 +858,7 @@ int main(void)
         cmocka_unit_test(test_task_resources_denied),
         cmocka_unit_test(test_forged_spec_denied),
         cmocka_unit_test(test_actor_call_denied),
+        cmocka_unit_test(test_objects_denied),
         cmocka_unit_test(test_task_resources_granted),
         cmocka_unit_test(test_submit_right_after_connect),
         cmocka_unit_test(test_default_shared),
