@@ -1,7 +1,9 @@
 /* task_internal.h: the parts of the task manager (task_manager.h), one concern per file:
  *
- *   task_manager.c  entries, the wait queue, admission and execution, the TaskService's
- *                   submissions, node death and job end, demand for status;
+ *   task_manager.c  entries, the wait queue, admission and execution, node death and
+ *                   job end, demand for status;
+ *   task_submit.c   the TaskService's submissions: each spec's checks (its job, through
+ *                   job_mirror.h), held submissions of a job not yet applied;
  *   task_spill.c    placement elsewhere: where a task that does not fit here goes, and
  *                   forwarding it there (peers.h);
  *   task_args.c     argument objects: fetching the missing ones, lending them to the
