@@ -486,7 +486,8 @@ int esc_task_withdraw(esc_client *c, const esc_ref *ref, esc_status *st);
 
 /* Waits until at least num_ready of the n objects exist (or timeout_ms passes; < 0: no
  * limit). ready[i] tells which; *nready how many. ESC_OK even when fewer are ready at the
- * timeout: the caller reads *nready. */
+ * timeout: the caller reads *nready. An object of a job that c's job may not read never
+ * counts as ready (esc_get tells PERMISSION_DENIED). */
 int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
              int timeout_ms, bool *ready, size_t *nready, esc_status *st);
 
