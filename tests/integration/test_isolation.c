@@ -829,6 +829,30 @@ static void test_unknown_job_held_until_seq(void **state)
     esc_disconnect(v);
 }
 
+/* A spec of a job that does not exist, claiming a seq far ahead of the log, is held only
+ * until the raylet's deadline (10 s), then refused. */
+static void test_forged_seq_not_held_forever(void **state)
+{
+    (void)state;
+    held_call h = {.rc = -1};
+    const char *made_up = "0000000000000000000000000000000000000000000000000000000000000000";
+    Escher__FunctionRef fn = ESCHER__FUNCTION_REF__INIT;
+    fn.library = (char *)h_tasks_lib();
+    fn.symbol = "echo";
+    Escher__TaskSpec spec = ESCHER__TASK_SPEC__INIT;
+    spec.task_id = "e1000000000000000000000000000000";
+    spec.job_id = "ghostjob";
+    spec.job_credential = (char *)made_up;
+    spec.function = &fn;
+    spec.num_returns = 1;
+    spec.job_seq = UINT64_C(1) << 60;
+    h.len = protobuf_c_message_pack(&spec.base, h.buf);
+    double start = h_now_ms();
+    submit_held(&h);
+    assert_denied(h.rc, &h.st);
+    assert_true(h.done_ms - start < 15000);
+}
+
 /* "default" is shared: two jobs register in it and both write its resources and KV. */
 static void test_default_shared(void **state)
 {
@@ -938,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_task_resources_granted),
         cmocka_unit_test(test_submit_right_after_connect),
         cmocka_unit_test(test_unknown_job_held_until_seq),
+        cmocka_unit_test(test_forged_seq_not_held_forever),
         cmocka_unit_test(test_default_shared),
         cmocka_unit_test(test_grant_and_revoke),
     };
