@@ -246,9 +246,13 @@ int job_mirror_object_ok(job_mirror *m, const esc_rpc_ctx *call, const char *bod
         return ESC_OK;
     char reader[80];
     int rc = job_mirror_caller(m, call, body_job, body_credential, reader, why, len);
-    if (rc != ESC_OK)
-        return rc;
-    if (*reader && job_mirror_may_use(m, reader, owner))
+    return rc != ESC_OK ? rc : job_mirror_reader_ok(m, reader, object_id, owner, why, len);
+}
+
+int job_mirror_reader_ok(const job_mirror *m, const char *reader, const char *object_id,
+                         const char *owner, char *why, size_t len)
+{
+    if (!*owner || (*reader && job_mirror_may_use(m, reader, owner)))
         return ESC_OK;
     snprintf(why, len, "object %.80s belongs to job %.40s, which did not grant its namespace "
              "to %s%.40s", object_id, owner, *reader ? "job " : "a caller with no job", reader);

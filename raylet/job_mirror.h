@@ -44,5 +44,8 @@ int job_mirror_caller(job_mirror *m, const esc_rpc_ctx *call, const char *body_j
 int job_mirror_object_ok(job_mirror *m, const esc_rpc_ctx *call, const char *body_job,
                          const char *body_credential, const char *object_id,
                          const char *owner, char *why, size_t len);
+/* The same for a reader already verified (job_mirror_caller's out; "" none). */
+int job_mirror_reader_ok(const job_mirror *m, const char *reader, const char *object_id,
+                         const char *owner, char *why, size_t len);
 
 #endif

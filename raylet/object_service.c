@@ -339,6 +339,29 @@ static bool free_one(object_service *o, const char *id)
     return true;
 }
 
+/* All or nothing: one object of a job the caller may not touch refuses the call (then
+ * false, the call answered). The caller is verified once, at the first owned object. */
+static bool may_free_all(object_service *o, esc_rpc_ctx *call,
+                         const Escher__FreeObjectsRequest *rq)
+{
+    char reader[80], why[400];
+    int rc = ESC_OK;
+    bool known = false;
+    for (size_t i = 0; i < rq->n_object_ids && rc == ESC_OK; i++) {
+        object_view v;
+        if (!object_store_peek(o->store, rq->object_ids[i], &v, NULL) || !*v.job_id)
+            continue;
+        if (!known)
+            rc = job_mirror_caller(o->r->jobs, call, NULL, NULL, reader, why, sizeof why);
+        known = true;
+        if (rc == ESC_OK)
+            rc = job_mirror_reader_ok(o->r->jobs, reader, v.id, v.job_id, why, sizeof why);
+    }
+    if (rc != ESC_OK)
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+    return rc == ESC_OK;
+}
+
 static void on_free_objects(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     object_service *o = ud;
@@ -347,17 +370,8 @@ static void on_free_objects(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
         esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "too many ids in one request");
         return;
     }
-    /* All or nothing: one object of a job the caller may not touch refuses the call. */
-    for (size_t i = 0; i < rq->n_object_ids; i++) {
-        object_view v;
-        char why[400];
-        if (object_store_peek(o->store, rq->object_ids[i], &v, NULL) &&
-            job_mirror_object_ok(o->r->jobs, call, NULL, NULL, v.id, v.job_id, why,
-                                 sizeof why) != ESC_OK) {
-            esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
-            return;
-        }
-    }
+    if (!may_free_all(o, call, rq))
+        return;
     Escher__FreeObjectsReply rep = ESCHER__FREE_OBJECTS_REPLY__INIT;
     for (size_t i = 0; i < rq->n_object_ids; i++)
         rep.freed += free_one(o, rq->object_ids[i]);
