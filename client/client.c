@@ -93,6 +93,7 @@ static int register_job(esc_client *c, const char *namespace_, const char *attac
         return rc;
     Escher__RegisterJobReply *r = (Escher__RegisterJobReply *)m;
     set_identity(c, r->job_id, r->credential);
+    c->job_seq = r->job_seq;
     c->namespace_ = esc_client_strdup(r->namespace_);
     if (r->package && strlen(r->package) == sizeof c->package - 1) {
         memcpy(c->package, r->package, sizeof c->package);

@@ -17,6 +17,7 @@ struct esc_client {
     char *address;
     char *job_id;
     char *credential;   /* the job's (docs/security.md); "" with no job */
+    uint64_t job_seq;   /* RegisterJobReply.job_seq: put in every task spec */
     char *namespace_;
     char *node_id;      /* "" when unknown */
     bool detached;

@@ -131,7 +131,9 @@ static void send_batch(esc_owner *o, queued_task *t, size_t n)
     }
     for (size_t k = 0; rep && k < rep->n_rejected && k < rep->n_errors; k++)
         if (rep->rejected[k] < n)
-            fail_task_locked(o, &t[rep->rejected[k]], ESC_INVALID_ARGUMENT, rep->errors[k]);
+            fail_task_locked(o, &t[rep->rejected[k]],
+                             k < rep->n_codes ? rep->codes[k] : ESC_INVALID_ARGUMENT,
+                             rep->errors[k]);
     o->sent += n;
     pthread_cond_broadcast(&o->changed);
     pthread_mutex_unlock(&o->mu);

@@ -56,6 +56,7 @@ static int build_spec(esc_client *c, const esc_task_spec *in, spec_msg *m, esc_s
     m->spec.task_id = m->task_id;
     m->spec.job_id = (char *)esc_client_job_id(c);
     m->spec.job_credential = c->credential;
+    m->spec.job_seq = c->job_seq; /* lets a raylet wait for the job's event (job_mirror.c) */
     m->spec.name = (char *)(in->name ? in->name : is_fn ? in->symbol : in->argv[0]);
     m->spec.num_returns = in->num_returns ? in->num_returns : 1;
     m->spec.max_retries = in->max_retries;

@@ -107,6 +107,26 @@ int gcs_auth_caller(gcs *g, const esc_rpc_ctx *call, gcs_job **out, char *why, s
     return ESC_OK;
 }
 
+int gcs_auth_reader(gcs *g, const esc_rpc_ctx *call, const char *body_job,
+                    const char *body_credential, char *out, size_t outlen, char *why,
+                    size_t len)
+{
+    *out = 0;
+    if (body_job && *body_job) {
+        if (!gcs_auth_matches(gcs_job_find(g, body_job), body_credential)) {
+            snprintf(why, len, "the call acts for job %.40s without its credential", body_job);
+            return ESC_PERMISSION_DENIED;
+        }
+        snprintf(out, outlen, "%s", body_job);
+        return ESC_OK;
+    }
+    gcs_job *j = NULL;
+    int rc = gcs_auth_caller(g, call, &j, why, len);
+    if (rc == ESC_OK && j)
+        snprintf(out, outlen, "%s", j->info->job_id);
+    return rc;
+}
+
 bool gcs_ns_shared(const char *ns)
 {
     return !*ns || ns[0] == '_' || !strcmp(ns, GCS_SHARED_NS);

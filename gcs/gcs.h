@@ -215,6 +215,8 @@ void gcs_job_stream_closed(gcs *g, const char *job_id);
 void gcs_jobs_sweep(gcs *g, uint64_t now);
 void gcs_jobs_free(gcs *g);
 void gcs_job_load(gcs *g, Escher__JobInfo *info);
+/* A new EV_JOB_UPDATED event carrying a copy of row (the raylets' mirror of the jobs). */
+Escher__Event *gcs_job_event(const Escher__JobInfo *row);
 
 /* ---- wait_applied.c ---- */
 void gcs_wait_register(gcs *g);
@@ -249,6 +251,12 @@ int gcs_auth_caller(gcs *g, const esc_rpc_ctx *call, gcs_job **out, char *why, s
 /* True when the call carries the operator key (an operator stop); else false with a
  * one-line why. */
 bool gcs_auth_is_operator(gcs *g, const esc_rpc_ctx *call, char *why, size_t len);
+/* The job a reader acts for, into out ("" none): body_job with body_credential when
+ * body_job is set (a raylet acting for a task's job), else the call's metadata.
+ * PERMISSION_DENIED, with why, when the credential is not that job's. */
+int gcs_auth_reader(gcs *g, const esc_rpc_ctx *call, const char *body_job,
+                    const char *body_credential, char *out, size_t outlen, char *why,
+                    size_t len);
 /* Shared namespaces: "", `default` and the system's ('_' first). */
 bool gcs_ns_shared(const char *ns);
 /* The running job that owns namespace ns, or NULL (shared, or no running job in it). */

@@ -109,7 +109,8 @@ static void handle_grant(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     c->row = row_with(j, req->grantee, req->revoke);
     esc_storage_batch *b = esc_storage_batch_new();
     gcs_put_msg(b, GCS_T_JOBS, c->row->job_id, &c->row->base);
-    gcs_write(g, b, grant_stored, c);
+    /* Through the log: the raylets check tasks against the grants (job_mirror.c). */
+    gcs_commit(g, gcs_job_event(c->row), b, NULL, grant_stored, c);
 }
 
 void gcs_grants_register(gcs *g)

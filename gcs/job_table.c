@@ -20,6 +20,18 @@ gcs_job *gcs_job_find(gcs *g, const char *id)
     return id && *id ? esc_strmap_get(g->jobs, id) : NULL;
 }
 
+Escher__Event *gcs_job_event(const Escher__JobInfo *row)
+{
+    Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_JOB_UPDATED);
+    ev->jobs = malloc(sizeof *ev->jobs);
+    if (!ev->jobs)
+        abort();
+    ev->jobs[0] = (Escher__JobInfo *)esc_pb_dup(&row->base);
+    ev->n_jobs = 1;
+    ev->job_id = strdup(row->job_id);
+    return ev;
+}
+
 static gcs_job *job_put(gcs *g, Escher__JobInfo *info)
 {
     gcs_job *j = calloc(1, sizeof *j);
@@ -74,6 +86,7 @@ static void attach(gcs *g, esc_rpc_ctx *call, const Escher__RegisterJobRequest *
     rep.namespace_ = j->info->namespace_;
     rep.package = j->info->package;
     rep.credential = req->attach_credential;
+    rep.job_seq = g->seq; /* the job's event is at or below it */
     esc_rpc_reply(call, &rep.base);
 }
 
@@ -86,7 +99,6 @@ typedef struct {
 /* Answers RegisterJob once storage has the job (or failed). */
 static void job_registered(gcs *g, uint64_t seq, const char *err, void *ud)
 {
-    (void)seq;
     job_call *c = ud;
     if (err) {
         protobuf_c_message_free_unpacked(&c->info->base, NULL);
@@ -97,6 +109,7 @@ static void job_registered(gcs *g, uint64_t seq, const char *err, void *ud)
         rep.job_id = c->info->job_id;
         rep.namespace_ = c->info->namespace_;
         rep.credential = c->credential;
+        rep.job_seq = seq;
         esc_rpc_reply(c->call, &rep.base);
     }
     memset(c->credential, 0, strlen(c->credential));
@@ -154,7 +167,8 @@ static void register_new(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     gcs_put_msg(b, GCS_T_JOBS, info->job_id, &info->base);
     job_call *c = malloc(sizeof *c);
     *c = (job_call){call, info, credential};
-    gcs_write(g, b, job_registered, c);
+    /* An event, not just a write: the raylets learn the job from the log (job_mirror.c). */
+    gcs_commit(g, gcs_job_event(info), b, NULL, job_registered, c);
 }
 
 /* A job's end on its way to storage. */

@@ -25,6 +25,7 @@
  * object on its job's list, so node death and job end cost what they remove. */
 #include "gcs.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,7 @@ typedef struct dir_waiter {
     gcs *g;
     esc_rpc_ctx *call;
     char *object_id;
+    char reader[80];               /* the caller's job, checked; "" none */
     ev_timer timer;
 } dir_waiter;
 
@@ -257,8 +259,26 @@ static void loc_add(gcs_objdir *d, dir_obj *o, const char *node_id)
 
 /* ------------------------------------------------------------ answers */
 
-static void reply_locations(gcs *g, esc_rpc_ctx *call, const dir_obj *o)
+/* An object is its job's, and its grantees': a reader with no job (or another job) is
+ * refused (docs/security.md, "Objects"). Objects of no job are everyone's. */
+static bool may_read(gcs *g, const char *reader, const dir_obj *o)
 {
+    if (!*o->job_id || !strcmp(reader, o->job_id))
+        return true;
+    const gcs_job *owner = gcs_job_find(g, o->job_id);
+    return *reader && owner && gcs_ns_granted(owner, reader);
+}
+
+static void reply_locations(gcs *g, esc_rpc_ctx *call, const dir_obj *o, const char *reader)
+{
+    if (o && !may_read(g, reader, o)) {
+        char why[300];
+        snprintf(why, sizeof why, "object %.80s belongs to job %.40s, which did not grant its "
+                 "namespace to %s%.40s", o->id, o->job_id, *reader ? "job " : "a caller with no job",
+                 reader);
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
+    }
     Escher__GetLocationsReply rep = ESCHER__GET_LOCATIONS_REPLY__INIT;
     size_t n = 0;
     for (const dir_loc *l = o ? o->locs : NULL; l; l = l->next_in_obj)
@@ -317,7 +337,7 @@ static void on_wait_timeout(struct ev_loop *ev, ev_timer *t, int revents)
     dir_waiter *w = t->data;
     gcs *g = w->g;
     waiter_unlink(g->objdir, w);
-    reply_locations(g, w->call, NULL);
+    reply_locations(g, w->call, NULL, w->reader);
     waiter_free(g, w);
 }
 
@@ -330,11 +350,13 @@ static void on_wait_cancel(esc_rpc_ctx *call, void *ud)
     waiter_free(g, w);
 }
 
-static void wait_for(gcs *g, esc_rpc_ctx *call, const char *object_id, uint32_t wait_ms)
+static void wait_for(gcs *g, esc_rpc_ctx *call, const char *object_id, uint32_t wait_ms,
+                     const char *reader)
 {
     dir_waiter *w = calloc(1, sizeof *w);
     if (!w)
         abort();
+    snprintf(w->reader, sizeof w->reader, "%s", reader);
     w->g = g;
     w->call = call;
     w->object_id = strdup(object_id);
@@ -355,7 +377,7 @@ static void wake(gcs *g, const dir_obj *o)
     dir_waiter *w = esc_strmap_del(g->objdir->waiting, o->id);
     while (w) {
         dir_waiter *next = w->next;
-        reply_locations(g, w->call, o);
+        reply_locations(g, w->call, o, w->reader);
         waiter_free(g, w);
         w = next;
     }
@@ -505,11 +527,17 @@ static void handle_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
                        "invalid object id (1-79 of A-Z a-z 0-9 _ . -)");
         return;
     }
+    char reader[80], why[200];
+    if (gcs_auth_reader(g, call, rq->job_id, rq->job_credential, reader, sizeof reader, why,
+                        sizeof why) != ESC_OK) {
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
+    }
     const dir_obj *o = esc_strmap_get(g->objdir->objects, rq->object_id);
     if ((o && (!o->lost || rq->report_lost)) || rq->wait_ms == 0)
-        reply_locations(g, call, o);
+        reply_locations(g, call, o, reader);
     else
-        wait_for(g, call, rq->object_id, rq->wait_ms);
+        wait_for(g, call, rq->object_id, rq->wait_ms, reader);
 }
 
 /* ------------------------------------------------------------ hooks and lifetime */

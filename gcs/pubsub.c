@@ -36,11 +36,29 @@ static void sub_free(gcs_sub *s)
     free(s);
 }
 
-/* Drivers need neither resource entries nor availability. */
+/* Drivers need neither resource entries nor availability, nor the jobs' rows (which
+ * carry credential hashes and grants: the raylets' business). */
 static bool wants(const gcs_sub *s, const Escher__Event *ev)
 {
     return s->node_id || (ev->kind != ESCHER__EVENT_KIND__EV_RESOURCES &&
-                          ev->kind != ESCHER__EVENT_KIND__EV_NODE_LOAD);
+                          ev->kind != ESCHER__EVENT_KIND__EV_NODE_LOAD &&
+                          ev->kind != ESCHER__EVENT_KIND__EV_JOB_UPDATED);
+}
+
+/* The running jobs' rows, for a raylet's snapshot (NULL-terminated array, rows borrowed). */
+static Escher__JobInfo **running_jobs(gcs *g, size_t *n)
+{
+    Escher__JobInfo **jobs = calloc(esc_strmap_count(g->jobs) + 1, sizeof *jobs);
+    size_t pos = 0, i = 0;
+    const char *key;
+    void *val;
+    while (esc_strmap_next(g->jobs, &pos, &key, &val)) {
+        Escher__JobInfo *info = ((gcs_job *)val)->info;
+        if (info->state == ESCHER__JOB_STATE__JOB_RUNNING)
+            jobs[i++] = info;
+    }
+    *n = i;
+    return jobs;
 }
 
 void gcs_broadcast(gcs *g, const Escher__Event *ev)
@@ -50,7 +68,8 @@ void gcs_broadcast(gcs *g, const Escher__Event *ev)
             esc_rpc_send(s->call, &ev->base);
 }
 
-/* Sends the full state at g->seq: every node and every registry row. */
+/* Sends the full state at g->seq: every node and every registry row, and to a raylet
+ * every running job. */
 static void send_snapshot(gcs *g, gcs_sub *s)
 {
     Escher__Event ev = ESCHER__EVENT__INIT;
@@ -68,9 +87,12 @@ static void send_snapshot(gcs *g, gcs_sub *s)
     pos = i = 0;
     while (esc_strmap_next(g->registry, &pos, &key, &val))
         ev.registry[i++] = val;
+    if (s->node_id)
+        ev.jobs = running_jobs(g, &ev.n_jobs);
     esc_rpc_send(s->call, &ev.base);
     free(ev.nodes);
     free(ev.registry);
+    free(ev.jobs);
 }
 
 /* Availability is not replayed (load.c): after the log, every node's current rows. */

@@ -227,11 +227,16 @@ static void dispatch(actor *a)
     if (!spec)
         return;
     /* Every call runs on what the actor holds now (its creation's resources, changed by
-     * resizes), and its worker is told so (esc_actor_held): the pool copies the spec. */
-    Escher__TaskSpec with_holding = *spec;
-    with_holding.resources = a->creation->resources;
-    with_holding.n_resources = a->creation->n_resources;
-    if (worker_pool_run(a->am->r->pool, &with_holding, (const char *const *)a->env, a->nenv,
+     * resizes), and its worker is told so (esc_actor_held). A call from a job the actor's
+     * job granted its namespace runs in the actor's worker all the same: the pool matches
+     * workers by job and credential, so it gets the creation's (the pool copies the spec;
+     * the call keeps its own for its results). */
+    Escher__TaskSpec as_actor = *spec;
+    as_actor.job_id = a->creation->job_id;
+    as_actor.job_credential = a->creation->job_credential;
+    as_actor.resources = a->creation->resources;
+    as_actor.n_resources = a->creation->n_resources;
+    if (worker_pool_run(a->am->r->pool, &as_actor, (const char *const *)a->env, a->nenv,
                         worker_pool_spec_cpu(a->creation), on_call_done, a) != 0) {
         if (a->running->spec != a->creation)
             protobuf_c_message_free_unpacked(&a->running->spec->base, NULL);
@@ -328,6 +333,12 @@ const char *actor_manager_credential(actor_manager *am, const char *actor_id)
 {
     actor *a = esc_strmap_get(am->actors, actor_id);
     return a ? a->creation->job_credential : NULL;
+}
+
+const char *actor_manager_job(actor_manager *am, const char *actor_id)
+{
+    actor *a = esc_strmap_get(am->actors, actor_id);
+    return a ? a->creation->job_id : NULL;
 }
 
 bool actor_manager_kill(actor_manager *am, const char *actor_id, const char *why)

@@ -51,6 +51,10 @@ void actor_manager_resized(actor_manager *am, const char *actor_id,
  * this raylet hosts no such actor. */
 const char *actor_manager_credential(actor_manager *am, const char *actor_id);
 
+/* The job that created actor_id (its creation spec's job_id), or NULL when this raylet
+ * hosts no such actor. */
+const char *actor_manager_job(actor_manager *am, const char *actor_id);
+
 /* Kills an actor hosted here. Returns false when there is none alive by that id. */
 bool actor_manager_kill(actor_manager *am, const char *actor_id, const char *why);
 

@@ -10,6 +10,9 @@
  *  - EV_JOB_FINISHED then releases the job's leases and frees its objects.
  *  - EV_SNAPSHOT also makes the node announce all its objects again: a snapshot follows
  *    a GCS restart, and the object directory is not persisted.
+ *  - EV_SNAPSHOT, EV_JOB_UPDATED and EV_JOB_FINISHED change the mirror of the running
+ *    jobs (job_mirror.h); submissions held for their job's event are judged again after
+ *    every applied event (task_submit.c).
  *  - EV_NODE_LOAD (other nodes' availability) is not a log entry: it carries the last
  *    committed seq, changes only the cluster view and never the applied seq, and is
  *    applied whatever its seq (availability that just freed elsewhere may let queued
@@ -18,6 +21,7 @@
  * a big event costs as much as applying it, so that waits until the ack is on its way
  * (raylet_flush). */
 #include "log_apply.h"
+#include "job_mirror.h"
 #include "packages.h"
 #include "raylet.h"
 #include "lease_service.h"
@@ -108,6 +112,7 @@ void log_apply_event(raylet *r, Escher__Event *ev)
         cluster_view_apply(r->view, ev);
     } else if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {
         apply_snapshot(r, ev);
+        job_mirror_apply(r->jobs, ev);
         cluster_view_apply(r->view, ev);
         object_service_reannounce(r->objects);
     } else if (ev->seq <= r->applied_seq) {
@@ -117,6 +122,7 @@ void log_apply_event(raylet *r, Escher__Event *ev)
         return;
     } else {
         apply_ops(r, ev);
+        job_mirror_apply(r->jobs, ev);
         cluster_view_apply(r->view, ev);
         if (ev->kind == ESCHER__EVENT_KIND__EV_JOB_FINISHED) {
             lease_service_job_finished(r->leases, ev->job_id);
@@ -133,6 +139,8 @@ void log_apply_event(raylet *r, Escher__Event *ev)
         }
         r->applied_seq = ev->seq;
     }
+    if (ev->kind != ESCHER__EVENT_KIND__EV_NODE_LOAD)
+        task_manager_log_applied(r->tasks);
     keep_spent(r, ev);
     raylet_changed(r, true);
 }

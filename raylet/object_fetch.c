@@ -31,6 +31,8 @@ typedef struct fetch {
     struct fetch *next_queued;/* the queue of fetches waiting for a thread */
     object_fetcher *f;
     char *id, *job_id;
+    char *credential;         /* job_id's, from the task's spec: proves the fetch's job */
+    char *owner;              /* the object's job, from its first chunk */
     uint64_t not_before_ms;   /* its next round starts no sooner (esc_now_ms) */
     /* outcome, handed to the loop */
     int code;
@@ -71,6 +73,8 @@ static int pull(fetch *x, const char *address, const char *node_id)
     Escher__PullRequest req = ESCHER__PULL_REQUEST__INIT;
     req.object_id = x->id;
     req.node_id = (char *)node_id;
+    req.job_id = x->job_id;
+    req.job_credential = x->credential;
     esc_status st = {0};
     esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &escher__object_store__descriptor, "Pull",
                                                     &req.base, PULL_TIMEOUT_MS, &st);
@@ -84,6 +88,8 @@ static int pull(fetch *x, const char *address, const char *node_id)
             x->data = malloc(x->len + 1);
             x->is_error = c->is_error;
             x->obj_error = strdup(c->error);
+            free(x->owner);
+            x->owner = strdup(*c->job_id ? c->job_id : x->job_id);
             sized = true;
         }
         if (c->offset + c->data.len <= x->len)
@@ -150,12 +156,18 @@ static int fetch_round(fetch *x)
     Escher__GetLocationsRequest req = ESCHER__GET_LOCATIONS_REQUEST__INIT;
     req.object_id = x->id;
     req.wait_ms = WAIT_ROUND_MS;
+    req.job_id = x->job_id;
+    req.job_credential = x->credential;
     req.report_lost = !x->asked;
     x->asked = false;
     Escher__GetLocationsReply *rep = NULL;
     esc_status st = {0};
     int rc = esc_rpc_call(f->gcs, &escher__object_directory__descriptor, "GetLocations", &req.base,
                           (ProtobufCMessage **)&rep, WAIT_ROUND_MS + 2000, ESC_RPC_IDEMPOTENT, &st);
+    if (rc == ESC_PERMISSION_DENIED) { /* the task's job may not read it: no use trying again */
+        x->final = true;
+        snprintf(x->error, sizeof x->error, "PERMISSION_DENIED: %.400s", st.message);
+    }
     if (rc != ESC_OK)
         return rc;
     if (rep->lost) {
@@ -170,6 +182,7 @@ static int fetch_round(fetch *x)
             rc = ESC_OK;
         } else {
             rc = pull(x, rep->addresses[i], rep->node_ids[i]);
+            x->final = rc == ESC_PERMISSION_DENIED; /* x->error says why */
         }
     }
     protobuf_c_message_free_unpacked(&rep->base, NULL);
@@ -200,8 +213,8 @@ static void deliver(void *arg)
         object_service_arrived(r->objects, x->id);
     } else if (x->code == ESC_OK) {
         r->pulled_bytes += x->len; /* moved between nodes, for Stats */
-        int rc = object_service_store(r, x->id, x->job_id, NULL, x->data, x->len, x->is_error,
-                                     x->obj_error);
+        int rc = object_service_store(r, x->id, x->owner ? x->owner : x->job_id, NULL, x->data,
+                                      x->len, x->is_error, x->obj_error);
         if (rc == ESC_OK || rc == ESC_ALREADY_EXISTS)
             object_service_arrived(r->objects, x->id);
         else
@@ -214,6 +227,8 @@ static void deliver(void *arg)
     free(x->obj_error);
     free(x->id);
     free(x->job_id);
+    free(x->credential);
+    free(x->owner);
     free(x);
 }
 
@@ -301,7 +316,8 @@ object_fetcher *object_fetch_new(struct raylet *r)
     return f;
 }
 
-void object_fetch_start(object_fetcher *f, const char *id, const char *job_id)
+void object_fetch_start(object_fetcher *f, const char *id, const char *job_id,
+                        const char *credential)
 {
     pthread_mutex_lock(&f->mu);
     if (esc_strmap_get(f->running, id)) {
@@ -314,6 +330,7 @@ void object_fetch_start(object_fetcher *f, const char *id, const char *job_id)
     x->f = f;
     x->id = strdup(id);
     x->job_id = strdup(job_id);
+    x->credential = strdup(credential);
     esc_strmap_put(f->running, id, x);
     x->next = f->all;
     f->all = x;
@@ -366,6 +383,8 @@ void object_fetch_free(object_fetcher *f)
         free(x->obj_error);
         free(x->id);
         free(x->job_id);
+        free(x->credential);
+        free(x->owner);
         free(x);
     }
     esc_strmap_free(f->running);

@@ -17,10 +17,13 @@ typedef struct object_fetcher object_fetcher;
 /* Starts the pool; NULL when not even one thread could start. */
 object_fetcher *object_fetch_new(struct raylet *r);
 
-/* Starts fetching id (job_id: the owner, for the local copy) unless a fetch of it runs.
- * When it ends, on the loop thread: the object service's waiters are told
- * (object_service_arrived, or object_service_fetch_failed with the reason). */
-void object_fetch_start(object_fetcher *f, const char *id, const char *job_id);
+/* Starts fetching id for a task of job_id, proven by credential (the task's spec: the
+ * directory and the raylet that holds the object check that the job may read it),
+ * unless a fetch of it runs. The local copy keeps the object's own job. When it ends,
+ * on the loop thread: the object service's waiters are told (object_service_arrived,
+ * or object_service_fetch_failed with the reason). */
+void object_fetch_start(object_fetcher *f, const char *id, const char *job_id,
+                        const char *credential);
 
 /* Stops the pool (each thread ends its round: about a second) and posts every fetch not
  * settled as failed ("raylet shutting down"); the owner then drains its loop, which

@@ -13,6 +13,10 @@
  *    (esc_rpc_ctx_on_drained): a reader of a 1 GB object costs a few chunks of memory,
  *    not a copy of the object, and the loop never stalls on it.
  *  - FreeObjects frees objects here and removes their locations at the GCS.
+ *  - Pull and FreeObjects of an object of a job are allowed to that job and the jobs it
+ *    granted its namespace only (job_mirror_object_ok): a client proves its job by its
+ *    metadata, a raylet pulling a task's argument by the task's job id and credential in
+ *    the request (docs/security.md, "Objects").
  *  - A job's objects are freed when its EV_JOB_FINISHED event is applied; the GCS drops
  *    their directory entries itself. An add refused because the job already ended
  *    (FAILED_PRECONDITION) frees the object here too, so a put racing with the end of
@@ -35,6 +39,7 @@
 #include "announcer.h"
 #include "rpc_async.h"
 #include "object_store.h"
+#include "job_mirror.h"
 
 #define PARTIAL_TIMEOUT_MS 30000
 #define SWEEP_PERIOD_S 1.0
@@ -289,6 +294,15 @@ static void on_pull(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
     if (!p)
         abort();
     p->pin = object_store_pin(o->store, rq->object_id, &p->view);
+    char why[400];
+    if (p->pin && job_mirror_object_ok(o->r->jobs, call, rq->job_id, rq->job_credential,
+                                       rq->object_id, p->view.job_id, why,
+                                       sizeof why) != ESC_OK) {
+        object_store_unpin(o->store, p->pin);
+        free(p);
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
+    }
     if (!p->pin) {
         bool unsealed = object_store_peek(o->store, rq->object_id, NULL, NULL);
         free(p);
@@ -325,6 +339,29 @@ static bool free_one(object_service *o, const char *id)
     return true;
 }
 
+/* All or nothing: one object of a job the caller may not touch refuses the call (then
+ * false, the call answered). The caller is verified once, at the first owned object. */
+static bool may_free_all(object_service *o, esc_rpc_ctx *call,
+                         const Escher__FreeObjectsRequest *rq)
+{
+    char reader[80], why[400];
+    int rc = ESC_OK;
+    bool known = false;
+    for (size_t i = 0; i < rq->n_object_ids && rc == ESC_OK; i++) {
+        object_view v;
+        if (!object_store_peek(o->store, rq->object_ids[i], &v, NULL) || !*v.job_id)
+            continue;
+        if (!known)
+            rc = job_mirror_caller(o->r->jobs, call, NULL, NULL, reader, why, sizeof why);
+        known = true;
+        if (rc == ESC_OK)
+            rc = job_mirror_reader_ok(o->r->jobs, reader, v.id, v.job_id, why, sizeof why);
+    }
+    if (rc != ESC_OK)
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+    return rc == ESC_OK;
+}
+
 static void on_free_objects(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     object_service *o = ud;
@@ -333,6 +370,8 @@ static void on_free_objects(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
         esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "too many ids in one request");
         return;
     }
+    if (!may_free_all(o, call, rq))
+        return;
     Escher__FreeObjectsReply rep = ESCHER__FREE_OBJECTS_REPLY__INIT;
     for (size_t i = 0; i < rq->n_object_ids; i++)
         rep.freed += free_one(o, rq->object_ids[i]);

@@ -39,6 +39,7 @@
 #include "rpc_async.h"
 #include "stale_sockets.h"
 #include "task_manager.h"
+#include "job_mirror.h"
 #include "packages.h"
 #include "worker_pool.h"
 #include "qty.h"
@@ -238,6 +239,7 @@ static int start_workers(raylet *r, char *err, size_t errlen)
     if (stale)
         ESC_INFO("removed %zu worker sockets of raylets that are gone", stale);
     snprintf(r->log_dir, sizeof r->log_dir, "%s", logs);
+    r->jobs = job_mirror_new();
     /* Package copies: this raylet's own directory, named by its pid, so that raylets
      * sharing a log directory (tests, several nodes on one machine) never share one. */
     char pkgs[PATH_MAX];
@@ -377,6 +379,8 @@ int raylet_shutdown(raylet *r)
     r->fetcher = NULL;
     packages_free(r->packages); /* its callback wakes tasks: after the task manager */
     r->packages = NULL;
+    job_mirror_free(r->jobs);
+    r->jobs = NULL;
     /* After everything that may still store a result (the actors' pending calls). */
     results_free(r->results);
     r->results = NULL;

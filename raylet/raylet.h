@@ -48,6 +48,7 @@ typedef struct admission admission;
 typedef struct results results;
 typedef struct log_service log_service;
 typedef struct packages packages;
+typedef struct job_mirror job_mirror;
 
 typedef struct raylet {
     raylet_config cfg;
@@ -71,6 +72,7 @@ typedef struct raylet {
     log_service *logs;           /* StreamLogs: tasks' output read from log_dir */
     char log_dir[4096];          /* where workers write tasks' output */
     packages *packages;          /* jobs' packages unpacked on this node */
+    job_mirror *jobs;            /* the running jobs, from the event log (job_mirror.h) */
     gcs_link *link;
     char address[300];           /* node_ip:port advertised to the cluster */
     char node_id[128];           /* "" until registered */

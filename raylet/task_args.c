@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "task_internal.h"
+#include "job_mirror.h"
 #include "object_fetch.h"
 #include "object_service.h"
 #include "packages.h"
@@ -25,6 +26,14 @@ const char *task_args_lend(task_manager *tm, task_entry *e, char *why, size_t le
         if (!object_service_get(tm->r, a->object_id, &v)) {
             snprintf(why, len, "argument object %.80s is not on this node (arguments from "
                      "other nodes are not fetched yet)", a->object_id);
+            return why;
+        }
+        /* A copy here is no licence: the object's job must be the task's or grant it
+         * (the same rule as Pull, docs/security.md, "Objects"). */
+        if (*v.job_id && !job_mirror_may_use(tm->r->jobs, e->spec->job_id, v.job_id)) {
+            snprintf(why, len, "PERMISSION_DENIED: argument %.80s belongs to job %.40s, which did "
+                     "not grant its namespace to job %.40s", a->object_id, v.job_id,
+                     e->spec->job_id);
             return why;
         }
         if (v.is_error) {
@@ -65,7 +74,8 @@ bool task_args_wait(task_manager *tm, task_entry *e)
                    !packages_use(tm->r->packages, e->spec->package, e->spec->job_id);
     for (size_t i = 0; i < e->spec->n_args; i++) {
         if (arg_missing(tm, e->spec->args[i])) {
-            object_fetch_start(tm->r->fetcher, e->spec->args[i]->object_id, e->spec->job_id);
+            object_fetch_start(tm->r->fetcher, e->spec->args[i]->object_id, e->spec->job_id,
+                               e->spec->job_credential);
             waiting = true;
         }
     }

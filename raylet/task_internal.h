@@ -1,7 +1,9 @@
 /* task_internal.h: the parts of the task manager (task_manager.h), one concern per file:
  *
- *   task_manager.c  entries, the wait queue, admission and execution, the TaskService's
- *                   submissions, node death and job end, demand for status;
+ *   task_manager.c  entries, the wait queue, admission and execution, node death and
+ *                   job end, demand for status;
+ *   task_submit.c   the TaskService's submissions: each spec's checks (its job, through
+ *                   job_mirror.h), held submissions of a job not yet applied;
  *   task_spill.c    placement elsewhere: where a task that does not fit here goes, and
  *                   forwarding it there (peers.h);
  *   task_args.c     argument objects: fetching the missing ones, lending them to the
@@ -79,9 +81,12 @@ struct task_manager {
     gpu_slots *gpus;                /* which GPU instance each running task holds */
     bool mps;                       /* an MPS daemon ran when the raylet started */
     esc_strmap *actors;             /* actor id -> creation entry holding its resources */
+    struct held_submit *held;       /* submissions waiting for their job's event (task_submit.c) */
 };
 
 /* ---- task_manager.c */
+/* A new entry for spec (owned), its request resolved against the node's table. */
+task_entry *task_entry_new(task_manager *tm, Escher__TaskSpec *spec);
 void task_entry_free(task_entry *e);
 /* Tasks in the node's queue (admission.h), with leases waiting there too. */
 void task_enqueue(task_manager *tm, task_entry *e);
@@ -96,6 +101,14 @@ void task_schedule(task_manager *tm, task_entry *e);
 /* A queued task's request as status shows it: shape, infeasible, missing names (a new
  * message, count 0; free with protobuf_c_message_free_unpacked). */
 Escher__Demand *task_demand_of(task_manager *tm, const task_entry *e);
+
+/* ---- task_submit.c */
+void task_submit_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+void task_submit_handle_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+/* The mirror of the jobs changed (job_mirror.h): held submissions are judged again. */
+void task_submit_jobs_changed(task_manager *tm);
+/* Answers the held submissions UNAVAILABLE (shutdown). */
+void task_submit_drop_held(task_manager *tm);
 
 /* ---- task_spill.c */
 const char *task_spill_target(task_manager *tm, const task_entry *e, const char **node_id);

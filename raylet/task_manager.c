@@ -25,7 +25,6 @@
 #include "strmap.h"
 #include "worker_pool.h"
 
-#define MAX_RETURNS 1024
 /* Whether a task on a dead node ended: one directory look (its first return). */
 #define CHECK_TIMEOUT_MS 5000
 /* ... held at the GCS up to this long for a location to appear: right after a GCS
@@ -34,7 +33,7 @@
 
 /* ------------------------------------------------------------ entries */
 
-static task_entry *entry_new(task_manager *tm, Escher__TaskSpec *spec)
+task_entry *task_entry_new(task_manager *tm, Escher__TaskSpec *spec)
 {
     task_entry *e = calloc(1, sizeof *e);
     e->tm = tm;
@@ -262,115 +261,6 @@ static void try_queued(admission_entry *a, uint64_t pass)
     }
 }
 
-/* ------------------------------------------------------------ service */
-
-static int check_spec(const Escher__TaskSpec *s, esc_status *st)
-{
-    if (!esc_name_valid(s->task_id) || !esc_name_valid(s->job_id))
-        return esc_status_set(st, ESC_INVALID_ARGUMENT, "task and job ids must be set");
-    bool fn = s->function && *s->function->symbol, cmd = s->command && s->command->n_argv;
-    if (fn == cmd)
-        return esc_status_set(st, ESC_INVALID_ARGUMENT,
-                              "a task is exactly one of a function or a command");
-    if (s->num_returns > MAX_RETURNS)
-        return esc_status_set(st, ESC_INVALID_ARGUMENT, "at most %d returns", MAX_RETURNS);
-    if (*s->package && !esc_package_hash_valid(s->package))
-        return esc_status_set(st, ESC_INVALID_ARGUMENT,
-                              "invalid package hash (64 lowercase hex digits)");
-    for (size_t i = 0; i < s->n_resources; i++) {
-        const Escher__Amount *a = s->resources[i];
-        if (!*a->name || a->value <= 0 || a->value > ESC_QTY_MAX || a->unbounded)
-            return esc_status_set(st, ESC_INVALID_ARGUMENT, "bad resource request '%.80s'",
-                                  a->name);
-    }
-    return ESC_OK;
-}
-
-/* Takes an unpacked spec (owned). Returns ESC_OK with *ready set to the entry to
- * schedule once the caller has answered (NULL when there is none: an actor's method
- * call goes straight to the actor's queue), or an error (the spec is freed). */
-static int accept_spec(task_manager *tm, Escher__TaskSpec *spec, task_entry **ready,
-                       esc_status *st)
-{
-    *ready = NULL;
-    int rc = check_spec(spec, st);
-    if (rc == ESC_OK && tm->r->stopping)
-        rc = esc_status_set(st, ESC_UNAVAILABLE, "raylet shutting down");
-    if (rc == ESC_OK && *spec->forwarded_to && strcmp(spec->forwarded_to, tm->r->node_id))
-        rc = esc_status_set(st, ESC_FAILED_PRECONDITION, "this raylet is node %s, not %.64s "
-                            "(it took over that node's address)", tm->r->node_id,
-                            spec->forwarded_to);
-    if (rc != ESC_OK) {
-        protobuf_c_message_free_unpacked(&spec->base, NULL);
-        return rc;
-    }
-    if (*spec->actor_id && !spec->actor_creation) {
-        /* A method call: straight to the actor's queue (the caller found this raylet). */
-        actor_manager_call(tm->r->actors, spec);
-        protobuf_c_message_free_unpacked(&spec->base, NULL);
-        return ESC_OK;
-    }
-    if (!*spec->origin) /* from its owner: this raylet keeps its lineage */
-        spec->origin = strdup(tm->r->node_id);
-    *ready = entry_new(tm, spec);
-    return ESC_OK;
-}
-
-static void handle_submit(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
-{
-    task_manager *tm = ud;
-    esc_status st = {0};
-    task_entry *e;
-    /* Copied before the reply: replying releases the call, and the request with it. */
-    if (accept_spec(tm, (Escher__TaskSpec *)esc_pb_dup(msg), &e, &st) != ESC_OK) {
-        esc_rpc_finish(call, st.code, st.message);
-        return;
-    }
-    Escher__SubmitTaskReply rep = ESCHER__SUBMIT_TASK_REPLY__INIT;
-    rep.accepted = true;
-    esc_rpc_reply(call, &rep.base);
-    if (e)
-        task_schedule(tm, e);
-}
-
-/* Many specs, each unpacked and checked on its own: a bad one is named in the reply,
- * the others go on. */
-static void handle_submit_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
-{
-    task_manager *tm = ud;
-    const Escher__TaskBatch *b = (const Escher__TaskBatch *)msg;
-    task_entry **ready = calloc(b->n_specs + 1, sizeof *ready);
-    uint32_t *rejected = calloc(b->n_specs + 1, sizeof *rejected);
-    char **errors = calloc(b->n_specs + 1, sizeof *errors);
-    size_t nready = 0, nrej = 0;
-    for (size_t i = 0; i < b->n_specs; i++) {
-        esc_status st = {0};
-        Escher__TaskSpec *spec = escher__task_spec__unpack(NULL, b->specs[i].len, b->specs[i].data);
-        if (!spec)
-            esc_status_set(&st, ESC_INVALID_ARGUMENT, "spec %zu is not a TaskSpec", i);
-        else if (accept_spec(tm, spec, &ready[nready], &st) == ESC_OK) {
-            nready += ready[nready] != NULL;
-            continue;
-        }
-        rejected[nrej] = (uint32_t)i;
-        errors[nrej++] = strdup(st.message);
-    }
-    Escher__SubmitTasksReply rep = ESCHER__SUBMIT_TASKS_REPLY__INIT;
-    rep.rejected = rejected;
-    rep.n_rejected = nrej;
-    rep.errors = errors;
-    rep.n_errors = nrej;
-    esc_rpc_reply(call, &rep.base);
-    for (size_t i = 0; i < nrej; i++)
-        free(errors[i]);
-    free(errors);
-    free(rejected);
-    for (size_t i = 0; i < nready; i++)
-        task_schedule(tm, ready[i]);
-    free(ready);
-}
-
-
 task_entry *task_find_queued(task_manager *tm, const char *task_id)
 {
     FOR_QUEUED(tm, e, next)
@@ -501,6 +391,8 @@ static void check_ended(task_manager *tm, task_entry *e, const char *node_id)
     req.object_id = id;
     req.report_lost = true;
     req.wait_ms = CHECK_WAIT_MS;
+    req.job_id = e->spec->job_id; /* the directory shows a job's objects to that job */
+    req.job_credential = e->spec->job_credential;
     /* Its own queue: a held look must not delay the raylet's other calls to the GCS. */
     esc_rpc_async_call(tm->checker, tm->gcs, &escher__object_directory__descriptor,
                        "GetLocations", &req.base, CHECK_WAIT_MS + CHECK_TIMEOUT_MS,
@@ -526,14 +418,20 @@ void task_manager_node_dead(task_manager *tm, const char *node_id)
 int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
 {
     const ProtobufCServiceDescriptor *d = &escher__task_service__descriptor;
-    return esc_rpc_server_handle(srv, d, "SubmitTask", handle_submit, tm) |
-           esc_rpc_server_handle(srv, d, "SubmitTasks", handle_submit_batch, tm) |
+    return esc_rpc_server_handle(srv, d, "SubmitTask", task_submit_handle, tm) |
+           esc_rpc_server_handle(srv, d, "SubmitTasks", task_submit_handle_batch, tm) |
            esc_rpc_server_handle(srv, d, "TasksDone", task_lineage_handle_tasks_done, tm) |
            esc_rpc_server_handle(srv, d, "CancelTask", task_cancel_handle, tm) |
            esc_rpc_server_handle(srv, d, "KillActor", task_cancel_handle_kill_actor, tm) |
            esc_rpc_server_handle(srv, d, "ResizeActor", actor_resize_handle, tm) |
            esc_rpc_server_handle(srv, d, "Reconstruct", task_lineage_handle_reconstruct, tm) |
            esc_rpc_server_handle(srv, d, "GetTaskState", task_state_handle, tm);
+}
+
+void task_manager_log_applied(task_manager *tm)
+{
+    if (tm->held)
+        task_submit_jobs_changed(tm);
 }
 
 void task_manager_job_finished(task_manager *tm, const char *job_id)
@@ -582,6 +480,7 @@ void task_manager_stop(task_manager *tm)
 {
     if (tm) {
         actor_resize_stop(tm);
+        task_submit_drop_held(tm);
         esc_rpc_async_free(tm->checker); /* looks not made yet end UNAVAILABLE */
         tm->checker = NULL;
     }

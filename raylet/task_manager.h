@@ -45,6 +45,9 @@ void task_manager_object_failed(task_manager *tm, const char *id, const char *wh
  * when why is not NULL, fail with it. */
 void task_manager_package_ready(task_manager *tm, const char *hash, const char *why);
 void task_manager_job_finished(task_manager *tm, const char *job_id);
+/* An event of the log was applied: submissions held for their job's event are judged
+ * again (task_submit.c). */
+void task_manager_log_applied(task_manager *tm);
 size_t task_manager_queued(const task_manager *tm);
 /* Stops the task manager's own outbound calls (their callbacks are posted to the loop):
  * call before the loop's last drain. */

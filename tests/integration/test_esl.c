@@ -237,7 +237,8 @@ static void test_locality(void **state)
     esc_ref *input = NULL;
     esc_status st;
     assert_int_equal(esc_put(on1, "chunk", 5, &input, &st), ESC_OK);
-    esc_client *cl = h_connect(&C, "esl_loc2", 0, false);
+    /* The same job on node 0: an object's locations are its job's (docs/security.md). */
+    esc_client *cl = h_join(&C, on1, 0);
     esl_policy *p = NULL;
     assert_int_equal(esl_locality(cl, "near", input, &p, &st), ESC_OK);
     char *n = node_of(cl, submit(cl, "getenv_task", "ESCHER_NODE_ID", esl_policy_request(p), NULL));

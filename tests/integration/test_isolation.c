@@ -3,6 +3,7 @@
  * job; it asserts that the attack is PERMISSION_DENIED with a one-line reason and that
  * the victim's state is unchanged. The last tests check the legitimate flows: the
  * shared "default" namespace, a grant, its revocation. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include "gcs.pb-c.h"
 #include "harness.h"
+#include "object.pb-c.h"
 #include "task.pb-c.h"
 
 static h_cluster C;
@@ -402,6 +404,455 @@ static void test_forged_result_denied(void **state)
     esc_disconnect(v);
 }
 
+/* ---- through the raylets (docs/security.md, "Raylet checks") */
+
+/* The held amount of full name `name` on node 0 (-1: absent). */
+static int64_t held_of(esc_client *cl, const char *name)
+{
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    const esc_resource_info *r = NULL;
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (!strcmp(s->nodes[i].id, C.raylets[0].node_id))
+            r = esc_node_resource(&s->nodes[i], name);
+    int64_t h = r ? r->held : -1;
+    esc_cluster_status_free(s);
+    return h;
+}
+
+static bool gang_free(void *v)
+{
+    return held_of(v, "victim/gang") == 0;
+}
+
+/* Submits `echo` requesting one unit of `res` (NULL: nothing) as cl; returns esc_get's
+ * code, with st. */
+static int run_echo(esc_client *cl, const char *res, esc_status *st)
+{
+    esc_amount amt[] = {{.name = res, .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "hi", .len = 2};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg,
+                          .nargs = 1, .resources = res ? amt : NULL, .nresources = res ? 1 : 0};
+    esc_ref *r = NULL;
+    int rc = esc_task_submit(cl, &spec, &r, NULL, st);
+    if (rc != ESC_OK)
+        return rc;
+    void *val = NULL;
+    size_t len = 0;
+    rc = esc_get(cl, r, 30000, &val, &len, st);
+    free(val);
+    esc_ref_free(r);
+    return rc;
+}
+
+/* A task of the attacker that requests the victim's gang resource is refused, and
+ * takes none of it; a task next to it (same submission burst) runs. */
+static void test_task_resources_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_status st;
+    esc_amount gang[] = {{.name = "victim/gang", .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "hi", .len = 2};
+    esc_task_spec bad = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg, .nargs = 1,
+                         .resources = gang, .nresources = 1};
+    esc_task_spec good = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg, .nargs = 1};
+    esc_ref *rb = NULL, *rg = NULL;
+    assert_int_equal(esc_task_submit(a, &bad, &rb, NULL, &st), ESC_OK);
+    assert_int_equal(esc_task_submit(a, &good, &rg, NULL, &st), ESC_OK);
+    void *val = NULL;
+    size_t len = 0;
+    assert_denied(esc_get(a, rb, 30000, &val, &len, &st), &st);
+    assert_non_null(strstr(st.message, "namespace victim"));
+    assert_int_equal(esc_get(a, rg, 30000, &val, &len, &st), ESC_OK);
+    free(val);
+    esc_ref_free(rb);
+    esc_ref_free(rg);
+    assert_int_equal(held_of(v, "victim/gang"), 0);
+    /* The victim itself uses its resource. */
+    assert_int_equal(run_echo(v, "victim/gang", &st), ESC_OK);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* A raw spec for the raylet: `echo` of job job_id with credential cred. */
+static size_t pack_echo(const char *job_id, const char *cred, const char *task_id,
+                        uint8_t *buf)
+{
+    Escher__FunctionRef fn = ESCHER__FUNCTION_REF__INIT;
+    fn.library = (char *)h_tasks_lib();
+    fn.symbol = "echo";
+    Escher__TaskSpec spec = ESCHER__TASK_SPEC__INIT;
+    spec.task_id = (char *)task_id;
+    spec.job_id = (char *)job_id;
+    spec.job_credential = (char *)cred;
+    spec.function = &fn;
+    spec.num_returns = 1;
+    return protobuf_c_message_pack(&spec.base, buf);
+}
+
+/* Specs that name the victim's job (with the attacker's or a made-up credential) or a
+ * job that does not exist are refused, one by one; the attacker's own spec in the same
+ * batch is taken. A single SubmitTask of such a spec is refused too. */
+static void test_forged_spec_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    const char *made_up = "0000000000000000000000000000000000000000000000000000000000000000";
+    uint8_t b0[1024], b1[1024], b2[1024], b3[1024];
+    ProtobufCBinaryData specs[] = {
+        {pack_echo(esc_client_job_id(v), esc_client_job_credential(a),
+                   "f0000000000000000000000000000000", b0), b0},
+        {pack_echo(esc_client_job_id(v), made_up, "f1000000000000000000000000000000", b1), b1},
+        {pack_echo("nosuchjob", made_up, "f2000000000000000000000000000000", b2), b2},
+        {pack_echo(esc_client_job_id(a), esc_client_job_credential(a),
+                   "f3000000000000000000000000000000", b3), b3},
+    };
+    Escher__TaskBatch batch = ESCHER__TASK_BATCH__INIT;
+    batch.specs = specs;
+    batch.n_specs = 4;
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    ProtobufCMessage *m = NULL;
+    esc_status st;
+    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTasks",
+                                  &batch.base, &m, 10000, 0, &st), ESC_OK);
+    Escher__SubmitTasksReply *rep = (Escher__SubmitTasksReply *)m;
+    assert_int_equal(rep->n_rejected, 3);
+    assert_int_equal(rep->n_codes, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(rep->rejected[i], i);
+        assert_int_equal(rep->codes[i], ESC_PERMISSION_DENIED);
+        assert_null(strchr(rep->errors[i], '\n'));
+    }
+    assert_non_null(strstr(rep->errors[2], "not running"));
+    protobuf_c_message_free_unpacked(m, NULL);
+
+    Escher__TaskSpec *one = escher__task_spec__unpack(NULL, specs[0].len, specs[0].data);
+    m = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &one->base,
+                               &m, 10000, 0, &st),
+                  &st);
+    protobuf_c_message_free_unpacked(&one->base, NULL);
+    esc_rpc_channel_free(ch);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* The victim's actor: created, and its counter at 1. */
+static esc_actor *victim_counter(esc_client *v)
+{
+    esc_actor_spec spec = {.name = "counter", .library = h_tasks_lib(),
+                           .init_symbol = "counter_init"};
+    esc_actor *act = NULL;
+    esc_status st;
+    assert_int_equal(esc_actor_create(v, &spec, &act, &st), ESC_OK);
+    esc_task_arg one = {.data = "1", .len = 1};
+    esc_ref *r = NULL;
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_actor_call(v, act, "counter_add", &one, 1, 1, &r, &st), ESC_OK);
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    free(val);
+    esc_ref_free(r);
+    return act;
+}
+
+/* counter_add(1) on act as cl: the counter's new value (a digit), or -code. */
+static int add_one(esc_client *cl, esc_actor *act)
+{
+    esc_task_arg one = {.data = "1", .len = 1};
+    esc_ref *r = NULL;
+    esc_status st;
+    int rc = esc_actor_call(cl, act, "counter_add", &one, 1, 1, &r, &st);
+    if (rc != ESC_OK)
+        return -rc;
+    void *val = NULL;
+    size_t len = 0;
+    rc = esc_get(cl, r, 30000, &val, &len, &st);
+    int out = rc == ESC_OK && len == 1 ? ((char *)val)[0] - '0' : -rc;
+    free(val);
+    esc_ref_free(r);
+    return out;
+}
+
+/* A method call of the victim's actor by the attacker (its id is public) is refused at
+ * the host raylet; the actor's state is unchanged. Granted the namespace, it may. */
+static void test_actor_call_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_actor *act = victim_counter(v);
+    assert_int_equal(add_one(a, act), -ESC_PERMISSION_DENIED);
+    assert_int_equal(add_one(v, act), 2);
+    esc_status st;
+    assert_int_equal(esc_namespace_grant(v, esc_client_job_id(a), &st), ESC_OK);
+    /* The grant reaches the raylet through the log: the next calls see it. */
+    int got;
+    double end = h_now_ms() + 10000;
+    while ((got = add_one(a, act)) == -ESC_PERMISSION_DENIED && h_now_ms() < end)
+        ;
+    assert_int_equal(got, 3);
+    assert_int_equal(esc_actor_kill(v, act, &st), ESC_OK);
+    esc_actor_free(act);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* Pull of object id from raylet 0 on ch, with body job and credential (NULL: none): the
+ * stream's final code (OK when chunks came). */
+static int raw_pull(esc_rpc_channel *ch, const char *id, const char *job, const char *cred,
+                    esc_status *st)
+{
+    Escher__PullRequest req = ESCHER__PULL_REQUEST__INIT;
+    req.object_id = (char *)id;
+    req.job_id = (char *)(job ? job : "");
+    req.job_credential = (char *)(cred ? cred : "");
+    esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &escher__object_store__descriptor,
+                                                    "Pull", &req.base, 10000, st);
+    if (!s)
+        return st->code;
+    ProtobufCMessage *m;
+    while (esc_rpc_stream_next(s, &m, st) == 1)
+        protobuf_c_message_free_unpacked(m, NULL);
+    esc_rpc_stream_free(s);
+    return st->code;
+}
+
+/* GetLocations of id at the GCS on ch, with body job and credential (NULL: none). */
+static int raw_locations(esc_rpc_channel *ch, const char *id, const char *job, const char *cred,
+                         esc_status *st)
+{
+    Escher__GetLocationsRequest req = ESCHER__GET_LOCATIONS_REQUEST__INIT;
+    req.object_id = (char *)id;
+    req.job_id = (char *)(job ? job : "");
+    req.job_credential = (char *)(cred ? cred : "");
+    ProtobufCMessage *rep = NULL;
+    int rc = esc_rpc_call(ch, &escher__object_directory__descriptor, "GetLocations", &req.base,
+                          &rep, 10000, 0, st);
+    if (rep)
+        protobuf_c_message_free_unpacked(rep, NULL);
+    return rc;
+}
+
+/* The victim's object (put on node 0) cannot be read, located or freed by the attacker
+ * (on node 1): not through the SDK, not with raw calls as itself, as no job, or naming
+ * the victim's job with a made-up credential; a task of the attacker that names it as
+ * its argument fails. The victim still reads it; a grant opens it. */
+static void test_objects_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 1, false);
+    const char *made_up = "0000000000000000000000000000000000000000000000000000000000000000";
+    esc_status st;
+    esc_ref *ref = NULL;
+    assert_int_equal(esc_put(v, "secret", 6, &ref, &st), ESC_OK);
+    const char *id = esc_ref_id(ref);
+    esc_ref *stolen = esc_ref_from_id(id);
+    void *val = NULL;
+    size_t len = 0;
+    assert_denied(esc_get(a, stolen, 5000, &val, &len, &st), &st);
+    assert_non_null(strstr(st.message, "belongs to job"));
+
+    esc_rpc_channel *gcs = esc_rpc_channel_new(C.gcs_addr, C.token);
+    assert_denied(raw_locations(gcs, id, NULL, NULL, &st), &st);          /* no job */
+    assert_denied(raw_locations(gcs, id, esc_client_job_id(v), made_up, &st), &st);
+    esc_rpc_channel_set_job(gcs, esc_client_job_id(a), esc_client_job_credential(a));
+    assert_denied(raw_locations(gcs, id, NULL, NULL, &st), &st);          /* as itself */
+    esc_rpc_channel_free(gcs);
+
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    assert_denied(raw_pull(ch, id, NULL, NULL, &st), &st);
+    assert_denied(raw_pull(ch, id, esc_client_job_id(v), made_up, &st), &st);
+    assert_denied(raw_pull(ch, id, esc_client_job_id(v), esc_client_job_credential(a), &st), &st);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(a), esc_client_job_credential(a));
+    assert_denied(raw_pull(ch, id, NULL, NULL, &st), &st);
+    Escher__FreeObjectsRequest fr = ESCHER__FREE_OBJECTS_REQUEST__INIT;
+    char *ids[] = {(char *)id};
+    fr.object_ids = ids;
+    fr.n_object_ids = 1;
+    ProtobufCMessage *rep = NULL;
+    assert_denied(esc_rpc_call(ch, &escher__object_store__descriptor, "FreeObjects", &fr.base,
+                               &rep, 10000, 0, &st),
+                  &st);
+    esc_rpc_channel_free(ch);
+
+    /* As a task's argument, on the node that holds it (no pull needed) or not. */
+    esc_task_arg arg = {.ref = stolen};
+    for (int node = 0; node < 2; node++) {
+        esc_client *an = node ? a : h_join(&C, a, 0);
+        esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg,
+                              .nargs = 1};
+        esc_ref *r = NULL;
+        assert_int_equal(esc_task_submit(an, &spec, &r, NULL, &st), ESC_OK);
+        assert_int_not_equal(esc_get(an, r, 30000, &val, &len, &st), ESC_OK);
+        assert_non_null(strstr(st.message, "PERMISSION_DENIED"));
+        esc_ref_free(r);
+        if (!node)
+            esc_disconnect(an);
+    }
+
+    assert_int_equal(esc_get(v, ref, 5000, &val, &len, &st), ESC_OK);
+    assert_int_equal(len, 6);
+    assert_memory_equal(val, "secret", 6);
+    free(val);
+    /* Granted, the attacker reads it (from the other node: a pull). */
+    assert_int_equal(esc_namespace_grant(v, esc_client_job_id(a), &st), ESC_OK);
+    int rc;
+    double end = h_now_ms() + 10000;
+    while ((rc = esc_get(a, stolen, 5000, &val, &len, &st)) == ESC_PERMISSION_DENIED &&
+           h_now_ms() < end)
+        ;
+    assert_int_equal(rc, ESC_OK);
+    assert_memory_equal(val, "secret", 6);
+    free(val);
+    esc_ref_free(stolen);
+    esc_ref_free(ref);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* A grant lets tasks of the grantee consume the namespace's resources (through the
+ * raylet, which learns grants from the log); a revoke stops it again. */
+static void test_task_resources_granted(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "friend", 0, false);
+    esc_status st;
+    assert_int_equal(esc_namespace_grant(v, esc_client_job_id(a), &st), ESC_OK);
+    int rc;
+    double end = h_now_ms() + 10000;
+    while ((rc = run_echo(a, "victim/gang", &st)) == ESC_PERMISSION_DENIED && h_now_ms() < end)
+        ;
+    assert_int_equal(rc, ESC_OK);
+    assert_int_equal(esc_namespace_revoke(v, esc_client_job_id(a), &st), ESC_OK);
+    end = h_now_ms() + 10000;
+    while ((rc = run_echo(a, "victim/gang", &st)) == ESC_OK && h_now_ms() < end)
+        ;
+    assert_denied(rc, &st);
+    /* The granted runs released what they held (the status follows the raylet's report). */
+    assert_true(h_wait_until(gang_free, v, 10000));
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
+/* New jobs that submit at once, on either node, are never refused: their raylet waits
+ * for the job's event when it has not applied it yet (RegisterJobReply.job_seq). */
+static void test_submit_right_after_connect(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 6; i++) {
+        esc_client *cl = h_connect(&C, NULL, i % 2, false);
+        esc_status st;
+        assert_int_equal(run_echo(cl, NULL, &st), ESC_OK);
+        esc_disconnect(cl);
+    }
+}
+
+/* A raw SubmitTask in a thread: the spec, and what came back when. */
+typedef struct {
+    uint8_t buf[1024];
+    size_t len;
+    int rc;
+    esc_status st;
+    double done_ms;
+} held_call;
+
+static void *submit_held(void *p)
+{
+    held_call *h = p;
+    Escher__TaskSpec *spec = escher__task_spec__unpack(NULL, h->len, h->buf);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    ProtobufCMessage *rep = NULL;
+    h->rc = esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &spec->base, &rep,
+                         20000, 0, &h->st);
+    h->done_ms = h_now_ms();
+    if (rep)
+        protobuf_c_message_free_unpacked(rep, NULL);
+    esc_rpc_channel_free(ch);
+    protobuf_c_message_free_unpacked(&spec->base, NULL);
+    return NULL;
+}
+
+/* A spec of a job the raylet does not know, whose job_seq is ahead of the log, is held
+ * until the raylet applied that seq, then judged: refused (a forged job is never parked
+ * for long), and not before the entry it waited for was committed. */
+static void test_unknown_job_held_until_seq(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_status st;
+    uint64_t seq = 0;
+    assert_int_equal(esc_resource_set(v, "tick", ESC_QTY(1), NULL, &seq, &st), ESC_OK);
+    assert_int_equal(esc_wait_applied(v, seq, NULL, 0, 10000, &st), ESC_OK);
+    held_call h = {.rc = -1};
+    const char *made_up = "0000000000000000000000000000000000000000000000000000000000000000";
+    Escher__FunctionRef fn = ESCHER__FUNCTION_REF__INIT;
+    fn.library = (char *)h_tasks_lib();
+    fn.symbol = "echo";
+    Escher__TaskSpec spec = ESCHER__TASK_SPEC__INIT;
+    spec.task_id = "e0000000000000000000000000000000";
+    spec.job_id = "notyetajob";
+    spec.job_credential = (char *)made_up;
+    spec.function = &fn;
+    spec.num_returns = 1;
+    spec.job_seq = seq + 1;
+    h.len = protobuf_c_message_pack(&spec.base, h.buf);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, submit_held, &h), 0);
+    /* The raylet answers once it applied seq + 1: the next entry of the log. Give the
+     * call a moment to arrive first, by a round trip to the same raylet's node state. */
+    esc_cluster_status *cs = NULL;
+    assert_int_equal(esc_get_cluster_status(v, &cs, NULL), ESC_OK);
+    esc_cluster_status_free(cs);
+    double wrote = h_now_ms();
+    assert_int_equal(esc_resource_set(v, "tick", ESC_QTY(2), NULL, &seq, &st), ESC_OK);
+    pthread_join(t, NULL);
+    assert_denied(h.rc, &h.st);
+    assert_non_null(strstr(h.st.message, "not running"));
+    assert_true(h.done_ms >= wrote);
+    assert_true(h.done_ms - wrote < 5000); /* well before the hold's deadline */
+    assert_int_equal(esc_resource_delete(v, "tick", NULL, &seq, &st), ESC_OK);
+    esc_disconnect(v);
+}
+
+/* A spec of a job that does not exist, claiming a seq far ahead of the log, is held only
+ * until the raylet's deadline (10 s), then refused. */
+static void test_forged_seq_not_held_forever(void **state)
+{
+    (void)state;
+    held_call h = {.rc = -1};
+    const char *made_up = "0000000000000000000000000000000000000000000000000000000000000000";
+    Escher__FunctionRef fn = ESCHER__FUNCTION_REF__INIT;
+    fn.library = (char *)h_tasks_lib();
+    fn.symbol = "echo";
+    Escher__TaskSpec spec = ESCHER__TASK_SPEC__INIT;
+    spec.task_id = "e1000000000000000000000000000000";
+    spec.job_id = "ghostjob";
+    spec.job_credential = (char *)made_up;
+    spec.function = &fn;
+    spec.num_returns = 1;
+    spec.job_seq = UINT64_C(1) << 60;
+    h.len = protobuf_c_message_pack(&spec.base, h.buf);
+    double start = h_now_ms();
+    submit_held(&h);
+    assert_denied(h.rc, &h.st);
+    assert_true(h.done_ms - start < 15000);
+}
+
 /* "default" is shared: two jobs register in it and both write its resources and KV. */
 static void test_default_shared(void **state)
 {
@@ -504,6 +955,14 @@ int main(void)
         cmocka_unit_test(test_cancel_denied),
         cmocka_unit_test(test_kill_actor_denied),
         cmocka_unit_test(test_forged_result_denied),
+        cmocka_unit_test(test_task_resources_denied),
+        cmocka_unit_test(test_forged_spec_denied),
+        cmocka_unit_test(test_actor_call_denied),
+        cmocka_unit_test(test_objects_denied),
+        cmocka_unit_test(test_task_resources_granted),
+        cmocka_unit_test(test_submit_right_after_connect),
+        cmocka_unit_test(test_unknown_job_held_until_seq),
+        cmocka_unit_test(test_forged_seq_not_held_forever),
         cmocka_unit_test(test_default_shared),
         cmocka_unit_test(test_grant_and_revoke),
     };

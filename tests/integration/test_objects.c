@@ -105,7 +105,7 @@ static void test_pull_across_raylets(void **state)
 {
     (void)state;
     esc_client *ca = h_connect(&C, NULL, NODE_A, false);
-    esc_client *cb = h_connect(&C, NULL, NODE_B, false);
+    esc_client *cb = h_join(&C, ca, NODE_B); /* objects are their job's: one job, two nodes */
     esc_ref *ref = NULL;
     esc_status st;
     const char msg[] = "hello from node A";
@@ -143,15 +143,15 @@ static void test_pull_across_raylets(void **state)
     esc_ref_free(empty);
     assert_null(esc_ref_from_id(""));
     assert_null(esc_ref_from_id("bad/id"));
+    esc_disconnect(cb); /* the joined client first */
     esc_disconnect(ca);
-    esc_disconnect(cb);
 }
 
 static void test_100mb_from_another_node(void **state)
 {
     (void)state;
     esc_client *ca = h_connect(&C, NULL, NODE_A, false);
-    esc_client *cb = h_connect(&C, NULL, NODE_B, false);
+    esc_client *cb = h_join(&C, ca, NODE_B); /* objects are their job's: one job, two nodes */
     const size_t size = 100u << 20;
     uint8_t *buf = malloc(size);
     assert_non_null(buf);
@@ -175,8 +175,8 @@ static void test_100mb_from_another_node(void **state)
     free(buf);
     assert_int_equal(esc_ref_release(ca, ref, &st), ESC_OK);
     esc_ref_free(ref);
+    esc_disconnect(cb); /* the joined client first */
     esc_disconnect(ca);
-    esc_disconnect(cb);
 }
 
 static void test_full_store(void **state)
@@ -253,7 +253,7 @@ static void test_killed_raylet_drops_locations(void **state)
 {
     (void)state;
     esc_client *cv = h_connect(&C, NULL, NODE_VICTIM, false);
-    esc_client *cb = h_connect(&C, NULL, NODE_B, false);
+    esc_client *cb = h_join(&C, cv, NODE_B); /* objects are their job's */
     esc_ref *ref = NULL;
     assert_int_equal(esc_put(cv, "doomed", 6, &ref, NULL), ESC_OK);
     assert_int_equal(locations(cb, esc_ref_id(ref), NULL, 0), 1);
@@ -265,8 +265,8 @@ static void test_killed_raylet_drops_locations(void **state)
     size_t len = 0;
     assert_int_equal(esc_get(cb, ref, 200, &data, &len, NULL), ESC_DEADLINE_EXCEEDED);
     esc_ref_free(ref);
-    esc_disconnect(cv);
     esc_disconnect(cb);
+    esc_disconnect(cv);
 }
 
 static void test_validation(void **state)
@@ -387,7 +387,7 @@ static void test_error_object(void **state)
 {
     (void)state;
     esc_client *ca = h_connect(&C, NULL, NODE_A, false);
-    esc_client *cb = h_connect(&C, NULL, NODE_B, false);
+    esc_client *cb = h_join(&C, ca, NODE_B); /* objects are their job's: one job, two nodes */
     char addr[64];
     raylet_addr(NODE_A, addr, sizeof addr);
     /* What a failed task leaves behind: an empty object that carries its error. */
@@ -406,8 +406,8 @@ static void test_error_object(void **state)
     assert_string_equal(st.message, "worker died: signal 11 (SIGSEGV)");
     assert_null(data);
     esc_ref_free(ref);
-    esc_disconnect(ca); /* the job's end frees it */
     esc_disconnect(cb);
+    esc_disconnect(ca); /* the job's end frees it */
 }
 
 typedef struct {
@@ -438,7 +438,7 @@ static void test_shutdown_while_busy(void **state)
     assert_int_equal(h_raylet_start(&d, 0, NULL), 0);
     assert_int_equal(h_raylet_start(&d, 1, NULL), 0);
     esc_client *ca = h_connect(&d, NULL, 0, false);
-    esc_client *cb = h_connect(&d, NULL, 1, false);
+    esc_client *cb = h_join(&d, ca, 1); /* objects are their job's */
     const size_t size = 64u << 20;
     uint8_t *buf = calloc(1, size);
     esc_ref *big = NULL;
@@ -461,8 +461,8 @@ static void test_shutdown_while_busy(void **state)
     assert_int_not_equal(waiting.rc, ESC_OK);
     esc_ref_free(waiting.ref);
     esc_ref_free(big);
-    esc_disconnect(ca); /* each waits FinishJob's 3 s for the GCS, which is gone */
     esc_disconnect(cb);
+    esc_disconnect(ca); /* waits FinishJob's 3 s for the GCS, which is gone */
 }
 
 int main(void)

@@ -678,6 +678,7 @@ static void test_batch_rejects_per_spec(void **state)
     snprintf(task_id, sizeof task_id, "%s", "0123456789abcdef0123456789abcdef");
     good.task_id = task_id;
     good.job_id = (char *)esc_client_job_id(cl);
+    good.job_credential = (char *)esc_client_job_credential(cl); /* the raylet checks it */
     good.function = &fn;
     good.args = args;
     good.n_args = 1;

@@ -360,10 +360,12 @@ typedef struct esc_ref esc_ref;
 
 /* Stores len bytes (copied) as a new object in the store of the client's local node.
  * On ESC_OK *out is a new reference (the caller frees it with esc_ref_free; that does
- * not free the object) and the object is registered at the GCS: any client can read or
- * release it at once. Returns FAILED_PRECONDITION when the client has no local node,
- * RESOURCE_EXHAUSTED ("object store full (used X of Y bytes ...)") when it does not
- * fit, or a call's code. The object belongs to the client's job. */
+ * not free the object) and the object is registered at the GCS: the job's clients can
+ * read or release it at once. Returns FAILED_PRECONDITION when the client has no local
+ * node, RESOURCE_EXHAUSTED ("object store full (used X of Y bytes ...)") when it does not
+ * fit, or a call's code. The object belongs to the client's job: only that job and jobs
+ * it granted its namespace (esc_namespace_grant) read, locate or release it
+ * (docs/security.md, "Objects"). */
 int esc_put(esc_client *c, const void *data, size_t len, esc_ref **out, esc_status *st);
 
 /* Reads an object, waiting until some node holds it: timeout_ms > 0 waits at most that
@@ -374,13 +376,15 @@ int esc_put(esc_client *c, const void *data, size_t len, esc_ref **out, esc_stat
  * the task again (docs/tasks.md, "When a node fails"), and the get waits for it.
  * Returns DEADLINE_EXCEEDED when no node held it in time, NOT_FOUND when every copy was
  * freed meanwhile or was lost with no node left that can make it again, ABORTED with the
- * task's error text in st for an error object (then *data is NULL), or a call's code. */
+ * task's error text in st for an error object (then *data is NULL), PERMISSION_DENIED
+ * when the object belongs to a job that is not c's and did not grant c's job its
+ * namespace, or a call's code. */
 int esc_get(esc_client *c, const esc_ref *ref, int timeout_ms, void **data, size_t *len,
             esc_status *st);
 
 /* Frees the object on every node that holds it (its locations leave the GCS directory).
  * Releasing an object that is gone already is ESC_OK. The reference itself stays valid
- * (esc_ref_free frees it). */
+ * (esc_ref_free frees it). PERMISSION_DENIED for another job's object (as esc_get). */
 int esc_ref_release(esc_client *c, const esc_ref *ref, esc_status *st);
 
 /* The object id of a reference (owned by the reference). */
@@ -403,7 +407,8 @@ typedef struct {
 } esc_object_locations;
 
 /* Asks the GCS which nodes hold the object now (no waiting). *out is owned by the
- * caller (esc_object_locations_free); an unknown object gives ESC_OK with n == 0. */
+ * caller (esc_object_locations_free); an unknown object gives ESC_OK with n == 0;
+ * PERMISSION_DENIED for another job's object (as esc_get). */
 int esc_ref_locations(esc_client *c, const esc_ref *ref, esc_object_locations **out,
                       esc_status *st);
 void esc_object_locations_free(esc_object_locations *l);
@@ -462,7 +467,11 @@ typedef struct {
  * with esc_ref_free; read them with esc_get, which waits for the task), and task_id
  * (when not NULL, ESC_ID_MAX bytes) gets the task's id. A failed task's returns
  * are error objects: esc_get gives ABORTED with the failure ("task returned 3", "worker
- * died: signal 11 (SIGSEGV)", "cancelled"). */
+ * died: signal 11 (SIGSEGV)", "cancelled"). A task the raylet refuses makes error
+ * objects with the refusal's code: PERMISSION_DENIED when it requests an ephemeral
+ * resource of a namespace that another running job owns and did not grant c's job
+ * (docs/security.md, "Raylet checks"); a task whose argument is such a job's object
+ * fails (ABORTED, "PERMISSION_DENIED: ..." in the text). */
 int esc_task_submit(esc_client *c, const esc_task_spec *spec, esc_ref **refs, char *task_id,
                     esc_status *st);
 
@@ -482,7 +491,8 @@ int esc_task_withdraw(esc_client *c, const esc_ref *ref, esc_status *st);
 
 /* Waits until at least num_ready of the n objects exist (or timeout_ms passes; < 0: no
  * limit). ready[i] tells which; *nready how many. ESC_OK even when fewer are ready at the
- * timeout: the caller reads *nready. */
+ * timeout: the caller reads *nready. An object of a job that c's job may not read never
+ * counts as ready (esc_get tells PERMISSION_DENIED). */
 int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
              int timeout_ms, bool *ready, size_t *nready, esc_status *st);
 
@@ -541,7 +551,8 @@ int esc_actor_create(esc_client *c, const esc_actor_spec *spec, esc_actor **out,
  * Waits (up to 60 s) until the actor is placed, then returns at once with num_returns
  * references (0 means 1), read with esc_get. Calls of one caller run in the order made.
  * A call of a dead actor returns references to error objects ("actor ... died: ...");
- * FAILED_PRECONDITION when the actor's creation failed (st says why). */
+ * FAILED_PRECONDITION when the actor's creation failed (st says why); PERMISSION_DENIED
+ * when c's job is not the actor's and the actor's job did not grant it its namespace. */
 int esc_actor_call(esc_client *c, esc_actor *a, const char *method, const esc_task_arg *args,
                    size_t nargs, unsigned num_returns, esc_ref **refs, esc_status *st);
 
