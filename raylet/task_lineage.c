@@ -8,6 +8,7 @@
 #include "log.h"
 #include "names.h"
 #include "pbutil.h"
+#include "job_mirror.h"
 #include "task_internal.h"
 #include "ids.h"
 #include "peers.h"
@@ -39,6 +40,20 @@ static bool in_progress(task_manager *tm, const char *task_id)
            esc_strmap_get(tm->fetching, task_id) || task_find_queued(tm, task_id);
 }
 
+/* Who may have a task run again: a raylet (the daemon key: it fetches an argument for a
+ * task whose job the directory already let read it), or a client whose job may read the
+ * task's objects (its own job, or one that granted it its namespace). */
+static bool reconstruct_allowed(task_manager *tm, const esc_rpc_ctx *call, const task_entry *e,
+                                const char *object_id, char *why, size_t len)
+{
+    if (!e || esc_rpc_ctx_from_daemon(call))
+        return true;
+    char reader[80];
+    job_mirror *m = tm->r->jobs;
+    return job_mirror_caller(m, call, "", "", reader, why, len) == ESC_OK &&
+           job_mirror_reader_ok(m, reader, object_id, e->spec->job_id, why, len) == ESC_OK;
+}
+
 /* A reader found every copy of a return gone with its node: the task that made it runs
  * again, from its lineage, once however many readers ask. */
 void task_lineage_handle_reconstruct(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
@@ -53,6 +68,12 @@ void task_lineage_handle_reconstruct(esc_rpc_ctx *call, const ProtobufCMessage *
     }
     char task_id[ESC_OBJECT_ID_MAX];
     snprintf(task_id, sizeof task_id, "%.*s", (int)(n - 4), req->object_id); /* esc_return_id */
+    char why[300];
+    if (!reconstruct_allowed(tm, call, esc_strmap_get(tm->lineage, task_id), req->object_id,
+                             why, sizeof why)) {
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
+    }
     task_entry *e = esc_strmap_del(tm->lineage, task_id);
     rep.found = e || in_progress(tm, task_id);
     if (e) /* before the reply, which frees the request */

@@ -404,6 +404,52 @@ static void test_forged_result_denied(void **state)
     esc_disconnect(v);
 }
 
+/* A raw Reconstruct of object_id at raylet 0 from a channel acting as job (NULL: none). */
+static int raw_reconstruct(esc_client *as, const char *object_id, esc_status *st)
+{
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    if (as)
+        esc_rpc_channel_set_job(ch, esc_client_job_id(as), esc_client_job_credential(as));
+    Escher__ReconstructRequest req = ESCHER__RECONSTRUCT_REQUEST__INIT;
+    req.object_id = (char *)object_id;
+    ProtobufCMessage *rep = NULL;
+    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "Reconstruct", &req.base, &rep,
+                          5000, 0, st);
+    if (rep)
+        protobuf_c_message_free_unpacked(rep, NULL);
+    esc_rpc_channel_free(ch);
+    return rc;
+}
+
+/* Another job, or a caller with no job, cannot have the victim's task run again from its
+ * lineage (raylet 0 forwarded it to node 1, so it keeps the lineage); the victim can. */
+static void test_reconstruct_denied(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "attacker", 0, false);
+    esc_amount far[] = {{.name = "far", .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "x", .len = 1};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg, .nargs = 1,
+                          .resources = far, .nresources = 1};
+    esc_ref *r = NULL;
+    esc_status st;
+    assert_int_equal(esc_task_submit(v, &spec, &r, NULL, &st), ESC_OK);
+    void *val = NULL;
+    size_t len;
+    assert_int_equal(esc_get(v, r, 30000, &val, &len, &st), ESC_OK);
+    free(val);
+    assert_denied(raw_reconstruct(a, esc_ref_id(r), &st), &st);
+    assert_non_null(strstr(st.message, "job"));
+    assert_denied(raw_reconstruct(NULL, esc_ref_id(r), &st), &st);
+    assert_int_equal(raw_reconstruct(v, esc_ref_id(r), &st), ESC_OK);
+    esc_ref_free(r);
+    esc_disconnect(a);
+    esc_disconnect(v);
+}
+
 /* ---- through the raylets (docs/security.md, "Raylet checks") */
 
 /* The held amount of full name `name` on node 0 (-1: absent). */
@@ -955,6 +1001,7 @@ int main(void)
         cmocka_unit_test(test_cancel_denied),
         cmocka_unit_test(test_kill_actor_denied),
         cmocka_unit_test(test_forged_result_denied),
+        cmocka_unit_test(test_reconstruct_denied),
         cmocka_unit_test(test_task_resources_denied),
         cmocka_unit_test(test_forged_spec_denied),
         cmocka_unit_test(test_actor_call_denied),
