@@ -6,6 +6,7 @@
  * entries or availability, which drivers do not need). */
 #include "gcs.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,9 @@ struct gcs_sub {
     esc_rpc_ctx *call;
     char *node_id;
     char *job_id;
+    bool watch;        /* an application's event stream (SubscribeRequest.watch) */
+    char **prefixes;   /* watch: the resource names it follows */
+    size_t nprefixes;
 };
 
 static void sub_unlink(gcs *g, gcs_sub *s)
@@ -31,6 +35,9 @@ static void sub_unlink(gcs *g, gcs_sub *s)
 
 static void sub_free(gcs_sub *s)
 {
+    for (size_t i = 0; i < s->nprefixes; i++)
+        free(s->prefixes[i]);
+    free(s->prefixes);
     free(s->node_id);
     free(s->job_id);
     free(s);
@@ -61,11 +68,49 @@ static Escher__JobInfo **running_jobs(gcs *g, size_t *n)
     return jobs;
 }
 
+static bool followed(const gcs_sub *s, const char *name)
+{
+    for (size_t i = 0; i < s->nprefixes; i++)
+        if (!strncmp(name, s->prefixes[i], strlen(s->prefixes[i])))
+            return true;
+    return false;
+}
+
+/* A watcher gets node and job-end events whole, and of a resource entry only the
+ * operations on names it follows (nothing when none is). */
+static void send_watched(gcs_sub *s, const Escher__Event *ev)
+{
+    if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_LOAD ||
+        ev->kind == ESCHER__EVENT_KIND__EV_JOB_UPDATED ||
+        ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT)
+        return;
+    if (ev->kind != ESCHER__EVENT_KIND__EV_RESOURCES) {
+        esc_rpc_send(s->call, &ev->base);
+        return;
+    }
+    Escher__Event part = *ev;
+    part.ops = calloc(ev->n_ops + 1, sizeof *part.ops);
+    part.n_ops = 0;
+    for (size_t i = 0; i < ev->n_ops; i++)
+        if (followed(s, ev->ops[i]->name))
+            part.ops[part.n_ops++] = ev->ops[i];
+    if (part.n_ops)
+        esc_rpc_send(s->call, &part.base);
+    free(part.ops);
+}
+
+static void send_to(gcs_sub *s, const Escher__Event *ev)
+{
+    if (s->watch)
+        send_watched(s, ev);
+    else if (wants(s, ev))
+        esc_rpc_send(s->call, &ev->base);
+}
+
 void gcs_broadcast(gcs *g, const Escher__Event *ev)
 {
     for (gcs_sub *s = g->subs; s; s = s->next)
-        if (wants(s, ev))
-            esc_rpc_send(s->call, &ev->base);
+        send_to(s, ev);
 }
 
 /* Sends the full state at g->seq: every node and every registry row, and to a raylet
@@ -82,11 +127,12 @@ static void send_snapshot(gcs *g, gcs_sub *s)
     void *val;
     while (esc_strmap_next(g->nodes, &pos, &key, &val))
         ev.nodes[i++] = ((gcs_node *)val)->info;
-    ev.n_registry = esc_strmap_count(g->registry);
-    ev.registry = calloc(ev.n_registry + 1, sizeof *ev.registry);
+    ev.registry = calloc(esc_strmap_count(g->registry) + 1, sizeof *ev.registry);
     pos = i = 0;
     while (esc_strmap_next(g->registry, &pos, &key, &val))
-        ev.registry[i++] = val;
+        if (!s->watch || followed(s, ((Escher__RegistryEntry *)val)->name))
+            ev.registry[i++] = val;
+    ev.n_registry = i;
     if (s->node_id)
         ev.jobs = running_jobs(g, &ev.n_jobs);
     esc_rpc_send(s->call, &ev.base);
@@ -111,21 +157,20 @@ static void send_loads(gcs *g, gcs_sub *s)
  * still holds what they missed. */
 static void catch_up(gcs *g, gcs_sub *s, uint64_t from)
 {
-    gcs_node *node = gcs_node_find(g, s->node_id);
+    gcs_node *node = s->node_id ? gcs_node_find(g, s->node_id) : NULL;
     size_t first;
-    long n = from && node && !node->needs_snapshot ? gcs_ring_since(g, from, &first) : -1;
+    bool resumable = s->watch || (node && !node->needs_snapshot);
+    long n = from && resumable ? gcs_ring_since(g, from, &first) : -1;
     if (n < 0) {
         if (node)
             node->needs_snapshot = false;
         send_snapshot(g, s);
     } else {
-        for (long k = 0; k < n; k++) {
-            Escher__Event *ev = gcs_ring_at(g, first + (size_t)k);
-            if (wants(s, ev))
-                esc_rpc_send(s->call, &ev->base);
-        }
+        for (long k = 0; k < n; k++)
+            send_to(s, gcs_ring_at(g, first + (size_t)k));
     }
-    send_loads(g, s);
+    if (!s->watch)
+        send_loads(g, s);
 }
 
 static void on_cancel(esc_rpc_ctx *call, void *ud)
@@ -133,16 +178,72 @@ static void on_cancel(esc_rpc_ctx *call, void *ud)
     gcs_sub *s = ud;
     gcs *g = s->g;
     sub_unlink(g, s);
-    if (s->job_id)
+    if (s->job_id && !s->watch)
         gcs_job_stream_closed(g, s->job_id);
     esc_rpc_finish(call, ESC_CANCELLED, "subscriber went away");
     sub_free(s);
+}
+
+/* A watch (SubscribeRequest.watch): its prefixes must be in namespaces the caller's job
+ * may use (gcs_ns_access), like its resource writes. */
+static int check_watch(gcs *g, const esc_rpc_ctx *call, const Escher__SubscribeRequest *req,
+                       char *why, size_t len)
+{
+    if (req->node_id && *req->node_id) {
+        snprintf(why, len, "a watch names no node");
+        return ESC_INVALID_ARGUMENT;
+    }
+    gcs_job *caller = NULL;
+    int rc = gcs_auth_caller(g, call, &caller, why, len);
+    if (rc != ESC_OK)
+        return rc;
+    for (size_t i = 0; i < req->n_prefixes; i++) {
+        const char *p = req->prefixes[i], *slash = strchr(p, '/');
+        if (!slash || slash == p) {
+            snprintf(why, len, "watch prefix \"%.80s\" is not NAMESPACE/...", p);
+            return ESC_INVALID_ARGUMENT;
+        }
+        char ns[128];
+        snprintf(ns, sizeof ns, "%.*s", (int)(slash - p), p);
+        rc = gcs_ns_access(g, caller, ns, why, len);
+        if (rc != ESC_OK)
+            return rc;
+    }
+    return ESC_OK;
+}
+
+static void start_watch(gcs *g, esc_rpc_ctx *call, const Escher__SubscribeRequest *req)
+{
+    char why[300];
+    int rc = check_watch(g, call, req, why, sizeof why);
+    if (rc != ESC_OK) {
+        esc_rpc_finish(call, rc, why);
+        return;
+    }
+    gcs_sub *s = calloc(1, sizeof *s);
+    s->g = g;
+    s->call = call;
+    s->watch = true;
+    s->job_id = req->job_id && *req->job_id ? strdup(req->job_id) : NULL;
+    s->prefixes = calloc(req->n_prefixes + 1, sizeof *s->prefixes);
+    for (size_t i = 0; i < req->n_prefixes; i++)
+        s->prefixes[s->nprefixes++] = strdup(req->prefixes[i]);
+    s->next = g->subs;
+    if (g->subs)
+        g->subs->prev = s;
+    g->subs = s;
+    catch_up(g, s, req->from_seq);
+    esc_rpc_ctx_on_cancel(call, on_cancel, s);
 }
 
 static void handle_subscribe(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     gcs *g = ud;
     const Escher__SubscribeRequest *req = (const Escher__SubscribeRequest *)msg;
+    if (req->watch) {
+        start_watch(g, call, req);
+        return;
+    }
     bool has_node = req->node_id && *req->node_id, has_job = req->job_id && *req->job_id;
     if (has_node == has_job) {
         esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "subscribe with exactly one of node_id, job_id");

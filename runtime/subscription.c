@@ -16,6 +16,9 @@ struct esc_subscription {
     esc_rpc_channel *ch;
     char *node_id, *job_id, *who;
     uint64_t from;            /* last sequence received: where a new stream resumes */
+    bool watch;               /* an application's watch (esc_subscription_watch) */
+    char **prefixes;
+    size_t nprefixes;
     esc_subscription_fn fn;
     void *ud;
     pthread_t thread;
@@ -34,6 +37,9 @@ static esc_rpc_stream *open_stream(esc_subscription *s, esc_status *st)
     req.from_seq = s->from;
     req.node_id = s->node_id ? s->node_id : "";
     req.job_id = s->job_id ? s->job_id : "";
+    req.watch = s->watch;
+    req.prefixes = s->prefixes;
+    req.n_prefixes = s->nprefixes;
     esc_rpc_stream *stream = NULL;
     pthread_mutex_lock(&s->mu);
     if (!s->stopping) {
@@ -111,15 +117,18 @@ static void subscription_free(esc_subscription *s)
 {
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+    for (size_t i = 0; i < s->nprefixes; i++)
+        free(s->prefixes[i]);
+    free(s->prefixes);
     free(s->node_id);
     free(s->job_id);
     free(s->who);
     free(s);
 }
 
-esc_subscription *esc_subscription_start(esc_rpc_channel *ch, const char *node_id,
-                                         const char *job_id, uint64_t from_seq,
-                                         esc_subscription_fn fn, void *ud, const char *who)
+static esc_subscription *subscription_new(esc_rpc_channel *ch, const char *node_id,
+                                          const char *job_id, uint64_t from_seq,
+                                          esc_subscription_fn fn, void *ud, const char *who)
 {
     esc_subscription *s = calloc(1, sizeof *s);
     s->ch = ch;
@@ -135,11 +144,35 @@ esc_subscription *esc_subscription_start(esc_rpc_channel *ch, const char *node_i
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &attr);
     pthread_condattr_destroy(&attr);
+    return s;
+}
+
+static esc_subscription *subscription_run(esc_subscription *s)
+{
     if (pthread_create(&s->thread, NULL, subscription_main, s) != 0) {
         subscription_free(s);
         return NULL;
     }
     return s;
+}
+
+esc_subscription *esc_subscription_start(esc_rpc_channel *ch, const char *node_id,
+                                         const char *job_id, uint64_t from_seq,
+                                         esc_subscription_fn fn, void *ud, const char *who)
+{
+    return subscription_run(subscription_new(ch, node_id, job_id, from_seq, fn, ud, who));
+}
+
+esc_subscription *esc_subscription_watch(esc_rpc_channel *ch, const char *job_id,
+                                         const char *const *prefixes, size_t n,
+                                         uint64_t from_seq, esc_subscription_fn fn, void *ud)
+{
+    esc_subscription *s = subscription_new(ch, NULL, job_id, from_seq, fn, ud, NULL);
+    s->watch = true;
+    s->prefixes = calloc(n + 1, sizeof *s->prefixes);
+    for (size_t i = 0; i < n; i++)
+        s->prefixes[s->nprefixes++] = strdup(prefixes[i]);
+    return subscription_run(s);
 }
 
 void esc_subscription_stop(esc_subscription *s)

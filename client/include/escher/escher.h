@@ -330,6 +330,50 @@ void esc_jobs_free(esc_job_info *jobs, size_t n);
  * own job was ended this way must still be freed with esc_disconnect. */
 int esc_job_finish(esc_client *c, const char *job_id, bool failed, esc_status *st);
 
+/* ------------------------------------------------------------------ events */
+
+typedef enum {
+    ESC_EVENT_RESET,         /* the rows start again (first event, or after the GCS lost
+                                what a reconnect missed): RESOURCE events of every
+                                followed row follow, with this seq */
+    ESC_EVENT_RESOURCE,      /* a followed row after a change: node_id, name, total,
+                                unbounded; deleted when it is gone */
+    ESC_EVENT_NODE_ADDED,    /* node_id */
+    ESC_EVENT_NODE_DRAINING, /* node_id */
+    ESC_EVENT_NODE_DEAD,     /* node_id (its ephemeral rows went with it) */
+    ESC_EVENT_JOB_FINISHED,  /* job_id */
+} esc_event_kind;
+
+/* One event; the strings are valid only during the callback. */
+typedef struct {
+    esc_event_kind kind;
+    uint64_t seq;            /* the resource log's sequence (ascending) */
+    const char *node_id;
+    const char *name;        /* full name, "ns/name" */
+    const char *job_id;
+    int64_t total;           /* fixed point */
+    bool unbounded;
+    bool deleted;
+} esc_event;
+
+typedef void (*esc_event_fn)(void *ud, const esc_event *ev);
+typedef struct esc_watch esc_watch;
+
+/* Follows the cluster: node and job events, and the rows of the resources whose full
+ * names start with one of prefixes[0..n) ("ns/" a namespace, "ns/gpu" a family; each in a
+ * namespace c's job may use). Events come in log order on the watch's own thread (one
+ * per watch), starting with ESC_EVENT_RESET and the followed rows; after a lost
+ * connection the watch resumes where it stopped, or starts again with a RESET. fn must
+ * not call esc_unsubscribe on its own watch. *out is freed with esc_unsubscribe.
+ * Returns ESC_OK; INVALID_ARGUMENT (NULL arguments, a prefix without '/'); INTERNAL
+ * when the thread cannot start. A prefix the job may not use ends the stream with
+ * PERMISSION_DENIED at the GCS, and the watch then delivers nothing (it retries). */
+int esc_subscribe(esc_client *c, const char *const *prefixes, size_t n, esc_event_fn fn,
+                  void *ud, esc_watch **out, esc_status *st);
+
+/* Stops the watch: no callback runs after it returns. NULL is a no-op. */
+void esc_unsubscribe(esc_watch *w);
+
 /* ------------------------------------------------------------------ key-value */
 
 /* In the key-value calls a NULL ns means the client's namespace. */

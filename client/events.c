@@ -1,0 +1,170 @@
+/* events.c: esc_subscribe, the cluster's events for an application (escher.h).
+ *
+ * A watch is its own Subscribe stream (SubscribeRequest.watch) on its own thread
+ * (runtime/subscription.c), which calls the application back in log order. The GCS sends
+ * resource entries as operations (set, add a delta, delete); a watch keeps the totals of
+ * the rows it follows, per node and name, so each event says what the row is after it:
+ * it starts from a snapshot of those rows and, after a reconnect, resumes from the last
+ * sequence it received (or from a new snapshot when the GCS no longer holds what it
+ * missed: the application sees ESC_EVENT_RESET, then the rows again). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_internal.h"
+#include "escher/escher.h"
+#include "strmap.h"
+#include "subscription.h"
+
+typedef struct {
+    int64_t total;
+    bool unbounded;
+} row;
+
+struct esc_watch {
+    esc_event_fn fn;
+    void *ud;
+    esc_strmap *rows; /* "node|name" -> row: only the subscription thread touches it */
+    esc_subscription *sub;
+};
+
+static void rows_clear(esc_strmap *rows)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(rows, &pos, &k, &v))
+        free(v);
+    esc_strmap_free(rows);
+}
+
+static row *row_at(esc_watch *w, const char *node, const char *name, bool make)
+{
+    char key[400];
+    snprintf(key, sizeof key, "%s|%s", node, name);
+    row *r = esc_strmap_get(w->rows, key);
+    if (!r && make) {
+        r = calloc(1, sizeof *r);
+        esc_strmap_put(w->rows, key, r);
+    }
+    return r;
+}
+
+static void row_del(esc_watch *w, const char *node, const char *name)
+{
+    char key[400];
+    snprintf(key, sizeof key, "%s|%s", node, name);
+    free(esc_strmap_del(w->rows, key));
+}
+
+/* A snapshot: the rows start again. */
+static void on_snapshot(esc_watch *w, const Escher__Event *ev)
+{
+    rows_clear(w->rows);
+    w->rows = esc_strmap_new();
+    esc_event e = {.kind = ESC_EVENT_RESET, .seq = ev->seq};
+    w->fn(w->ud, &e);
+    for (size_t i = 0; i < ev->n_registry; i++) {
+        const Escher__RegistryEntry *re = ev->registry[i];
+        row *r = row_at(w, re->node_id, re->name, true);
+        r->total = re->total;
+        r->unbounded = re->unbounded;
+        esc_event x = {.kind = ESC_EVENT_RESOURCE, .seq = ev->seq, .node_id = re->node_id,
+                       .name = re->name, .total = r->total, .unbounded = r->unbounded};
+        w->fn(w->ud, &x);
+    }
+}
+
+static void on_op(esc_watch *w, uint64_t seq, const Escher__LogOp *op)
+{
+    esc_event e = {.kind = ESC_EVENT_RESOURCE, .seq = seq, .node_id = op->node_id,
+                   .name = op->name};
+    if (op->kind == ESCHER__OP_KIND__OP_DELETE) {
+        row_del(w, op->node_id, op->name);
+        e.deleted = true;
+    } else {
+        row *r = row_at(w, op->node_id, op->name, true);
+        r->total = op->kind == ESCHER__OP_KIND__OP_SET ? op->value : r->total + op->value;
+        r->unbounded = op->kind == ESCHER__OP_KIND__OP_SET ? op->unbounded : r->unbounded;
+        e.total = r->total;
+        e.unbounded = r->unbounded;
+    }
+    w->fn(w->ud, &e);
+}
+
+static void on_node(esc_watch *w, const Escher__Event *ev)
+{
+    if (!ev->node)
+        return;
+    esc_event e = {.seq = ev->seq, .node_id = ev->node->node_id};
+    if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD)
+        e.kind = ESC_EVENT_NODE_DEAD;
+    else if (ev->node->state == ESCHER__NODE_STATE__NODE_DRAINING)
+        e.kind = ESC_EVENT_NODE_DRAINING;
+    else
+        e.kind = ESC_EVENT_NODE_ADDED;
+    w->fn(w->ud, &e);
+}
+
+static void on_event(void *ud, Escher__Event *ev)
+{
+    esc_watch *w = ud;
+    switch (ev->kind) {
+    case ESCHER__EVENT_KIND__EV_SNAPSHOT:
+        on_snapshot(w, ev);
+        break;
+    case ESCHER__EVENT_KIND__EV_RESOURCES:
+        for (size_t i = 0; i < ev->n_ops; i++)
+            on_op(w, ev->seq, ev->ops[i]);
+        break;
+    case ESCHER__EVENT_KIND__EV_NODE_ADDED:
+    case ESCHER__EVENT_KIND__EV_NODE_DEAD:
+        on_node(w, ev);
+        break;
+    case ESCHER__EVENT_KIND__EV_JOB_FINISHED: {
+        esc_event e = {.kind = ESC_EVENT_JOB_FINISHED, .seq = ev->seq, .job_id = ev->job_id};
+        w->fn(w->ud, &e);
+        break;
+    }
+    default:
+        break;
+    }
+    protobuf_c_message_free_unpacked(&ev->base, NULL);
+}
+
+int esc_subscribe(esc_client *c, const char *const *prefixes, size_t n, esc_event_fn fn,
+                  void *ud, esc_watch **out, esc_status *st)
+{
+    if (out)
+        *out = NULL;
+    if (!c || !fn || !out || (n && !prefixes))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "esc_subscribe: NULL client, callback, out or prefixes");
+    for (size_t i = 0; i < n; i++)
+        if (!prefixes[i] || !strchr(prefixes[i], '/') || prefixes[i][0] == '/')
+            return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                  "esc_subscribe: prefix \"%s\" is not NAMESPACE/...",
+                                  prefixes[i] ? prefixes[i] : "(null)");
+    esc_watch *w = calloc(1, sizeof *w);
+    w->fn = fn;
+    w->ud = ud;
+    w->rows = esc_strmap_new();
+    w->sub = esc_subscription_watch(c->gcs, c->job_id, prefixes, n, 0, on_event, w);
+    if (!w->sub) {
+        rows_clear(w->rows);
+        free(w);
+        return esc_status_set(st, ESC_INTERNAL, "cannot start the watch's thread");
+    }
+    *out = w;
+    return ESC_OK;
+}
+
+void esc_unsubscribe(esc_watch *w)
+{
+    if (!w)
+        return;
+    esc_subscription_stop(w->sub);
+    rows_clear(w->rows);
+    free(w);
+}
