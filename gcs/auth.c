@@ -13,24 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
 #include "ids.h"
+#include "secret.h"
 
 #define AUTH_MAX_CRED 128
 #define AUTH_MAX_ID 80
 
 void gcs_auth_hash(const char *credential, char out[65])
 {
-    static const char hex[] = "0123456789abcdef";
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    EVP_Digest(credential, strlen(credential), d, &n, EVP_sha256(), NULL);
-    for (unsigned i = 0; i < 32 && i < n; i++) {
-        out[2 * i] = hex[d[i] >> 4];
-        out[2 * i + 1] = hex[d[i] & 15];
-    }
-    out[64] = 0;
+    esc_sha256_hex(credential, out);
 }
 
 char *gcs_auth_new_credential(char hash_out[65])
@@ -44,16 +35,10 @@ char *gcs_auth_new_credential(char hash_out[65])
     return cred;
 }
 
-/* Constant time, so a wrong guess learns nothing of the stored hash. */
+/* Constant time (esc_secret_equal), so a wrong guess learns nothing of the stored hash. */
 static bool same_hash(const char *a, const char *b)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la != lb || la != 64)
-        return false;
-    unsigned diff = 0;
-    for (size_t i = 0; i < la; i++)
-        diff |= (unsigned char)a[i] ^ (unsigned char)b[i];
-    return diff == 0;
+    return strlen(b) == 64 && esc_secret_equal(a, strlen(a), b);
 }
 
 bool gcs_auth_matches(const gcs_job *j, const char *credential)

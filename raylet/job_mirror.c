@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 
 #include "names.h"
 #include "rpc.h"
+#include "secret.h"
 #include "strmap.h"
 
 #define MIRROR_MAX_CRED 128
@@ -137,29 +137,10 @@ bool job_mirror_knows(const job_mirror *m, const char *job_id)
     return esc_strmap_get(m->jobs, job_id) != NULL;
 }
 
-/* Constant time over equal lengths, so a guess learns nothing of the secret. */
-static bool same_secret(const char *a, const char *b)
+/* Constant time (esc_secret_equal), so a guess learns nothing of the secret. */
+static bool same_secret(const char *given, const char *want)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la != lb || la == 0)
-        return false;
-    unsigned diff = 0;
-    for (size_t i = 0; i < la; i++)
-        diff |= (unsigned char)a[i] ^ (unsigned char)b[i];
-    return diff == 0;
-}
-
-static void sha256_hex(const char *s, char out[65])
-{
-    static const char hex[] = "0123456789abcdef";
-    unsigned char d[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    EVP_Digest(s, strlen(s), d, &n, EVP_sha256(), NULL);
-    for (unsigned i = 0; i < 32 && i < n; i++) {
-        out[2 * i] = hex[d[i] >> 4];
-        out[2 * i + 1] = hex[d[i] & 15];
-    }
-    out[64] = 0;
+    return esc_secret_equal(given, strlen(given), want);
 }
 
 int job_mirror_verify(job_mirror *m, const char *job_id, const char *credential, char *why,
@@ -174,7 +155,7 @@ int job_mirror_verify(job_mirror *m, const char *job_id, const char *credential,
         return ESC_OK;
     char h[65];
     if (*credential && strlen(credential) <= MIRROR_MAX_CRED) {
-        sha256_hex(credential, h);
+        esc_sha256_hex(credential, h);
         if (same_secret(h, j->hash)) {
             snprintf(j->verified, sizeof j->verified, "%s", credential);
             return ESC_OK;

@@ -9,18 +9,13 @@
 #include "ids.h"
 #include "peers.h"
 #include "results.h"
+#include "secret.h"
 #include "worker_pool.h"
 
-/* Constant time, so a guess learns nothing of the credential. */
-static bool same_secret(const char *a, const char *b)
+/* Constant time (esc_secret_equal), so a guess learns nothing of the credential. */
+static bool same_secret(const char *given, const char *want)
 {
-    size_t n = strlen(b);
-    if (strlen(a) != n)
-        return false;
-    unsigned diff = 0;
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)a[i] ^ (unsigned char)b[i];
-    return diff == 0;
+    return esc_secret_equal(given, strlen(given), want);
 }
 
 /* Only the task's job cancels or withdraws it (docs/security.md): the caller shows the

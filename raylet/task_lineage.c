@@ -13,6 +13,7 @@
 #include "ids.h"
 #include "peers.h"
 #include "results.h"
+#include "secret.h"
 
 /* Keeps an ended task's spec for reconstruction, forgetting the oldest past the bound. */
 void task_lineage_keep(task_manager *tm, task_entry *e)
@@ -94,12 +95,7 @@ static bool done_from_path(const task_entry *e, const Escher__TaskDone *d)
     size_t n = strlen(want);
     if (!n)
         return true; /* a spec without one (an older client): nothing to check */
-    if (strlen(d->job_credential) != n)
-        return false;
-    unsigned diff = 0;
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)want[i] ^ (unsigned char)d->job_credential[i];
-    return diff == 0;
+    return esc_secret_equal(d->job_credential, strlen(d->job_credential), want);
 }
 
 /* A raylet this one forwarded tasks to says they ended: the notice goes on the way the

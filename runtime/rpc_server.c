@@ -18,6 +18,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/string_util.h>
 
+#include "secret.h"
 #include "utf8.h"
 
 typedef enum { TAG_NEW_CALL, TAG_UNKNOWN_CALL, TAG_CLOSE, TAG_SEND, TAG_SHUTDOWN, TAG_DONE } tag_kind;
@@ -393,18 +394,12 @@ static const grpc_slice *md_value(const grpc_metadata_array *md, const char *key
     return NULL;
 }
 
-/* Constant time in the secret's length, so the comparison leaks nothing about it. */
+/* Constant time in the secret's length (esc_secret_equal), so the comparison leaks
+ * nothing about it. */
 static bool md_secret_is(const grpc_metadata_array *md, const char *key, const char *secret)
 {
     const grpc_slice *v = md_value(md, key);
-    size_t want = secret ? strlen(secret) : 0;
-    if (!v || !want || GRPC_SLICE_LENGTH(*v) != want)
-        return false;
-    unsigned diff = 0;
-    const unsigned char *p = GRPC_SLICE_START_PTR(*v);
-    for (size_t k = 0; k < want; k++)
-        diff |= p[k] ^ (unsigned char)secret[k];
-    return diff == 0;
+    return v && esc_secret_equal(GRPC_SLICE_START_PTR(*v), GRPC_SLICE_LENGTH(*v), secret);
 }
 
 static bool token_ok(const esc_rpc_server *s, const grpc_metadata_array *md)
