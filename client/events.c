@@ -58,6 +58,29 @@ static void row_del(esc_watch *w, const char *node, const char *name)
     free(esc_strmap_del(w->rows, key));
 }
 
+static void on_kv(esc_watch *w, uint64_t seq, const Escher__KvEntry *kv)
+{
+    esc_event e = {.kind = ESC_EVENT_KV, .seq = seq, .kv_ns = kv->ns, .key = kv->key,
+                   .deleted = kv->deleted, .value_len = (size_t)kv->value_len,
+                   .value_omitted = kv->value_omitted};
+    if (!kv->deleted && !kv->value_omitted)
+        e.value = kv->value.data ? (const void *)kv->value.data : (const void *)"";
+    w->fn(w->ud, &e);
+}
+
+static void on_loads(esc_watch *w, const Escher__Event *ev)
+{
+    for (size_t i = 0; i < ev->n_loads; i++)
+        for (size_t k = 0; k < ev->loads[i]->n_rows; k++) {
+            const Escher__ResourceState *r = ev->loads[i]->rows[k];
+            esc_event e = {.kind = ESC_EVENT_LOAD, .seq = ev->seq,
+                           .node_id = ev->loads[i]->node_id, .name = r->name,
+                           .total = r->total, .held = r->held, .unbounded = r->unbounded,
+                           .deleted = r->deleted};
+            w->fn(w->ud, &e);
+        }
+}
+
 /* A snapshot: the rows start again. */
 static void on_snapshot(esc_watch *w, const Escher__Event *ev)
 {
@@ -74,6 +97,8 @@ static void on_snapshot(esc_watch *w, const Escher__Event *ev)
                        .name = re->name, .total = r->total, .unbounded = r->unbounded};
         w->fn(w->ud, &x);
     }
+    for (size_t i = 0; i < ev->n_kvs; i++)
+        on_kv(w, ev->seq, ev->kvs[i]);
 }
 
 static void on_op(esc_watch *w, uint64_t seq, const Escher__LogOp *op)
@@ -122,6 +147,13 @@ static void on_event(void *ud, Escher__Event *ev)
     case ESCHER__EVENT_KIND__EV_NODE_DEAD:
         on_node(w, ev);
         break;
+    case ESCHER__EVENT_KIND__EV_KV:
+        for (size_t i = 0; i < ev->n_kvs; i++)
+            on_kv(w, ev->seq, ev->kvs[i]);
+        break;
+    case ESCHER__EVENT_KIND__EV_NODE_LOAD:
+        on_loads(w, ev);
+        break;
     case ESCHER__EVENT_KIND__EV_JOB_FINISHED: {
         esc_event e = {.kind = ESC_EVENT_JOB_FINISHED, .seq = ev->seq, .job_id = ev->job_id};
         w->fn(w->ud, &e);
@@ -133,24 +165,69 @@ static void on_event(void *ud, Escher__Event *ev)
     protobuf_c_message_free_unpacked(&ev->base, NULL);
 }
 
-int esc_subscribe(esc_client *c, const char *const *prefixes, size_t n, esc_event_fn fn,
-                  void *ud, esc_watch **out, esc_status *st)
+static int check_filter(const esc_watch_filter *f, esc_status *st)
+{
+    for (size_t i = 0; i < f->nresources; i++) {
+        const char *p = f->resources[i];
+        if (!p || !strchr(p, '/') || p[0] == '/')
+            return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                  "esc_subscribe: prefix \"%s\" is not NAMESPACE/...",
+                                  p ? p : "(null)");
+    }
+    for (size_t i = 0; i < f->nkv; i++)
+        if (f->kv[i].ns && (!*f->kv[i].ns || strchr(f->kv[i].ns, '\n')))
+            return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                                  "esc_subscribe: key-value namespace \"%s\" is empty or "
+                                  "has a newline", f->kv[i].ns);
+    if ((f->nresources && !f->resources) || (f->nkv && !f->kv))
+        return esc_status_set(st, ESC_INVALID_ARGUMENT,
+                              "esc_subscribe: a count without its array");
+    return ESC_OK;
+}
+
+/* The Subscribe request's filter (borrowing f's strings and the blocks given). */
+static void fill_request(esc_client *c, const esc_watch_filter *f,
+                         Escher__SubscribeRequest *req, Escher__KvPrefix *kv,
+                         Escher__KvPrefix **kvp)
+{
+    req->from_seq = f->from_seq;
+    req->prefixes = (char **)f->resources;
+    req->n_prefixes = f->nresources;
+    req->loads = f->loads;
+    for (size_t i = 0; i < f->nkv; i++) {
+        escher__kv_prefix__init(&kv[i]);
+        kv[i].ns = (char *)(f->kv[i].ns ? f->kv[i].ns : esc_client_namespace(c));
+        kv[i].prefix = (char *)(f->kv[i].prefix ? f->kv[i].prefix : "");
+        kvp[i] = &kv[i];
+    }
+    req->kv = kvp;
+    req->n_kv = f->nkv;
+}
+
+int esc_subscribe(esc_client *c, const esc_watch_filter *filter, esc_event_fn fn, void *ud,
+                  esc_watch **out, esc_status *st)
 {
     if (out)
         *out = NULL;
-    if (!c || !fn || !out || (n && !prefixes))
+    if (!c || !fn || !out)
         return esc_status_set(st, ESC_INVALID_ARGUMENT,
-                              "esc_subscribe: NULL client, callback, out or prefixes");
-    for (size_t i = 0; i < n; i++)
-        if (!prefixes[i] || !strchr(prefixes[i], '/') || prefixes[i][0] == '/')
-            return esc_status_set(st, ESC_INVALID_ARGUMENT,
-                                  "esc_subscribe: prefix \"%s\" is not NAMESPACE/...",
-                                  prefixes[i] ? prefixes[i] : "(null)");
+                              "esc_subscribe: NULL client, callback or out");
+    esc_watch_filter none = {0};
+    const esc_watch_filter *f = filter ? filter : &none;
+    int rc = check_filter(f, st);
+    if (rc != ESC_OK)
+        return rc;
+    Escher__SubscribeRequest req = ESCHER__SUBSCRIBE_REQUEST__INIT;
+    Escher__KvPrefix *kv = calloc(f->nkv + 1, sizeof *kv);
+    Escher__KvPrefix **kvp = calloc(f->nkv + 1, sizeof *kvp);
+    fill_request(c, f, &req, kv, kvp);
     esc_watch *w = calloc(1, sizeof *w);
     w->fn = fn;
     w->ud = ud;
     w->rows = esc_strmap_new();
-    w->sub = esc_subscription_watch(c->gcs, c->job_id, prefixes, n, 0, on_event, w);
+    w->sub = esc_subscription_watch(c->gcs, c->job_id, &req, on_event, w);
+    free(kv);
+    free(kvp);
     if (!w->sub) {
         rows_clear(w->rows);
         free(w);

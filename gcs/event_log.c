@@ -13,8 +13,10 @@
 #include "pbutil.h"
 
 /* Bound on ops kept for replay; older events are evicted and a subscriber that needs
- * them gets a snapshot instead. */
+ * them gets a snapshot instead. A key-value event weighs one op per KV_BYTES_PER_OP of
+ * its value (at least one), so values cannot grow the ring past what ops would. */
 #define RING_MAX_OPS 1000000
+#define KV_BYTES_PER_OP 256
 
 Escher__Event *gcs_event_new(Escher__EventKind kind)
 {
@@ -94,10 +96,18 @@ void gcs_ring_init(gcs_ring *r, size_t cap)
     r->head = r->len = r->ops = 0;
 }
 
+static size_t ev_weight(const Escher__Event *ev)
+{
+    size_t w = ev->n_ops;
+    for (size_t i = 0; i < ev->n_kvs; i++)
+        w += 1 + ev->kvs[i]->value.len / KV_BYTES_PER_OP;
+    return w;
+}
+
 static void ring_drop_oldest(gcs_ring *r)
 {
     Escher__Event *old = r->events[r->head];
-    r->ops -= old->n_ops;
+    r->ops -= ev_weight(old);
     protobuf_c_message_free_unpacked(&old->base, NULL);
     r->events[r->head] = NULL;
     r->head = (r->head + 1) % r->cap;
@@ -113,11 +123,12 @@ void gcs_ring_free(gcs_ring *r)
 
 static void ring_push(gcs_ring *r, Escher__Event *ev)
 {
-    while (r->len && (r->len == r->cap || r->ops + ev->n_ops > RING_MAX_OPS))
+    size_t w = ev_weight(ev);
+    while (r->len && (r->len == r->cap || r->ops + w > RING_MAX_OPS))
         ring_drop_oldest(r);
     r->events[(r->head + r->len) % r->cap] = ev;
     r->len++;
-    r->ops += ev->n_ops;
+    r->ops += w;
 }
 
 Escher__Event *gcs_ring_at(const gcs *g, size_t i)

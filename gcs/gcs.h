@@ -274,6 +274,11 @@ void gcs_grants_register(gcs *g);
 void gcs_kv_register(gcs *g);
 void gcs_kv_load(gcs *g, const char *key, const void *value, size_t len);
 void gcs_kv_free(gcs *g);
+/* The rows that want(ud, ns, key) accepts, as event entries (values over the events'
+ * limit omitted, as in EV_KV); NULL-terminated, freed with gcs_kv_rows_free. */
+typedef bool (*gcs_kv_filter)(void *ud, const char *ns, const char *key);
+Escher__KvEntry **gcs_kv_rows(gcs *g, gcs_kv_filter want, void *ud, size_t *n);
+void gcs_kv_rows_free(Escher__KvEntry **rows, size_t n);
 
 /* ---- object_dir.c ---- */
 /* Creates the directory and registers the ObjectDirectory service. */

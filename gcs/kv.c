@@ -1,6 +1,9 @@
 /* kv.c: the key-value table: (namespace, key) -> bytes, written through to storage. */
 #include "gcs.h"
 
+#include "pbutil.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +65,9 @@ void gcs_kv_load(gcs *g, const char *key, const void *value, size_t len)
     kv_set(g, key, value, len);
 }
 
-/* A put or delete on its way to storage; memory changes when storage has it. */
+/* A put or delete on its way to storage. It is a log entry (EV_KV) so that watches get
+ * key-value changes in order with resource changes and can resume after a reconnect;
+ * memory changes when storage has it (kv_apply), before anyone hears of it. */
 typedef struct {
     esc_rpc_ctx *call;
     const Escher__KvPutRequest *put; /* valid until the call is answered; NULL: delete */
@@ -70,36 +75,78 @@ typedef struct {
     bool added;                      /* put: the key was new */
 } kv_call;
 
-static void kv_put_done(gcs *g, uint64_t seq, const char *err, void *ud)
+/* Values up to this many bytes travel in events; a watch reads longer ones with KvGet. */
+#define KV_EVENT_VALUE_MAX 4096
+
+/* A row as events carry it; data NULL: deleted. */
+static Escher__KvEntry *kv_entry(const char *ns, const char *key, const void *data, size_t len)
 {
+    Escher__KvEntry e = ESCHER__KV_ENTRY__INIT;
+    e.ns = (char *)ns;
+    e.key = (char *)key;
+    e.deleted = data == NULL;
+    e.value_len = len;
+    e.value_omitted = len > KV_EVENT_VALUE_MAX;
+    if (data && !e.value_omitted)
+        e.value = (ProtobufCBinaryData){len, (uint8_t *)data};
+    return (Escher__KvEntry *)esc_pb_dup(&e.base);
+}
+
+static Escher__Event *kv_event(const char *ns, const char *key, const Escher__KvPutRequest *put)
+{
+    Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_KV);
+    ev->kvs = malloc(sizeof *ev->kvs);
+    if (!ev->kvs)
+        abort();
+    ev->kvs[0] = put ? kv_entry(ns, key, put->value.data ? put->value.data : (void *)"",
+                                put->value.len)
+                     : kv_entry(ns, key, NULL, 0);
+    ev->n_kvs = 1;
+    return ev;
+}
+
+static void kv_apply(gcs *g, void *ud)
+{
+    kv_call *c = ud;
+    if (c->put)
+        kv_set(g, c->key, c->put->value.data, c->put->value.len);
+    else
+        free(esc_strmap_del(g->kv, c->key));
+}
+
+static void kv_done(gcs *g, uint64_t seq, const char *err, void *ud)
+{
+    (void)g;
     (void)seq;
     kv_call *c = ud;
     if (err) {
         esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);
-    } else {
-        kv_set(g, c->key, c->put->value.data, c->put->value.len);
+    } else if (c->put) {
         Escher__KvPutReply rep = ESCHER__KV_PUT_REPLY__INIT;
         rep.added = c->added;
         esc_rpc_reply(c->call, &rep.base);
-    }
-    free(c->key);
-    free(c);
-}
-
-static void kv_del_done(gcs *g, uint64_t seq, const char *err, void *ud)
-{
-    (void)seq;
-    kv_call *c = ud;
-    if (err) {
-        esc_rpc_finish(c->call, ESC_UNAVAILABLE, err);
     } else {
-        free(esc_strmap_del(g->kv, c->key));
         Escher__KvDelReply rep = ESCHER__KV_DEL_REPLY__INIT;
         rep.deleted = true;
         esc_rpc_reply(c->call, &rep.base);
     }
     free(c->key);
     free(c);
+}
+
+static void kv_commit(gcs *g, esc_rpc_ctx *call, const char *ns, const char *key,
+                      const Escher__KvPutRequest *put, char *k, bool added)
+{
+    esc_storage_batch *b = esc_storage_batch_new();
+    if (put)
+        esc_storage_put(b, GCS_T_KV, k, put->value.data, put->value.len);
+    else
+        esc_storage_del(b, GCS_T_KV, k);
+    kv_call *c = malloc(sizeof *c);
+    if (!c)
+        abort();
+    *c = (kv_call){call, put, k, added};
+    gcs_commit(g, kv_event(ns, key, put), b, kv_apply, kv_done, c);
 }
 
 static void handle_put(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
@@ -109,17 +156,13 @@ static void handle_put(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
     if (!kv_args_ok(call, req->ns, req->key) || !kv_allowed(g, call, req->ns))
         return;
     char *k = kv_key(req->ns, req->key);
-    Escher__KvPutReply rep = ESCHER__KV_PUT_REPLY__INIT;
     bool exists = esc_strmap_get(g->kv, k) != NULL;
     if (!exists || req->overwrite) {
-        esc_storage_batch *b = esc_storage_batch_new();
-        esc_storage_put(b, GCS_T_KV, k, req->value.data, req->value.len);
-        kv_call *c = malloc(sizeof *c);
-        *c = (kv_call){call, req, k, !exists};
-        gcs_write(g, b, kv_put_done, c);
+        kv_commit(g, call, req->ns, req->key, req, k, !exists);
         return;
     }
     free(k);
+    Escher__KvPutReply rep = ESCHER__KV_PUT_REPLY__INIT;
     esc_rpc_reply(call, &rep.base);
 }
 
@@ -150,11 +193,7 @@ static void handle_del(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
     char *k = kv_key(req->ns, req->key);
     Escher__KvDelReply rep = ESCHER__KV_DEL_REPLY__INIT;
     if (esc_strmap_get(g->kv, k)) {
-        esc_storage_batch *b = esc_storage_batch_new();
-        esc_storage_del(b, GCS_T_KV, k);
-        kv_call *c = malloc(sizeof *c);
-        *c = (kv_call){call, NULL, k, true};
-        gcs_write(g, b, kv_del_done, c);
+        kv_commit(g, call, req->ns, req->key, NULL, k, false);
         return;
     }
     free(k);
@@ -182,6 +221,35 @@ static void handle_keys(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
     }
     esc_rpc_reply(call, &rep.base);
     free(rep.keys);
+}
+
+Escher__KvEntry **gcs_kv_rows(gcs *g, gcs_kv_filter want, void *ud, size_t *n)
+{
+    Escher__KvEntry **rows = calloc(esc_strmap_count(g->kv) + 1, sizeof *rows);
+    if (!rows)
+        abort();
+    *n = 0;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(g->kv, &pos, &k, &v)) {
+        const char *nl = strchr(k, '\n');
+        char ns[80];
+        snprintf(ns, sizeof ns, "%.*s", (int)(nl - k), k);
+        if (want(ud, ns, nl + 1))
+            {
+            const kv_value *kv = v;
+            rows[(*n)++] = kv_entry(ns, nl + 1, kv->bytes, kv->len);
+        }
+    }
+    return rows;
+}
+
+void gcs_kv_rows_free(Escher__KvEntry **rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        protobuf_c_message_free_unpacked(&rows[i]->base, NULL);
+    free(rows);
 }
 
 void gcs_kv_free(gcs *g)

@@ -21,6 +21,9 @@ struct gcs_sub {
     bool watch;        /* an application's event stream (SubscribeRequest.watch) */
     char **prefixes;   /* watch: the resource names it follows */
     size_t nprefixes;
+    char **kv;         /* watch: the key-value rows it follows, as "ns\nprefix" */
+    size_t nkv;
+    bool loads;        /* watch: availability too (SubscribeRequest.loads) */
 };
 
 static void sub_unlink(gcs *g, gcs_sub *s)
@@ -38,6 +41,9 @@ static void sub_free(gcs_sub *s)
     for (size_t i = 0; i < s->nprefixes; i++)
         free(s->prefixes[i]);
     free(s->prefixes);
+    for (size_t i = 0; i < s->nkv; i++)
+        free(s->kv[i]);
+    free(s->kv);
     free(s->node_id);
     free(s->job_id);
     free(s);
@@ -49,7 +55,8 @@ static bool wants(const gcs_sub *s, const Escher__Event *ev)
 {
     return s->node_id || (ev->kind != ESCHER__EVENT_KIND__EV_RESOURCES &&
                           ev->kind != ESCHER__EVENT_KIND__EV_NODE_LOAD &&
-                          ev->kind != ESCHER__EVENT_KIND__EV_JOB_UPDATED);
+                          ev->kind != ESCHER__EVENT_KIND__EV_JOB_UPDATED &&
+                          ev->kind != ESCHER__EVENT_KIND__EV_KV);
 }
 
 /* The running jobs' rows, for a raylet's snapshot (NULL-terminated array, rows borrowed). */
@@ -76,18 +83,28 @@ static bool followed(const gcs_sub *s, const char *name)
     return false;
 }
 
-/* A watcher gets node and job-end events whole, and of a resource entry only the
- * operations on names it follows (nothing when none is). */
-static void send_watched(gcs_sub *s, const Escher__Event *ev)
+/* Whether the watch follows key-value row ns/key (its filters are "ns\nprefix"). */
+static bool kv_followed(const gcs_sub *s, const char *ns, const char *key)
 {
-    if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_LOAD ||
-        ev->kind == ESCHER__EVENT_KIND__EV_JOB_UPDATED ||
-        ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT)
-        return;
-    if (ev->kind != ESCHER__EVENT_KIND__EV_RESOURCES) {
-        esc_rpc_send(s->call, &ev->base);
-        return;
+    size_t nslen = strlen(ns);
+    for (size_t i = 0; i < s->nkv; i++) {
+        const char *f = s->kv[i];
+        if (!strncmp(f, ns, nslen) && f[nslen] == '\n' &&
+            !strncmp(key, f + nslen + 1, strlen(f + nslen + 1)))
+            return true;
     }
+    return false;
+}
+
+/* Physical resources (no namespace) and the names the watch follows. */
+static bool load_row_followed(const gcs_sub *s, const char *name)
+{
+    return !strchr(name, '/') || followed(s, name);
+}
+
+/* The operations on followed names of a resource entry. */
+static void send_watched_ops(gcs_sub *s, const Escher__Event *ev)
+{
     Escher__Event part = *ev;
     part.ops = calloc(ev->n_ops + 1, sizeof *part.ops);
     part.n_ops = 0;
@@ -99,10 +116,88 @@ static void send_watched(gcs_sub *s, const Escher__Event *ev)
     free(part.ops);
 }
 
+static bool kv_followed_key(void *ud, const char *ns, const char *key)
+{
+    return kv_followed(ud, ns, key);
+}
+
+static void send_watched_kv(gcs_sub *s, const Escher__Event *ev)
+{
+    for (size_t i = 0; i < ev->n_kvs; i++)
+        if (kv_followed(s, ev->kvs[i]->ns, ev->kvs[i]->key)) {
+            esc_rpc_send(s->call, &ev->base);
+            return;
+        }
+}
+
+/* Each node's followed availability rows; nodes left with none are left out. */
+static void send_watched_loads(gcs_sub *s, const Escher__Event *ev)
+{
+    Escher__Event part = *ev;
+    Escher__NodeLoad *block = calloc(ev->n_loads + 1, sizeof *block);
+    part.loads = calloc(ev->n_loads + 1, sizeof *part.loads);
+    part.n_loads = 0;
+    for (size_t i = 0; i < ev->n_loads; i++) {
+        const Escher__NodeLoad *l = ev->loads[i];
+        Escher__NodeLoad *out = &block[part.n_loads];
+        *out = *l;
+        out->rows = calloc(l->n_rows + 1, sizeof *out->rows);
+        out->n_rows = 0;
+        for (size_t k = 0; k < l->n_rows; k++)
+            if (load_row_followed(s, l->rows[k]->name))
+                out->rows[out->n_rows++] = l->rows[k];
+        if (out->n_rows || l->full)
+            part.loads[part.n_loads++] = out;
+        else
+            free(out->rows);
+    }
+    if (part.n_loads)
+        esc_rpc_send(s->call, &part.base);
+    for (size_t i = 0; i < part.n_loads; i++)
+        free(part.loads[i]->rows);
+    free(part.loads);
+    free(block);
+}
+
+/* A watcher gets node and job-end events whole, of a resource entry only the operations
+ * on names it follows, key-value changes of the rows it follows, and availability when
+ * it asked for it. */
+static void send_watched(gcs_sub *s, const Escher__Event *ev)
+{
+    switch (ev->kind) {
+    case ESCHER__EVENT_KIND__EV_RESOURCES:
+        send_watched_ops(s, ev);
+        break;
+    case ESCHER__EVENT_KIND__EV_KV:
+        send_watched_kv(s, ev);
+        break;
+    case ESCHER__EVENT_KIND__EV_NODE_LOAD:
+        if (s->loads)
+            send_watched_loads(s, ev);
+        break;
+    case ESCHER__EVENT_KIND__EV_JOB_UPDATED:
+    case ESCHER__EVENT_KIND__EV_SNAPSHOT:
+        break;
+    default:
+        esc_rpc_send(s->call, &ev->base);
+    }
+}
+
+/* A raylet keeps no key-value table, but its applied seq must move past the entry. */
+static void send_kv_seq(gcs_sub *s, const Escher__Event *ev)
+{
+    Escher__Event bare = ESCHER__EVENT__INIT;
+    bare.kind = ev->kind;
+    bare.seq = ev->seq;
+    esc_rpc_send(s->call, &bare.base);
+}
+
 static void send_to(gcs_sub *s, const Escher__Event *ev)
 {
     if (s->watch)
         send_watched(s, ev);
+    else if (s->node_id && ev->kind == ESCHER__EVENT_KIND__EV_KV)
+        send_kv_seq(s, ev);
     else if (wants(s, ev))
         esc_rpc_send(s->call, &ev->base);
 }
@@ -135,10 +230,13 @@ static void send_snapshot(gcs *g, gcs_sub *s)
     ev.n_registry = i;
     if (s->node_id)
         ev.jobs = running_jobs(g, &ev.n_jobs);
+    if (s->nkv)
+        ev.kvs = gcs_kv_rows(g, kv_followed_key, s, &ev.n_kvs);
     esc_rpc_send(s->call, &ev.base);
     free(ev.nodes);
     free(ev.registry);
     free(ev.jobs);
+    gcs_kv_rows_free(ev.kvs, ev.n_kvs);
 }
 
 /* Availability is not replayed (load.c): after the log, every node's current rows. */
@@ -146,7 +244,7 @@ static void send_loads(gcs *g, gcs_sub *s)
 {
     Escher__Event *ev = gcs_load_full_event(g);
     if (ev->n_loads)
-        esc_rpc_send(s->call, &ev->base);
+        send_to(s, ev);
     gcs_load_full_event_free(ev);
 }
 
@@ -169,7 +267,7 @@ static void catch_up(gcs *g, gcs_sub *s, uint64_t from)
         for (long k = 0; k < n; k++)
             send_to(s, gcs_ring_at(g, first + (size_t)k));
     }
-    if (!s->watch)
+    if (!s->watch || s->loads)
         send_loads(g, s);
 }
 
@@ -209,6 +307,17 @@ static int check_watch(gcs *g, const esc_rpc_ctx *call, const Escher__SubscribeR
         if (rc != ESC_OK)
             return rc;
     }
+    for (size_t i = 0; i < req->n_kv; i++) {
+        const char *ns = req->kv[i]->ns;
+        if (!*ns || strchr(ns, '\n')) {
+            snprintf(why, len, "watch key-value namespace \"%.80s\" is empty or has a newline",
+                     ns);
+            return ESC_INVALID_ARGUMENT;
+        }
+        rc = gcs_ns_access(g, caller, ns, why, len);
+        if (rc != ESC_OK)
+            return rc;
+    }
     return ESC_OK;
 }
 
@@ -228,6 +337,16 @@ static void start_watch(gcs *g, esc_rpc_ctx *call, const Escher__SubscribeReques
     s->prefixes = calloc(req->n_prefixes + 1, sizeof *s->prefixes);
     for (size_t i = 0; i < req->n_prefixes; i++)
         s->prefixes[s->nprefixes++] = strdup(req->prefixes[i]);
+    s->kv = calloc(req->n_kv + 1, sizeof *s->kv);
+    for (size_t i = 0; i < req->n_kv; i++) {
+        size_t a = strlen(req->kv[i]->ns), b = strlen(req->kv[i]->prefix);
+        char *f = malloc(a + b + 2);
+        memcpy(f, req->kv[i]->ns, a);
+        f[a] = '\n';
+        memcpy(f + a + 1, req->kv[i]->prefix, b + 1);
+        s->kv[s->nkv++] = f;
+    }
+    s->loads = req->loads;
     s->next = g->subs;
     if (g->subs)
         g->subs->prev = s;

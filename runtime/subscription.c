@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "pbutil.h"
 
 #define RESUBSCRIBE_MS 200
 
@@ -16,9 +17,7 @@ struct esc_subscription {
     esc_rpc_channel *ch;
     char *node_id, *job_id, *who;
     uint64_t from;            /* last sequence received: where a new stream resumes */
-    bool watch;               /* an application's watch (esc_subscription_watch) */
-    char **prefixes;
-    size_t nprefixes;
+    Escher__SubscribeRequest *watch; /* an application's watch: its filter (a copy) */
     esc_subscription_fn fn;
     void *ud;
     pthread_t thread;
@@ -34,12 +33,13 @@ struct esc_subscription {
 static esc_rpc_stream *open_stream(esc_subscription *s, esc_status *st)
 {
     Escher__SubscribeRequest req = ESCHER__SUBSCRIBE_REQUEST__INIT;
+    if (s->watch) {
+        req = *s->watch;
+        req.watch = true;
+    }
     req.from_seq = s->from;
     req.node_id = s->node_id ? s->node_id : "";
     req.job_id = s->job_id ? s->job_id : "";
-    req.watch = s->watch;
-    req.prefixes = s->prefixes;
-    req.n_prefixes = s->nprefixes;
     esc_rpc_stream *stream = NULL;
     pthread_mutex_lock(&s->mu);
     if (!s->stopping) {
@@ -117,9 +117,8 @@ static void subscription_free(esc_subscription *s)
 {
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
-    for (size_t i = 0; i < s->nprefixes; i++)
-        free(s->prefixes[i]);
-    free(s->prefixes);
+    if (s->watch)
+        protobuf_c_message_free_unpacked(&s->watch->base, NULL);
     free(s->node_id);
     free(s->job_id);
     free(s->who);
@@ -164,14 +163,11 @@ esc_subscription *esc_subscription_start(esc_rpc_channel *ch, const char *node_i
 }
 
 esc_subscription *esc_subscription_watch(esc_rpc_channel *ch, const char *job_id,
-                                         const char *const *prefixes, size_t n,
-                                         uint64_t from_seq, esc_subscription_fn fn, void *ud)
+                                         const Escher__SubscribeRequest *filter,
+                                         esc_subscription_fn fn, void *ud)
 {
-    esc_subscription *s = subscription_new(ch, NULL, job_id, from_seq, fn, ud, NULL);
-    s->watch = true;
-    s->prefixes = calloc(n + 1, sizeof *s->prefixes);
-    for (size_t i = 0; i < n; i++)
-        s->prefixes[s->nprefixes++] = strdup(prefixes[i]);
+    esc_subscription *s = subscription_new(ch, NULL, job_id, filter->from_seq, fn, ud, NULL);
+    s->watch = (Escher__SubscribeRequest *)esc_pb_dup(&filter->base);
     return subscription_run(s);
 }
 

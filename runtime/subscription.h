@@ -26,13 +26,14 @@ esc_subscription *esc_subscription_start(esc_rpc_channel *ch, const char *node_i
                                          const char *job_id, uint64_t from_seq,
                                          esc_subscription_fn fn, void *ud, const char *who);
 
-/* Starts an application's watch (SubscribeRequest.watch) as job_id ("" or NULL: none): node
- * and job events, and the resource entries on names starting with one of prefixes
- * (copied). It resumes like the others; from_seq 0 starts from a snapshot of the rows it
- * follows. Returns NULL when the thread cannot start. */
+/* Starts an application's watch (SubscribeRequest.watch) as job_id ("" or NULL: none)
+ * with filter's prefixes, kv and loads (copied; its ids and watch flag are ignored): node
+ * and job events, the resource entries and key-value rows it follows, availability when
+ * asked. It resumes like the others; filter->from_seq 0 starts from a snapshot of the
+ * rows it follows. Returns NULL when the thread cannot start. */
 esc_subscription *esc_subscription_watch(esc_rpc_channel *ch, const char *job_id,
-                                         const char *const *prefixes, size_t n,
-                                         uint64_t from_seq, esc_subscription_fn fn, void *ud);
+                                         const Escher__SubscribeRequest *filter,
+                                         esc_subscription_fn fn, void *ud);
 
 /* Cancels the open stream, joins the thread and frees the subscription. NULL is allowed.
  * No callback runs after it returns. */

@@ -1,5 +1,6 @@
 /* test_events.c: esc_subscribe delivers a followed namespace's rows with their totals, in
- * log order, and nothing of other namespaces. */
+ * log order, and nothing of other namespaces; followed key-value rows with their values,
+ * in the same order; resumes after a given seq; and nodes' availability when asked. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,10 @@ typedef struct {
     char name[MAX_EVENTS][80];
     int64_t total[MAX_EVENTS];
     bool deleted[MAX_EVENTS];
+    char key[MAX_EVENTS][80];
+    char value[MAX_EVENTS][16];
+    bool omitted[MAX_EVENTS];
+    size_t value_len[MAX_EVENTS];
 } seen;
 
 static void on_event(void *ud, const esc_event *e)
@@ -40,6 +45,11 @@ static void on_event(void *ud, const esc_event *e)
         snprintf(s->name[i], sizeof s->name[i], "%s", e->name ? e->name : "");
         s->total[i] = e->total;
         s->deleted[i] = e->deleted;
+        snprintf(s->key[i], sizeof s->key[i], "%s", e->key ? e->key : "");
+        snprintf(s->value[i], sizeof s->value[i], "%.*s", e->value ? (int)e->value_len : 0,
+                 e->value ? (const char *)e->value : "");
+        s->omitted[i] = e->value_omitted;
+        s->value_len[i] = e->value_len;
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -90,7 +100,8 @@ static void test_rows_in_order(void **state)
     esc_watch *w = NULL;
     esc_status st;
     const char *prefixes[] = {"ev/"};
-    assert_int_equal(esc_subscribe(cl, prefixes, 1, on_event, &s, &w, &st), ESC_OK);
+    esc_watch_filter f = {.resources = prefixes, .nresources = 1};
+    assert_int_equal(esc_subscribe(cl, &f, on_event, &s, &w, &st), ESC_OK);
     wait_events(&s, 1);
     assert_int_equal(s.kind[0], ESC_EVENT_RESET);
 
@@ -126,8 +137,119 @@ static void test_bad_prefix(void **state)
     esc_watch *w = NULL;
     esc_status st;
     const char *bad[] = {"noslash"};
-    assert_int_equal(esc_subscribe(cl, bad, 1, on_event, NULL, &w, &st), ESC_INVALID_ARGUMENT);
+    esc_watch_filter f = {.resources = bad, .nresources = 1};
+    assert_int_equal(esc_subscribe(cl, &f, on_event, NULL, &w, &st), ESC_INVALID_ARGUMENT);
     assert_null(w);
+    esc_kv_filter nl = {.ns = "a\nb"};
+    esc_watch_filter g = {.kv = &nl, .nkv = 1};
+    assert_int_equal(esc_subscribe(cl, &g, on_event, NULL, &w, &st), ESC_INVALID_ARGUMENT);
+    assert_null(w);
+    esc_disconnect(cl);
+}
+
+/* Index of the first event of kind k at or after from, or s->n. */
+static size_t find_kind(seen *s, size_t from, esc_event_kind k)
+{
+    while (from < s->n && s->kind[from] != k)
+        from++;
+    return from;
+}
+
+static void test_kv_rows(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "evkv", 0, false);
+    static seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    esc_watch *w = NULL;
+    esc_status st;
+    assert_int_equal(esc_kv_put(cl, NULL, "cfg.old", "0", 1, true, NULL, &st), ESC_OK);
+    esc_kv_filter kv = {.prefix = "cfg."};
+    const char *prefixes[] = {"evkv/"};
+    esc_watch_filter f = {.resources = prefixes, .nresources = 1, .kv = &kv, .nkv = 1};
+    assert_int_equal(esc_subscribe(cl, &f, on_event, &s, &w, &st), ESC_OK);
+    wait_events(&s, 2); /* RESET, then the row already there */
+    assert_int_equal(s.kind[0], ESC_EVENT_RESET);
+    assert_int_equal(s.kind[1], ESC_EVENT_KV);
+    assert_string_equal(s.key[1], "cfg.old");
+    assert_string_equal(s.value[1], "0");
+
+    assert_int_equal(esc_kv_put(cl, NULL, "cfg.a", "1", 1, true, NULL, &st), ESC_OK);
+    assert_int_equal(esc_kv_put(cl, NULL, "other", "x", 1, true, NULL, &st), ESC_OK);
+    esc_target n0 = ESC_NODE(C.raylets[0].node_id);
+    assert_int_equal(esc_resource_set(cl, "r", ESC_QTY(1), &n0, NULL, &st), ESC_OK);
+    assert_int_equal(esc_kv_put(cl, NULL, "cfg.a", "22", 2, true, NULL, &st), ESC_OK);
+    static char big[ESC_EVENT_KV_VALUE_MAX + 1];
+    memset(big, 'b', sizeof big);
+    assert_int_equal(esc_kv_put(cl, NULL, "cfg.big", big, sizeof big, true, NULL, &st), ESC_OK);
+    assert_int_equal(esc_kv_del(cl, NULL, "cfg.a", NULL, &st), ESC_OK);
+    wait_events(&s, 7);
+    pthread_mutex_lock(&s.mu);
+    assert_int_equal(s.n, 7); /* never "other" */
+    assert_string_equal(s.key[2], "cfg.a");
+    assert_string_equal(s.value[2], "1");
+    assert_int_equal(s.kind[3], ESC_EVENT_RESOURCE); /* in log order with the rows */
+    assert_string_equal(s.name[3], "evkv/r");
+    assert_string_equal(s.value[4], "22");
+    assert_true(s.omitted[5]);
+    assert_int_equal(s.value_len[5], sizeof big);
+    assert_string_equal(s.key[6], "cfg.a");
+    assert_true(s.deleted[6]);
+    for (size_t i = 2; i < s.n; i++)
+        assert_true(s.seq[i] > s.seq[i - 1]);
+    pthread_mutex_unlock(&s.mu);
+    esc_unsubscribe(w);
+    esc_disconnect(cl);
+}
+
+/* A watch started from an earlier watch's last seq gets what came after, no RESET. */
+static void test_resume_from_seq(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "evres", 0, false);
+    static seen a = {.mu = PTHREAD_MUTEX_INITIALIZER}, b = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    esc_watch *w = NULL;
+    esc_status st;
+    esc_kv_filter kv = {.prefix = "k"};
+    esc_watch_filter f = {.kv = &kv, .nkv = 1};
+    assert_int_equal(esc_subscribe(cl, &f, on_event, &a, &w, &st), ESC_OK);
+    assert_int_equal(esc_kv_put(cl, NULL, "k1", "1", 1, true, NULL, &st), ESC_OK);
+    wait_events(&a, 2);
+    esc_unsubscribe(w);
+    assert_int_equal(esc_kv_put(cl, NULL, "k2", "2", 1, true, NULL, &st), ESC_OK);
+    f.from_seq = a.seq[1];
+    assert_int_equal(esc_subscribe(cl, &f, on_event, &b, &w, &st), ESC_OK);
+    wait_events(&b, 1);
+    pthread_mutex_lock(&b.mu);
+    assert_int_equal(b.kind[0], ESC_EVENT_KV);
+    assert_string_equal(b.key[0], "k2");
+    assert_true(b.seq[0] > a.seq[1]);
+    pthread_mutex_unlock(&b.mu);
+    esc_unsubscribe(w);
+    esc_disconnect(cl);
+}
+
+/* With loads, every node's CPU row (a physical resource) comes right after the
+ * subscription. */
+static void test_loads(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "evload", 0, false);
+    static seen s = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    esc_watch *w = NULL;
+    esc_status st;
+    esc_watch_filter f = {.loads = true};
+    assert_int_equal(esc_subscribe(cl, &f, on_event, &s, &w, &st), ESC_OK);
+    wait_events(&s, 3); /* RESET, then at least one row per node */
+    pthread_mutex_lock(&s.mu);
+    assert_int_equal(s.kind[0], ESC_EVENT_RESET);
+    bool cpu[2] = {false, false};
+    for (size_t i = find_kind(&s, 0, ESC_EVENT_LOAD); i < s.n; i++)
+        for (int k = 0; k < 2; k++)
+            cpu[k] |= s.kind[i] == ESC_EVENT_LOAD && !strcmp(s.name[i], "CPU") &&
+                      !strcmp(s.node[i], C.raylets[k].node_id) && s.total[i] > 0;
+    pthread_mutex_unlock(&s.mu);
+    assert_true(cpu[0] && cpu[1]);
+    esc_unsubscribe(w);
     esc_disconnect(cl);
 }
 
@@ -136,6 +258,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_in_order),
         cmocka_unit_test(test_bad_prefix),
+        cmocka_unit_test(test_kv_rows),
+        cmocka_unit_test(test_resume_from_seq),
+        cmocka_unit_test(test_loads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

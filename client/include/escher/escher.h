@@ -334,7 +334,7 @@ int esc_job_finish(esc_client *c, const char *job_id, bool failed, esc_status *s
 
 typedef enum {
     ESC_EVENT_RESET,         /* the rows start again (first event, or after the GCS lost
-                                what a reconnect missed): RESOURCE events of every
+                                what a reconnect missed): RESOURCE and KV events of every
                                 followed row follow, with this seq */
     ESC_EVENT_RESOURCE,      /* a followed row after a change: node_id, name, total,
                                 unbounded; deleted when it is gone */
@@ -342,34 +342,75 @@ typedef enum {
     ESC_EVENT_NODE_DRAINING, /* node_id */
     ESC_EVENT_NODE_DEAD,     /* node_id (its ephemeral rows went with it) */
     ESC_EVENT_JOB_FINISHED,  /* job_id */
+    ESC_EVENT_KV,            /* a followed key-value row after a put or delete: kv_ns,
+                                key, value/value_len (value NULL with value_omitted when
+                                longer than ESC_EVENT_KV_VALUE_MAX bytes: esc_kv_get
+                                reads it); deleted when it is gone */
+    ESC_EVENT_LOAD,          /* (filter.loads) a node's availability row as its raylet
+                                last reported it: node_id, name (a physical resource or
+                                a followed one), total, held, unbounded, deleted. Not in
+                                the log: seq is the last committed one, reports come at
+                                most every 50 ms per node, and after a (re)connect every
+                                node's rows come again */
 } esc_event_kind;
 
-/* One event; the strings are valid only during the callback. */
+/* Key-value values up to this many bytes travel in ESC_EVENT_KV events. */
+#define ESC_EVENT_KV_VALUE_MAX 4096
+
+/* One event; strings and value are valid only during the callback. */
 typedef struct {
     esc_event_kind kind;
-    uint64_t seq;            /* the resource log's sequence (ascending) */
+    uint64_t seq;            /* the log's sequence (ascending; LOAD events repeat it) */
     const char *node_id;
-    const char *name;        /* full name, "ns/name" */
+    const char *name;        /* resources: full name, "ns/name" */
     const char *job_id;
     int64_t total;           /* fixed point */
+    int64_t held;            /* LOAD: held on the node, fixed point */
     bool unbounded;
     bool deleted;
+    const char *kv_ns;       /* KV: the row's namespace and key */
+    const char *key;
+    const void *value;       /* KV: the value (value_len bytes), NULL when deleted or omitted */
+    size_t value_len;
+    bool value_omitted;
 } esc_event;
 
 typedef void (*esc_event_fn)(void *ud, const esc_event *ev);
 typedef struct esc_watch esc_watch;
 
-/* Follows the cluster: node and job events, and the rows of the resources whose full
- * names start with one of prefixes[0..n) ("ns/" a namespace, "ns/gpu" a family; each in a
- * namespace c's job may use). Events come in log order on the watch's own thread (one
- * per watch), starting with ESC_EVENT_RESET and the followed rows; after a lost
- * connection the watch resumes where it stopped, or starts again with a RESET. fn must
- * not call esc_unsubscribe on its own watch. *out is freed with esc_unsubscribe.
- * Returns ESC_OK; INVALID_ARGUMENT (NULL arguments, a prefix without '/'); INTERNAL
- * when the thread cannot start. A prefix the job may not use ends the stream with
- * PERMISSION_DENIED at the GCS, and the watch then delivers nothing (it retries). */
-int esc_subscribe(esc_client *c, const char *const *prefixes, size_t n, esc_event_fn fn,
-                  void *ud, esc_watch **out, esc_status *st);
+/* Key-value rows to follow: the keys of namespace ns (NULL: the client's) that start
+ * with prefix (NULL or "": every key). */
+typedef struct {
+    const char *ns;
+    const char *prefix;
+} esc_kv_filter;
+
+/* What a watch follows besides node and job events (all fields may be zero). */
+typedef struct {
+    const char *const *resources; /* rows of the resources whose full names start with
+                                     one of these ("ns/" a namespace, "ns/gpu" a family;
+                                     each in a namespace c's job may use) */
+    size_t nresources;
+    const esc_kv_filter *kv;      /* key-value rows (namespaces c's job may use) */
+    size_t nkv;
+    bool loads;                   /* ESC_EVENT_LOAD: availability of physical resources
+                                     and of the followed resources */
+    uint64_t from_seq;            /* resume after this seq (an event's seq an earlier
+                                     watch delivered); 0: start with a RESET */
+} esc_watch_filter;
+
+/* Follows the cluster as filter says (copied; NULL: node and job events only). Events
+ * come in log order on the watch's own thread (one per watch), starting with
+ * ESC_EVENT_RESET and the followed rows (or, with from_seq, the changes after it when
+ * the GCS still holds them); after a lost connection the watch resumes where it stopped,
+ * or starts again with a RESET. fn must not call esc_unsubscribe on its own watch. *out
+ * is freed with esc_unsubscribe.
+ * Returns ESC_OK; INVALID_ARGUMENT (NULL client, fn or out, a resource prefix without
+ * '/', a key-value namespace with a newline); INTERNAL when the thread cannot start. A
+ * prefix or namespace the job may not use ends the stream with PERMISSION_DENIED at the
+ * GCS, and the watch then delivers nothing (it retries). */
+int esc_subscribe(esc_client *c, const esc_watch_filter *filter, esc_event_fn fn, void *ud,
+                  esc_watch **out, esc_status *st);
 
 /* Stops the watch: no callback runs after it returns. NULL is a no-op. */
 void esc_unsubscribe(esc_watch *w);
