@@ -68,9 +68,34 @@ static void on_kv(esc_watch *w, uint64_t seq, const Escher__KvEntry *kv)
     w->fn(w->ud, &e);
 }
 
+/* The node's demand, borrowing the message's strings. */
+static void on_demand(esc_watch *w, uint64_t seq, const Escher__NodeLoad *l)
+{
+    esc_demand *d = calloc(l->n_demand + 1, sizeof *d);
+    for (size_t i = 0; i < l->n_demand; i++) {
+        const Escher__Demand *m = l->demand[i];
+        d[i].nshape = m->n_shape;
+        d[i].shape = calloc(m->n_shape + 1, sizeof *d[i].shape);
+        for (size_t k = 0; k < m->n_shape; k++)
+            d[i].shape[k] = (esc_amount){m->shape[k]->name, m->shape[k]->value, false};
+        d[i].count = m->count;
+        d[i].infeasible = m->infeasible;
+        d[i].missing = m->missing;
+        d[i].nmissing = m->n_missing;
+    }
+    esc_event e = {.kind = ESC_EVENT_DEMAND, .seq = seq, .node_id = l->node_id, .demand = d,
+                   .ndemand = l->n_demand};
+    w->fn(w->ud, &e);
+    for (size_t i = 0; i < l->n_demand; i++)
+        free(d[i].shape);
+    free(d);
+}
+
 static void on_loads(esc_watch *w, const Escher__Event *ev)
 {
-    for (size_t i = 0; i < ev->n_loads; i++)
+    for (size_t i = 0; i < ev->n_loads; i++) {
+        if (ev->loads[i]->has_demand)
+            on_demand(w, ev->seq, ev->loads[i]);
         for (size_t k = 0; k < ev->loads[i]->n_rows; k++) {
             const Escher__ResourceState *r = ev->loads[i]->rows[k];
             esc_event e = {.kind = ESC_EVENT_LOAD, .seq = ev->seq,
@@ -79,6 +104,7 @@ static void on_loads(esc_watch *w, const Escher__Event *ev)
                            .deleted = r->deleted};
             w->fn(w->ud, &e);
         }
+    }
 }
 
 /* A snapshot: the rows start again. */

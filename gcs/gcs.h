@@ -66,6 +66,8 @@ typedef struct {
     Escher__ReportNodeRequest *published; /* the report last advertised (load.c): owned,
                                          or the same as report; may be NULL */
     bool load_dirty;                  /* reported since the last advertisement */
+    Escher__ReportNodeRequest *demand; /* the last demand reported (only that), owned */
+    bool demand_dirty;                /* demand reported since the last advertisement */
     bool needs_snapshot;              /* (re)registered in this life: its next subscription
                                          starts from a snapshot, whatever seq it names */
     bool death_unstored;              /* declared dead in memory; the event is not yet in
@@ -176,6 +178,8 @@ void gcs_load_stop(gcs *g);
 void gcs_load_set_report(gcs_node *n, Escher__ReportNodeRequest *report);
 /* Drops n's reports (its death, or freeing the table). */
 void gcs_load_forget(gcs_node *n);
+/* Keeps the queued demand of a report that has it (copied) to advertise it. */
+void gcs_load_set_demand(gcs *g, gcs_node *n, const Escher__ReportNodeRequest *report);
 /* n reported new rows: they are advertised within the next period. */
 void gcs_load_reported(gcs *g, gcs_node *n);
 /* Every alive node's full rows, for a (re)subscribing raylet; rows point into the

@@ -19,6 +19,8 @@
  * sends one or two rows to each raylet, not 10,000. */
 #include "gcs.h"
 
+#include "pbutil.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +46,34 @@ void gcs_load_forget(gcs_node *n)
     drop_published(n);
     gcs_load_set_report(n, NULL);
     n->load_dirty = false;
+    if (n->demand)
+        protobuf_c_message_free_unpacked(&n->demand->base, NULL);
+    n->demand = NULL;
+    n->demand_dirty = false;
+}
+
+void gcs_load_set_demand(gcs *g, gcs_node *n, const Escher__ReportNodeRequest *report)
+{
+    Escher__ReportNodeRequest only = ESCHER__REPORT_NODE_REQUEST__INIT;
+    only.node_id = report->node_id;
+    only.has_demand = true;
+    only.n_demand = report->n_demand;
+    only.demand = report->demand;
+    if (n->demand)
+        protobuf_c_message_free_unpacked(&n->demand->base, NULL);
+    n->demand = (Escher__ReportNodeRequest *)esc_pb_dup(&only.base);
+    n->demand_dirty = true;
+    gcs_load_reported(g, n);
+}
+
+/* Attaches n's demand (borrowed) to l. */
+static void attach_demand(const gcs_node *n, Escher__NodeLoad *l)
+{
+    if (!n->demand)
+        return;
+    l->has_demand = true;
+    l->n_demand = n->demand->n_demand;
+    l->demand = n->demand->demand;
 }
 
 static bool same_row(const Escher__ResourceState *a, const Escher__ResourceState *b)
@@ -78,19 +108,28 @@ static bool diff_rows(const Escher__ReportNodeRequest *prev, const Escher__Repor
     return matched == np - i;
 }
 
-/* Fills l with what changed on n since its last advertisement; false when nothing did. */
+/* Fills l with what changed on n since its last advertisement (its demand whole when it
+ * changed); false when nothing did. */
 static bool node_load(gcs_node *n, Escher__NodeLoad *l)
 {
     escher__node_load__init(l);
     l->node_id = n->info->node_id;
+    if (n->demand_dirty)
+        attach_demand(n, l);
+    n->demand_dirty = false;
     const Escher__ReportNodeRequest *cur = n->report;
+    if (!cur) {
+        l->rows = calloc(1, sizeof *l->rows);
+        return l->has_demand;
+    }
     l->rows = calloc(cur->n_resources + 1, sizeof *l->rows);
     l->full = !n->published || !diff_rows(n->published, cur, l->rows, &l->n_rows);
     if (l->full) {
         memcpy(l->rows, cur->resources, cur->n_resources * sizeof *l->rows);
         l->n_rows = cur->n_resources;
+        attach_demand(n, l);
     }
-    return l->full || l->n_rows > 0;
+    return l->full || l->n_rows > 0 || l->has_demand;
 }
 
 static void free_loads(Escher__Event *ev)
@@ -120,7 +159,7 @@ static void on_load_timer(struct ev_loop *ev, ev_timer *t, int revents)
         if (!n->load_dirty)
             continue;
         n->load_dirty = false;
-        if (!gcs_node_alive(n) || !n->report)
+        if (!gcs_node_alive(n) || (!n->report && !n->demand))
             continue;
         Escher__NodeLoad *l = &block[out.n_loads];
         if (node_load(n, l))
@@ -129,8 +168,10 @@ static void on_load_timer(struct ev_loop *ev, ev_timer *t, int revents)
             free(l->rows);
         /* The rows sent point into the current report, which becomes the base of the
          * next diff; the previous base is no longer needed. */
-        drop_published(n);
-        n->published = n->report;
+        if (n->report) {
+            drop_published(n);
+            n->published = n->report;
+        }
     }
     if (out.n_loads)
         gcs_broadcast(g, &out);
@@ -179,6 +220,7 @@ Escher__Event *gcs_load_full_event(gcs *g)
         l->n_rows = n->report->n_resources;
         l->rows = calloc(l->n_rows + 1, sizeof *l->rows);
         memcpy(l->rows, n->report->resources, l->n_rows * sizeof *l->rows);
+        attach_demand(n, l);
         ev->loads[ev->n_loads++] = l;
     }
     if (!ev->n_loads)

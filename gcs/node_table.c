@@ -167,6 +167,8 @@ static void handle_report(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
         gcs_load_set_report(n, (Escher__ReportNodeRequest *)esc_pb_dup(&req->base));
         gcs_load_reported(g, n);
     }
+    if (req->has_demand)
+        gcs_load_set_demand(g, n, req);
     /* A GCS restarted on durable storage knows the node but not its accounting. */
     rep.want_resources = !n->report;
     bool advanced = req->applied_seq != n->applied_seq;

@@ -146,7 +146,7 @@ static void send_watched_loads(gcs_sub *s, const Escher__Event *ev)
         for (size_t k = 0; k < l->n_rows; k++)
             if (load_row_followed(s, l->rows[k]->name))
                 out->rows[out->n_rows++] = l->rows[k];
-        if (out->n_rows || l->full)
+        if (out->n_rows || l->full || l->has_demand)
             part.loads[part.n_loads++] = out;
         else
             free(out->rows);

@@ -39,6 +39,8 @@
 #define REPORT_RETRY_MS 100       /* after a failed report, wait this long at least */
 #define DEFAULT_HEARTBEAT_MS 1000
 
+typedef struct demand_set demand_set;
+
 struct gcs_link {
     raylet *r;
     esc_rpc_channel *ch;
@@ -62,6 +64,7 @@ struct gcs_link {
     uint64_t seq;                  /* latest applied seq published by the loop */
     resource_rows *pending;          /* latest rows published and not yet taken */
     resource_rows *spare;            /* a used rows block, for the loop to fill again */
+    demand_set *pending_demand;      /* latest demand published and not yet taken */
     esc_subscription *sub;         /* the event stream (started and stopped by the loop) */
 
     pthread_t report_thread;
@@ -69,6 +72,22 @@ struct gcs_link {
 };
 
 /* ------------------------------------------------------------ helpers */
+
+/* The node's queued tasks by shape, as the loop last published them. */
+struct demand_set {
+    Escher__Demand **v;
+    size_t n;
+};
+
+static void demand_set_free(demand_set *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->n; i++)
+        protobuf_c_message_free_unpacked(&d->v[i]->base, NULL);
+    free(d->v);
+    free(d);
+}
 
 
 static bool is_stopping(gcs_link *l)
@@ -282,6 +301,21 @@ static void stash(gcs_link *l, resource_rows *rows)
     free(rows);
 }
 
+void gcs_link_publish_demand(gcs_link *l, Escher__Demand **v, size_t n)
+{
+    demand_set *d = malloc(sizeof *d);
+    if (!d)
+        abort();
+    *d = (demand_set){v, n};
+    pthread_mutex_lock(&l->mu);
+    demand_set *old = l->pending_demand;
+    l->pending_demand = d;
+    l->wake = true;
+    pthread_cond_signal(&l->report_cv);
+    pthread_mutex_unlock(&l->mu);
+    demand_set_free(old);
+}
+
 resource_rows *gcs_link_take_spare(gcs_link *l)
 {
     pthread_mutex_lock(&l->mu);
@@ -291,8 +325,9 @@ resource_rows *gcs_link_take_spare(gcs_link *l)
     return s;
 }
 
-static int send_report(gcs_link *l, uint64_t seq, const resource_rows *rows, bool *unknown,
-                       bool *want_rows, esc_status *st)
+static int send_report(gcs_link *l, uint64_t seq, const resource_rows *rows,
+                       const demand_set *demand, bool *unknown, bool *want_rows,
+                       esc_status *st)
 {
     Escher__ReportNodeRequest rq = ESCHER__REPORT_NODE_REQUEST__INIT;
     rq.node_id = l->node_id;
@@ -301,6 +336,11 @@ static int send_report(gcs_link *l, uint64_t seq, const resource_rows *rows, boo
         rq.has_resources = true;
         rq.n_resources = rows->n;
         rq.resources = rows->rows;
+    }
+    if (demand) {
+        rq.has_demand = true;
+        rq.n_demand = demand->n;
+        rq.demand = demand->v;
     }
     ProtobufCMessage *out = NULL;
     int rc = esc_rpc_call(l->ch, &escher__gcs__descriptor, "ReportNode", &rq.base, &out,
@@ -314,10 +354,40 @@ static int send_report(gcs_link *l, uint64_t seq, const resource_rows *rows, boo
     return rc;
 }
 
+/* What the report thread last took from the loop, and what of it the GCS lacks. */
+typedef struct {
+    resource_rows *rows;
+    demand_set *demand;
+    bool send_rows, send_demand;
+} report_state;
+
+/* One report with what the GCS lacks; again whole when it asks for rows (it restarted)
+ * or no longer knows the node (re-registered first). Returns an ESC code, or -1 when
+ * the node was declared dead. */
+static int report_once(gcs_link *l, uint64_t seq, report_state *cur, esc_status *st)
+{
+    bool unknown = false, want_rows = false;
+    int rc = send_report(l, seq, cur->send_rows ? cur->rows : NULL,
+                         cur->send_demand ? cur->demand : NULL, &unknown, &want_rows, st);
+    if (rc == ESC_OK && want_rows && !cur->send_rows && cur->rows)
+        rc = send_report(l, seq, cur->rows, cur->demand, &unknown, &want_rows, st);
+    if (rc == ESC_OK && unknown) {
+        rc = reregister(l);
+        if (rc < 0)
+            return -1;
+        if (rc == ESC_OK) {
+            cur->send_rows = cur->send_demand = true;
+            rc = send_report(l, seq, cur->rows, cur->demand, &unknown, &want_rows, st);
+        }
+    }
+    if (rc == ESC_OK && !unknown)
+        cur->send_rows = cur->send_demand = false;
+    return rc;
+}
+
 static void report_loop(gcs_link *l)
 {
-    resource_rows *cur = NULL;   /* the latest rows taken from the loop */
-    bool send_rows = false;    /* cur has not reached the GCS yet */
+    report_state cur = {0};
     bool failing = false;
     uint64_t next_due = esc_now_ms() + l->heartbeat_ms;
     uint64_t earliest = 0;
@@ -336,33 +406,29 @@ static void report_loop(gcs_link *l)
             break;
         uint64_t seq = l->seq;
         resource_rows *rows = l->pending;
+        demand_set *demand = l->pending_demand;
         l->pending = NULL;
+        l->pending_demand = NULL;
         l->wake = false;
         pthread_mutex_unlock(&l->mu);
 
         if (rows) {
-            stash(l, cur);
-            cur = rows;
-            send_rows = true;
+            stash(l, cur.rows);
+            cur.rows = rows;
+            cur.send_rows = true;
+        }
+        if (demand) {
+            demand_set_free(cur.demand);
+            cur.demand = demand;
+            cur.send_demand = true;
         }
         esc_status st = {0};
-        bool unknown = false, want_rows = false;
-        int rc = send_report(l, seq, send_rows ? cur : NULL, &unknown, &want_rows, &st);
-        if (rc == ESC_OK && want_rows && !send_rows && cur)
-            rc = send_report(l, seq, cur, &unknown, &want_rows, &st);
-        if (rc == ESC_OK && unknown) {
-            rc = reregister(l);
-            if (rc < 0) {
-                free(cur);
-                return;
-            }
-            if (rc == ESC_OK) {
-                send_rows = true;
-                rc = send_report(l, seq, cur, &unknown, &want_rows, &st);
-            }
+        int rc = report_once(l, seq, &cur, &st);
+        if (rc < 0) {
+            free(cur.rows);
+            demand_set_free(cur.demand);
+            return;
         }
-        if (rc == ESC_OK && !unknown)
-            send_rows = false;
         uint64_t now = esc_now_ms();
         if (rc == ESC_OK) {
             if (failing)
@@ -381,7 +447,8 @@ static void report_loop(gcs_link *l)
         pthread_mutex_lock(&l->mu);
     }
     pthread_mutex_unlock(&l->mu);
-    free(cur);
+    free(cur.rows);
+    demand_set_free(cur.demand);
 }
 
 static void *report_main(void *arg)
@@ -508,6 +575,7 @@ void gcs_link_free(gcs_link *l)
     gcs_link_stop(l);
     esc_rpc_channel_free(l->ch);
     free(l->pending);
+    demand_set_free(l->pending_demand);
     free(l->spare);
     free(l->amounts);
     free(l->amount_ptrs);

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "common.pb-c.h"
 #include "resource_rows.h"
 
 struct raylet;
@@ -16,6 +17,9 @@ int gcs_link_start(gcs_link *l);
 /* Hands the report thread the applied seq and, when not NULL, new rows (taking
  * ownership), and wakes it (loop thread). */
 void gcs_link_publish(gcs_link *l, uint64_t applied_seq, resource_rows *rows);
+/* Hands the report thread the node's queued demand (v[0..n), taking ownership of the
+ * array and its messages), sent with the next report, and wakes it (loop thread). */
+void gcs_link_publish_demand(gcs_link *l, Escher__Demand **v, size_t n);
 /* A rows buffer the report thread is done with, for resource_rows_build; may be NULL. */
 resource_rows *gcs_link_take_spare(gcs_link *l);
 /* Stops both threads and waits for them (loop thread). */

@@ -57,8 +57,8 @@ void raylet_changed(raylet *r, bool may_admit)
         r->queue_dirty = true;
 }
 
-/* Rows that changed only because tasks started or ended (held quantities) are copied at
- * most this often: a copy is as big as the node's table (thousands of ephemeral
+/* Rows that changed only because tasks started or ended (held quantities), and the
+ * queue's demand, are copied at most this often: a copy is as big as the node's table (thousands of ephemeral
  * resources), and nothing waits for held quantities but status and other raylets'
  * spillback, which can live with a few milliseconds. The applied seq (the ack that
  * WaitApplied waits for) is never held back. */
@@ -85,18 +85,36 @@ static bool rows_due(raylet *r)
     return false;
 }
 
+/* The queue's demand, when it moved since the last report (computed from the shapes,
+ * not the queue: task_manager.c). */
+static void publish_demand(raylet *r)
+{
+    uint64_t v = task_manager_queue_version(r->tasks);
+    if (v == r->published_queue_version)
+        return;
+    r->published_queue_version = v;
+    size_t n = 0;
+    Escher__Demand **d = task_manager_demand(r->tasks, &n);
+    gcs_link_publish_demand(r->link, d, n);
+}
+
 static void publish_if_changed(raylet *r)
 {
     if (!r->registered || r->stopping)
         return;
     uint64_t v = accounting_version(r->acct);
     bool rows_changed = r->force_publish || v != r->published_version;
-    if (rows_changed && r->applied_seq == r->published_seq && !rows_due(r))
+    bool demand_changed =
+        r->tasks && task_manager_queue_version(r->tasks) != r->published_queue_version;
+    bool changed = rows_changed || demand_changed;
+    if (changed && r->applied_seq == r->published_seq && !rows_due(r))
         return;
-    if (!rows_changed && r->applied_seq == r->published_seq)
+    if (!changed && r->applied_seq == r->published_seq)
         return;
-    if (rows_changed)
+    if (changed)
         r->rows_published_ms = esc_now_ms();
+    if (demand_changed)
+        publish_demand(r);
     resource_rows *rows =
         rows_changed ? resource_rows_build(r->acct, gcs_link_take_spare(r->link)) : NULL;
     r->published_version = v;

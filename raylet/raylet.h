@@ -81,6 +81,7 @@ typedef struct raylet {
     bool queue_dirty;            /* a release or an event may let queued requests fit */
     uint64_t published_version;  /* accounting_version of the last rows handed to the link */
     uint64_t published_seq;
+    uint64_t published_queue_version; /* task_manager_queue_version of the last demand */
     bool force_publish;
     uint64_t rows_published_ms;  /* when rows were last copied for the report */
     uint64_t pulled_bytes;       /* object bytes fetched from other nodes (Stats) */

@@ -45,11 +45,17 @@ typedef struct task_entry {
     size_t nreq;
     int64_t gpus;                   /* the GPU quantity requested (fixed point) */
     gpu_grant grant;                /* the instances it holds while running */
+    char *shape_key;                /* while queued: its shape's key in tm->shapes */
 } task_entry;
 
 struct task_manager {
     raylet *r;
     size_t nqueued;                 /* tasks in the node's queue (r->admission) */
+    /* The queue's demand, kept as tasks come and go (shape key -> queued_shape), so a
+     * report of it costs one pass over the shapes, not over the queue; queue_version
+     * counts the changes (the loop reports demand when it moved). */
+    esc_strmap *shapes;
+    uint64_t queue_version;
     /* The last task of the current re-examination pass that found no other node: during
      * a pass the view only loses availability (debits), so a task placed like it would
      * find none either. Queues of many tasks of one shape then cost one search per

@@ -54,6 +54,7 @@ void task_entry_free(task_entry *e)
 {
     free(e->spilled_to);
     free(e->spilled_addr);
+    free(e->shape_key);
     protobuf_c_message_free_unpacked(&e->spec->base, NULL);
     free(e->req);
     free(e);
@@ -61,11 +62,16 @@ void task_entry_free(task_entry *e)
 
 static void try_queued(admission_entry *a, uint64_t pass);
 
+static void shape_count_in(task_manager *tm, task_entry *e);
+static void shapes_free(esc_strmap *shapes);
+static void shape_count_out(task_manager *tm, task_entry *e);
+
 void task_enqueue(task_manager *tm, task_entry *e)
 {
     e->q.try_fn = try_queued;
     admission_push(tm->r->admission, &e->q);
     tm->nqueued++;
+    shape_count_in(tm, e);
     if (e->spec->job_entrypoint)
         task_state_report_entrypoint(tm, e, true);
 }
@@ -74,6 +80,7 @@ void task_dequeue(task_manager *tm, task_entry *e)
 {
     admission_remove(tm->r->admission, &e->q);
     tm->nqueued--;
+    shape_count_out(tm, e);
     if (e->spec->job_entrypoint)
         task_state_report_entrypoint(tm, e, false);
 }
@@ -285,6 +292,7 @@ task_manager *task_manager_new(raylet *r)
     task_manager *tm = calloc(1, sizeof *tm);
     tm->r = r;
     tm->running = esc_strmap_new();
+    tm->shapes = esc_strmap_new();
     tm->spilled = esc_strmap_new();
     tm->lineage = esc_strmap_new();
     tm->checking = esc_strmap_new();
@@ -498,6 +506,7 @@ void task_manager_free(task_manager *tm)
     const char *k;
     void *v;
     esc_strmap_free(tm->running);
+    shapes_free(tm->shapes);
     esc_strmap_free(tm->resizing);
     while (esc_strmap_next(tm->spilled, &pos, &k, &v))
         task_entry_free(v);
@@ -526,61 +535,123 @@ void task_manager_free(task_manager *tm)
 
 /* ------------------------------------------------------------ demand */
 
-/* "name=value;..." in request order: tasks with the same key have the same shape. */
-static void shape_key(const task_entry *e, char *out, size_t len)
+/* Queued tasks of one shape: the shape (names copied) and how many. */
+typedef struct {
+    accounting_req *req;
+    size_t nreq;
+    uint32_t count;
+} queued_shape;
+
+static void queued_shape_free(queued_shape *q)
 {
+    for (size_t i = 0; i < q->nreq; i++)
+        free((char *)q->req[i].name);
+    free(q->req);
+    free(q);
+}
+
+static void shapes_free(esc_strmap *shapes)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(shapes, &pos, &k, &v))
+        queued_shape_free(v);
+    esc_strmap_free(shapes);
+}
+
+/* "name=value;..." in request order (malloc'd): tasks with the same key have the same
+ * shape. */
+static char *shape_key(const task_entry *e)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < e->nreq; i++)
+        len += strlen(e->req[i].name) + 24;
+    char *out = malloc(len);
+    if (!out)
+        abort();
     size_t off = 0;
     out[0] = 0;
-    for (size_t i = 0; i < e->nreq && off < len; i++) {
-        int k = snprintf(out + off, len - off, "%s=%lld;", e->req[i].name,
-                         (long long)e->req[i].qty);
-        if (k < 0)
-            break;
-        off += (size_t)k;
+    for (size_t i = 0; i < e->nreq; i++)
+        off += (size_t)snprintf(out + off, len - off, "%s=%lld;", e->req[i].name,
+                                (long long)e->req[i].qty);
+    return out;
+}
+
+static void shape_count_in(task_manager *tm, task_entry *e)
+{
+    tm->queue_version++;
+    free(e->shape_key);
+    e->shape_key = shape_key(e);
+    queued_shape *q = esc_strmap_get(tm->shapes, e->shape_key);
+    if (!q) {
+        q = calloc(1, sizeof *q);
+        q->req = calloc(e->nreq + 1, sizeof *q->req);
+        q->nreq = e->nreq;
+        for (size_t i = 0; i < e->nreq; i++)
+            q->req[i] = (accounting_req){strdup(e->req[i].name), e->req[i].qty, 0};
+        esc_strmap_put(tm->shapes, e->shape_key, q);
     }
+    q->count++;
+}
+
+static void shape_count_out(task_manager *tm, task_entry *e)
+{
+    tm->queue_version++;
+    queued_shape *q = e->shape_key ? esc_strmap_get(tm->shapes, e->shape_key) : NULL;
+    if (q && --q->count == 0)
+        queued_shape_free(esc_strmap_del(tm->shapes, e->shape_key));
+    free(e->shape_key);
+    e->shape_key = NULL;
+}
+
+static Escher__Demand *demand_of(task_manager *tm, const accounting_req *req, size_t nreq)
+{
+    Escher__Demand *d = calloc(1, sizeof *d);
+    escher__demand__init(d);
+    d->n_shape = nreq;
+    d->shape = calloc(nreq + 1, sizeof *d->shape);
+    d->missing = calloc(nreq + 1, sizeof *d->missing);
+    for (size_t i = 0; i < nreq; i++) {
+        Escher__Amount *a = malloc(sizeof *a);
+        escher__amount__init(a);
+        a->name = strdup(req[i].name);
+        a->value = req[i].qty;
+        d->shape[i] = a;
+        accounting_row row;
+        if (!accounting_get(tm->r->acct, req[i].name, &row) &&
+            !cluster_view_has_name(tm->r->view, req[i].name))
+            d->missing[d->n_missing++] = strdup(req[i].name);
+    }
+    d->infeasible = !accounting_feasible(tm->r->acct, req, nreq) &&
+                    !cluster_view_find_feasible(tm->r->view, tm->r->node_id, req, nreq, NULL);
+    return d;
 }
 
 Escher__Demand *task_demand_of(task_manager *tm, const task_entry *e)
 {
-    Escher__Demand *d = calloc(1, sizeof *d);
-    escher__demand__init(d);
-    d->n_shape = e->nreq;
-    d->shape = calloc(e->nreq + 1, sizeof *d->shape);
-    d->missing = calloc(e->nreq + 1, sizeof *d->missing);
-    for (size_t i = 0; i < e->nreq; i++) {
-        Escher__Amount *a = malloc(sizeof *a);
-        escher__amount__init(a);
-        a->name = strdup(e->req[i].name);
-        a->value = e->req[i].qty;
-        d->shape[i] = a;
-        accounting_row row;
-        if (!accounting_get(tm->r->acct, e->req[i].name, &row) &&
-            !cluster_view_has_name(tm->r->view, e->req[i].name))
-            d->missing[d->n_missing++] = strdup(e->req[i].name);
-    }
-    d->infeasible = !accounting_feasible(tm->r->acct, e->req, e->nreq) &&
-                    !cluster_view_find_feasible(tm->r->view, tm->r->node_id, e->req, e->nreq, NULL);
-    return d;
+    return demand_of(tm, e->req, e->nreq);
 }
 
 Escher__Demand **task_manager_demand(task_manager *tm, size_t *n)
 {
-    esc_strmap *by_shape = esc_strmap_new();
-    Escher__Demand **out = calloc(tm->nqueued + 1, sizeof *out);
+    Escher__Demand **out = calloc(esc_strmap_count(tm->shapes) + 1, sizeof *out);
     *n = 0;
-    FOR_QUEUED(tm, e, next) {
-        char key[2048];
-        shape_key(e, key, sizeof key);
-        Escher__Demand *d = esc_strmap_get(by_shape, key);
-        if (!d) {
-            d = task_demand_of(tm, e);
-            esc_strmap_put(by_shape, key, d);
-            out[(*n)++] = d;
-        }
-        d->count++;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(tm->shapes, &pos, &k, &v)) {
+        const queued_shape *q = v;
+        Escher__Demand *d = demand_of(tm, q->req, q->nreq);
+        d->count = q->count;
+        out[(*n)++] = d;
     }
-    esc_strmap_free(by_shape);
     return out;
+}
+
+uint64_t task_manager_queue_version(const task_manager *tm)
+{
+    return tm->queue_version;
 }
 
 void task_manager_demand_free(Escher__Demand **d, size_t n)

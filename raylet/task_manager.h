@@ -56,6 +56,8 @@ void task_manager_stop(task_manager *tm);
  * array; free it with task_manager_demand_free. */
 Escher__Demand **task_manager_demand(task_manager *tm, size_t *n);
 void task_manager_demand_free(Escher__Demand **d, size_t n);
+/* Counts changes of the queue (tasks in and out): demand moved when it did. */
+uint64_t task_manager_queue_version(const task_manager *tm);
 size_t task_manager_running(const task_manager *tm);
 /* Whether the task waits or runs on this node (queued, fetching its arguments, or
  * running; not forwarded): its output may still grow here (task_state.c). */

@@ -253,6 +253,77 @@ static void test_loads(void **state)
     esc_disconnect(cl);
 }
 
+/* Demand as events: a task waiting for a resource shows in its node's DEMAND event,
+ * and the queue's next DEMAND event is empty once capacity lets it run. */
+typedef struct {
+    pthread_mutex_t mu;
+    unsigned waiting;   /* tasks asking for evd/slot in the last DEMAND event */
+    unsigned events;
+} demand_seen;
+
+static void on_demand(void *ud, const esc_event *e)
+{
+    demand_seen *d = ud;
+    if (e->kind != ESC_EVENT_DEMAND)
+        return;
+    unsigned n = 0;
+    for (size_t i = 0; i < e->ndemand; i++)
+        for (size_t k = 0; k < e->demand[i].nshape; k++)
+            if (!strcmp(e->demand[i].shape[k].name, "evd/slot"))
+                n += e->demand[i].count;
+    pthread_mutex_lock(&d->mu);
+    d->waiting = n;
+    d->events++;
+    pthread_mutex_unlock(&d->mu);
+}
+
+typedef struct {
+    demand_seen *d;
+    unsigned want;
+} demand_probe;
+
+static bool demand_is(void *p)
+{
+    demand_probe *q = p;
+    pthread_mutex_lock(&q->d->mu);
+    bool ok = q->d->events > 0 && q->d->waiting == q->want;
+    pthread_mutex_unlock(&q->d->mu);
+    return ok;
+}
+
+static void test_demand(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "evd", 0, false);
+    static demand_seen d = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    esc_status st;
+    uint64_t seq;
+    esc_target n0 = ESC_NODE(C.raylets[0].node_id);
+    assert_int_equal(esc_resource_set(cl, "slot", 0, &n0, &seq, &st), ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, &st), ESC_OK);
+    esc_watch *w = NULL;
+    esc_watch_filter f = {.loads = true};
+    assert_int_equal(esc_subscribe(cl, &f, on_demand, &d, &w, &st), ESC_OK);
+
+    esc_amount need = {"evd/slot", ESC_QTY(1), false};
+    esc_task_arg a = {.data = "x", .len = 1};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .args = &a, .nargs = 1,
+                          .resources = &need, .nresources = 1};
+    esc_ref *ref = NULL;
+    assert_int_equal(esc_task_submit(cl, &spec, &ref, NULL, &st), ESC_OK);
+    demand_probe one = {&d, 1}, none = {&d, 0};
+    assert_true(h_wait_until(demand_is, &one, 10000));
+    assert_int_equal(esc_resource_set(cl, "slot", ESC_QTY(1), &n0, NULL, &st), ESC_OK);
+    void *out = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_get(cl, ref, 10000, &out, &len, &st), ESC_OK);
+    free(out);
+    assert_true(h_wait_until(demand_is, &none, 10000));
+    esc_ref_free(ref);
+    esc_unsubscribe(w);
+    esc_disconnect(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -261,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_kv_rows),
         cmocka_unit_test(test_resume_from_seq),
         cmocka_unit_test(test_loads),
+        cmocka_unit_test(test_demand),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -352,6 +352,9 @@ typedef enum {
                                 the log: seq is the last committed one, reports come at
                                 most every 50 ms per node, and after a (re)connect every
                                 node's rows come again */
+    ESC_EVENT_DEMAND,        /* (filter.loads) a node's queued tasks by shape changed:
+                                node_id, demand[0..ndemand) (all of them; none when its
+                                queue emptied). Not in the log, like LOAD */
 } esc_event_kind;
 
 /* Key-value values up to this many bytes travel in ESC_EVENT_KV events. */
@@ -373,6 +376,8 @@ typedef struct {
     const void *value;       /* KV: the value (value_len bytes), NULL when deleted or omitted */
     size_t value_len;
     bool value_omitted;
+    const esc_demand *demand; /* DEMAND: the node's queue by shape */
+    size_t ndemand;
 } esc_event;
 
 typedef void (*esc_event_fn)(void *ud, const esc_event *ev);
@@ -393,8 +398,9 @@ typedef struct {
     size_t nresources;
     const esc_kv_filter *kv;      /* key-value rows (namespaces c's job may use) */
     size_t nkv;
-    bool loads;                   /* ESC_EVENT_LOAD: availability of physical resources
-                                     and of the followed resources */
+    bool loads;                   /* ESC_EVENT_LOAD and ESC_EVENT_DEMAND: availability
+                                     of physical resources and of the followed
+                                     resources, and the nodes' queued demand */
     uint64_t from_seq;            /* resume after this seq (an event's seq an earlier
                                      watch delivered); 0: start with a RESET */
 } esc_watch_filter;
