@@ -8,7 +8,6 @@
 #include "esl_internal.h"
 #include "esl_monitor.h"
 
-#define PERIOD_MS 100
 #define APPLY_WAIT_MS 5000
 
 struct esl_binpack {
@@ -120,8 +119,10 @@ int esl_binpack_new(esc_client *c, const char *name, const esl_request *shape,
         esl_binpack_free(b);
         return rc;
     }
-    if (!(b->monitor = esl_monitor_start(step, b, PERIOD_MS)))
-        abort(); /* no thread: nothing else in the client would work either */
+    if ((rc = esl_monitor_start(c, b->full, step, b, &b->monitor, st)) != ESC_OK) {
+        esl_binpack_free(b);
+        return rc;
+    }
     *out = b;
     return ESC_OK;
 }

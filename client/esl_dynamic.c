@@ -7,7 +7,6 @@
 #include "esl_internal.h"
 #include "esl_monitor.h"
 
-#define PERIOD_MS 100
 
 struct esl_dynamic {
     esc_client *c;
@@ -76,8 +75,10 @@ int esl_dynamic_new(esc_client *c, const char *name, const esl_request *shape,
     for (size_t i = 0; shape && i < shape->n; i++)
         esl_request_add(&d->shape, shape->v[i].name, shape->v[i].value);
     esl_request_add(&d->request, d->full, ESC_QTY(1));
-    if (!(d->monitor = esl_monitor_start(step, d, PERIOD_MS)))
-        abort(); /* no thread: nothing else in the client would work either */
+    if ((rc = esl_monitor_start(c, d->full, step, d, &d->monitor, st)) != ESC_OK) {
+        esl_dynamic_free(d);
+        return rc;
+    }
     *out = d;
     return ESC_OK;
 }

@@ -8,6 +8,7 @@
  * starts after a random backoff, so two gangs that each carved half of what both need
  * do not wait for each other forever and do not retry in lockstep. The ghost-task
  * variant (esl_gang_ghost.c) ends in the same state and shares the release. */
+#include "changes.h"
 #include "esl_gang_internal.h"
 
 #include <stdio.h>
@@ -16,11 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ids.h"
 #include "names.h"
 
 #define DEFAULT_TIMEOUT_MS 10000
 #define MIN_ATTEMPT_MS 100
-#define MAX_POLL_SLEEP_MS 16
 #define BACKOFF_BASE_MS 5
 
 /* ------------------------------------------------------------------ the gang */
@@ -48,7 +49,15 @@ double gang_now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-void gang_sleep_ms(double ms)
+bool gang_wait_change(esc_changes *w, uint64_t mark, double deadline)
+{
+    double left = deadline - gang_now_ms();
+    if (left <= 0)
+        return false;
+    return esc_changes_wait(w, mark, esc_now_ms() + (uint64_t)left + 1);
+}
+
+void gang_backoff_pause(double ms)
 {
     if (ms <= 0)
         return;
@@ -272,6 +281,33 @@ static int all_carved(esc_client *c, const esl_gang *g, bool *done, esc_status *
     return ESC_OK;
 }
 
+/* Carves that complete on a release reach the GCS in the raylet's next report: the
+ * wait follows the gang's rows in the nodes' availability (ESC_EVENT_LOAD) and looks
+ * again after each change. */
+static int wait_all_carved(esc_client *c, const esl_gang *g, double deadline, esc_status *st)
+{
+    bool done = false;
+    int rc = all_carved(c, g, &done, st);
+    if (rc != ESC_OK || done)
+        return rc; /* the usual case: no watch needed */
+    const char *prefixes[] = {g->request.v[0].name};
+    esc_watch_filter f = {.resources = prefixes, .nresources = 1, .loads = true};
+    esc_changes *w = NULL;
+    int left = (int)(deadline - gang_now_ms());
+    rc = esc_changes_start(c, &f, NULL, NULL, left > 0 ? left : 1, &w, st);
+    while (rc == ESC_OK) {
+        uint64_t mark = esc_changes_mark(w);
+        rc = all_carved(c, g, &done, st);
+        if (rc != ESC_OK || done)
+            break;
+        if (!gang_wait_change(w, mark, deadline))
+            rc = esc_status_set(st, ESC_DEADLINE_EXCEEDED,
+                                "gang %s: not every node carved its part in time", g->name);
+    }
+    esc_changes_stop(w);
+    return rc;
+}
+
 int gang_wait_carved(esc_client *c, const esl_gang *g, uint64_t seq, double deadline,
                      esc_status *st)
 {
@@ -279,21 +315,7 @@ int gang_wait_carved(esc_client *c, const esl_gang *g, uint64_t seq, double dead
     if (left <= 0)
         return esc_status_set(st, ESC_DEADLINE_EXCEEDED, "gang %s: no time left", g->name);
     int rc = esc_wait_applied(c, seq, (const char *const *)g->node_ids, g->nnodes, left, st);
-    double sleep_ms = 0.5;
-    while (rc == ESC_OK) {
-        bool done = false;
-        rc = all_carved(c, g, &done, st);
-        if (rc != ESC_OK || done)
-            break;
-        if (gang_now_ms() + sleep_ms > deadline)
-            return esc_status_set(st, ESC_DEADLINE_EXCEEDED,
-                                  "gang %s: not every node carved its part in time", g->name);
-        /* Carves that complete on a release are reported within the raylet's row
-         * interval (20 ms): poll a little faster than that, no faster than needed. */
-        gang_sleep_ms(sleep_ms);
-        sleep_ms = sleep_ms * 2 > MAX_POLL_SLEEP_MS ? MAX_POLL_SLEEP_MS : sleep_ms * 2;
-    }
-    return rc;
+    return rc == ESC_OK ? wait_all_carved(c, g, deadline, st) : rc;
 }
 
 int gang_undo(esc_client *c, const esl_gang *g, uint64_t *seq, esc_status *st)
@@ -413,7 +435,7 @@ int esl_gang_reserve_opts(esc_client *c, const char *name, unsigned members,
                                 members, o.timeout_ms, g->attempts);
             break;
         }
-        gang_sleep_ms(pause);
+        gang_backoff_pause(pause);
     }
     if (rc != ESC_OK) {
         gang_free(g);

@@ -17,6 +17,7 @@
  * at once, and the batch, if committed, is deleted. */
 #include "esl_gang_internal.h"
 #include "client_internal.h"
+#include "changes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,45 +108,43 @@ static int read_reports(esc_client *c, esl_gang *g, unsigned members, unsigned *
     return rc;
 }
 
-/* Waits until every ghost reported (or the deadline, gang_now_ms clock). */
+/* Waits until every ghost reported (or the deadline, gang_now_ms clock); w follows the
+ * reports' keys. */
 static int wait_placed(esc_client *c, esl_gang *g, unsigned members, double deadline,
-                       esc_status *st)
+                       esc_changes *w, esc_status *st)
 {
-    double pause = 0.5;
     for (;;) {
+        uint64_t mark = esc_changes_mark(w);
         unsigned placed = 0;
         int rc = read_reports(c, g, members, &placed, st);
         if (rc != ESC_OK || placed >= members)
             return rc;
-        if (gang_now_ms() + pause > deadline)
+        if (!gang_wait_change(w, mark, deadline))
             return esc_status_set(st, ESC_DEADLINE_EXCEEDED,
                                   "gang %s: %u of %u ghosts placed in time", g->name, placed,
                                   members);
-        gang_sleep_ms(pause);
-        pause = pause * 2 > 10 ? 10 : pause * 2;
     }
 }
 
 /* Waits until every ghost removed its report, which it does as it exits: a carve can
  * take free capacity instead of a ghost's, so "carved" alone does not mean the ghosts
  * are gone, and the go key must outlive them. */
-static int wait_ghosts_gone(esc_client *c, const esl_gang *g, double deadline, esc_status *st)
+static int wait_ghosts_gone(esc_client *c, const esl_gang *g, double deadline, esc_changes *w,
+                            esc_status *st)
 {
     char prefix[96];
     snprintf(prefix, sizeof prefix, "%s.ghost.", g->name);
-    double pause = 0.5;
     for (;;) {
+        uint64_t mark = esc_changes_mark(w);
         char **keys = NULL;
         size_t n = 0;
         int rc = esc_kv_keys(c, NULL, prefix, &keys, &n, st);
         esc_kv_keys_free(keys, n);
         if (rc != ESC_OK || n == 0)
             return rc;
-        if (gang_now_ms() + pause > deadline)
+        if (!gang_wait_change(w, mark, deadline))
             return esc_status_set(st, ESC_DEADLINE_EXCEEDED,
                                   "gang %s: %zu ghosts did not hand over in time", g->name, n);
-        gang_sleep_ms(pause);
-        pause = pause * 2 > 10 ? 10 : pause * 2;
     }
 }
 
@@ -158,9 +157,9 @@ void gang_ghost_forget(esc_client *c, const esl_gang *g)
 
 /* Places, commits and hands off; on failure the caller rolls back. */
 static int reserve_once(esc_client *c, esl_gang *g, unsigned members, const esl_request *pm,
-                        double deadline, bool *committed, esc_status *st)
+                        double deadline, esc_changes *w, bool *committed, esc_status *st)
 {
-    int rc = wait_placed(c, g, members, deadline, st);
+    int rc = wait_placed(c, g, members, deadline, w, st);
     uint64_t seq = 0;
     if (rc == ESC_OK)
         rc = gang_commit(c, g, pm, &seq, st);
@@ -178,7 +177,7 @@ static int reserve_once(esc_client *c, esl_gang *g, unsigned members, const esl_
     if (rc == ESC_OK)
         rc = gang_wait_carved(c, g, seq, deadline, st);
     if (rc == ESC_OK)
-        rc = wait_ghosts_gone(c, g, deadline, st);
+        rc = wait_ghosts_gone(c, g, deadline, w, st);
     return rc;
 }
 
@@ -198,9 +197,18 @@ int esl_gang_reserve_ghost(esc_client *c, const char *name, unsigned members,
     g->attempts = 1;
     esc_ref **refs = calloc(members, sizeof *refs);
     bool committed = false;
-    rc = submit_ghosts(c, g, members, per_member, &o, wall_ms() + o.timeout_ms, refs, st);
+    /* The ghosts' reports, followed from before the first can be written. */
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "%s.ghost.", name);
+    esc_kv_filter kv = {.prefix = prefix};
+    esc_watch_filter f = {.kv = &kv, .nkv = 1};
+    esc_changes *w = NULL;
+    rc = esc_changes_start(c, &f, NULL, NULL, o.timeout_ms, &w, st);
     if (rc == ESC_OK)
-        rc = reserve_once(c, g, members, per_member, deadline, &committed, st);
+        rc = submit_ghosts(c, g, members, per_member, &o, wall_ms() + o.timeout_ms, refs, st);
+    if (rc == ESC_OK)
+        rc = reserve_once(c, g, members, per_member, deadline, w, &committed, st);
+    esc_changes_stop(w);
     for (unsigned i = 0; i < members; i++) {
         /* Ghosts still queued on this client's raylet never need to start. */
         if (rc != ESC_OK && refs[i])

@@ -20,7 +20,13 @@ void gang_ghost_forget(esc_client *c, const esl_gang *g);
 /* Randomness for node order and backoff (per thread, seeded from the clock). */
 unsigned gang_rand(void);
 double gang_now_ms(void);
-void gang_sleep_ms(double ms);
+/* The pause between two attempts of a reservation (the randomized retry backoff): the
+ * one wait in the gangs that is not for an event. */
+void gang_backoff_pause(double ms);
+/* Waits for an event of w counted after mark, until deadline (gang_now_ms clock).
+ * Returns whether one came. */
+struct esc_changes;
+bool gang_wait_change(struct esc_changes *w, uint64_t mark, double deadline);
 
 /* Checks the arguments of a reservation (ESC_OK or INVALID_ARGUMENT). */
 int gang_check_args(esc_client *c, const char *name, unsigned members,

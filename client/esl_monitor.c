@@ -1,69 +1,73 @@
 /* esl_monitor.c: see esl_monitor.h. */
 #include "esl_monitor.h"
 
-#include "ids.h"
-
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "changes.h"
+
+#define ESTABLISH_MS 10000
 
 struct esl_monitor {
     void (*step)(void *ud);
     void *ud;
-    int period_ms;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
+    esc_changes *changes;
+    atomic_bool stop;
     pthread_t thread;
 };
-
 
 static void *monitor_main(void *arg)
 {
     esl_monitor *m = arg;
-    pthread_mutex_lock(&m->mu);
-    while (!m->stop) {
-        pthread_mutex_unlock(&m->mu);
+    while (!atomic_load(&m->stop)) {
+        uint64_t mark = esc_changes_mark(m->changes);
         m->step(m->ud);
-        pthread_mutex_lock(&m->mu);
-        struct timespec until = esc_time_after_ms(CLOCK_REALTIME, (uint64_t)m->period_ms);
-        while (!m->stop && pthread_cond_timedwait(&m->cv, &m->mu, &until) == 0)
-            ;
+        esc_changes_wait(m->changes, mark, UINT64_MAX);
     }
-    pthread_mutex_unlock(&m->mu);
     return NULL;
 }
 
-esl_monitor *esl_monitor_start(void (*step)(void *ud), void *ud, int period_ms)
+int esl_monitor_start(esc_client *c, const char *prefix, void (*step)(void *ud), void *ud,
+                      esl_monitor **out, esc_status *st)
 {
+    *out = NULL;
     esl_monitor *m = calloc(1, sizeof *m);
     if (!m)
-        return NULL;
+        return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory");
     m->step = step;
     m->ud = ud;
-    m->period_ms = period_ms;
-    pthread_mutex_init(&m->mu, NULL);
-    pthread_cond_init(&m->cv, NULL);
-    if (pthread_create(&m->thread, NULL, monitor_main, m) != 0) {
-        pthread_cond_destroy(&m->cv);
-        pthread_mutex_destroy(&m->mu);
+    atomic_init(&m->stop, false);
+    const char *prefixes[] = {prefix};
+    esc_watch_filter f = {.resources = prefixes, .nresources = 1, .loads = true};
+    int rc = esc_changes_start(c, &f, NULL, NULL, ESTABLISH_MS, &m->changes, st);
+    if (rc != ESC_OK) {
         free(m);
-        return NULL;
+        return rc;
     }
-    return m;
+    if (pthread_create(&m->thread, NULL, monitor_main, m) != 0) {
+        esc_changes_stop(m->changes);
+        free(m);
+        return esc_status_set(st, ESC_INTERNAL, "cannot start the policy's thread");
+    }
+    *out = m;
+    return ESC_OK;
+}
+
+void esl_monitor_poke(esl_monitor *m)
+{
+    esc_changes_poke(m->changes);
 }
 
 void esl_monitor_stop(esl_monitor *m)
 {
     if (!m)
         return;
-    pthread_mutex_lock(&m->mu);
-    m->stop = true;
-    pthread_cond_signal(&m->cv);
-    pthread_mutex_unlock(&m->mu);
+    atomic_store(&m->stop, true);
+    esc_changes_poke(m->changes);
     pthread_join(m->thread, NULL);
-    pthread_cond_destroy(&m->cv);
-    pthread_mutex_destroy(&m->mu);
+    esc_changes_stop(m->changes);
     free(m);
 }

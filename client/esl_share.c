@@ -11,7 +11,6 @@
 #include "esl_internal.h"
 #include "esl_monitor.h"
 
-#define PERIOD_MS 100
 #define APPLY_WAIT_MS 5000
 
 typedef struct {
@@ -239,9 +238,13 @@ static int check(const double *weights, size_t nusers, unsigned slots, esc_statu
 
 static int start(esl_share *s, esl_share **out, esc_status *st)
 {
-    if (!(s->monitor = esl_monitor_start(step, s, PERIOD_MS))) {
+    /* Its whole namespace: a child share follows its parent's grants too. */
+    char ns[160];
+    snprintf(ns, sizeof ns, "%s/", esc_client_namespace(s->c));
+    int rc = esl_monitor_start(s->c, ns, step, s, &s->monitor, st);
+    if (rc != ESC_OK) {
         esl_share_free(s);
-        return esc_status_set(st, ESC_INTERNAL, "cannot start the share's thread");
+        return rc;
     }
     *out = s;
     return esc_status_set(st, ESC_OK, NULL);
@@ -331,6 +334,7 @@ int esl_share_submit(esl_share *s, size_t u, const esc_task_spec *spec, esc_ref 
     }
     ut->out[ut->n++] = esc_ref_from_id(esc_ref_id(refs[0]));
     pthread_mutex_unlock(&s->mu);
+    esl_monitor_poke(s->monitor);
     return ESC_OK;
 }
 

@@ -10,7 +10,9 @@
  *   "<job_id>"            its record, JSON: entrypoint, task, submit node, result
  *   "<job_id>/stop"       written by esc_job_stop before it ends the job; its value is
  *                         the reason, which becomes the result's message
- *   "<job_id>/workdir..." its working directory while it runs (workdir.h) */
+ *   "<job_id>/workdir..." its working directory while it runs (workdir.h)
+ *   "<job_id>/started"    the node its entrypoint last started on, written by that raylet
+ *                         (raylet/task_state.c): `job logs --follow` waits for it */
 #ifndef ESC_JOB_INTERNAL_H
 #define ESC_JOB_INTERNAL_H
 

@@ -9,20 +9,20 @@
  * node it was submitted to, along its forwards) is asked first.
  *
  * Following a job whose entrypoint is on no raylet yet (the submission is on its way,
- * or a forward is), the reader asks again every FIND_AGAIN_MS until one holds it or the
- * job ends. Once found, the raylet streams the output as it grows and ends the stream
- * when the task ended there. */
+ * or a forward is), the reader asks again when it starts somewhere (its raylet writes
+ * the job's "started" key, job_internal.h: a watch tells) or the job ends. Once found,
+ * the raylet streams the output as it grows and ends the stream when the task ended
+ * there. */
+#include "changes.h"
 #include "job_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "names.h"
 #include "raylet.pb-c.h"
-
-#define FIND_AGAIN_MS 200
+#include "workdir.h"
 
 typedef struct {
     char **addr;
@@ -141,12 +141,6 @@ int esc_task_logs(esc_client *c, const char *task_id, esc_log_fn fn, void *ud,
     return rc;
 }
 
-static void pause_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Whether the GCS says job_id runs (a GCS that does not answer: assume it does). */
 static bool job_running(esc_client *c, const char *job_id)
 {
@@ -162,12 +156,34 @@ static bool job_running(esc_client *c, const char *job_id)
     return running;
 }
 
+/* What may let a round that found nothing find the entrypoint: it started somewhere
+ * (its raylet writes "<job>/started", job_internal.h), or the job ended. */
+typedef struct {
+    const char *job_id;
+    char key[300];
+} follow_keep;
+
+static bool follow_counts(void *ud, const esc_event *ev)
+{
+    const follow_keep *k = ud;
+    return (ev->kind == ESC_EVENT_KV && !strcmp(ev->key, k->key)) ||
+           (ev->kind == ESC_EVENT_JOB_FINISHED && !strcmp(ev->job_id, k->job_id));
+}
+
 /* Following: rounds until a raylet holds the entrypoint and its stream ends, or the job
- * ended without it running anywhere. */
+ * ended without it running anywhere. Between rounds it waits for an event that may
+ * change the answer (follow_counts), never for a period. */
 static int follow_job(esc_client *c, const char *job_id, const char *node, const char *task,
                       esc_log_fn fn, void *ud, esc_status *st)
 {
-    for (;;) {
+    follow_keep keep = {.job_id = job_id};
+    snprintf(keep.key, sizeof keep.key, "%s/started", job_id);
+    esc_kv_filter kv = {.ns = ESC_JOBS_NS, .prefix = keep.key};
+    esc_watch_filter f = {.kv = &kv, .nkv = 1};
+    esc_changes *w = NULL;
+    int rc = esc_changes_start(c, &f, follow_counts, &keep, c->timeout_ms, &w, st);
+    while (rc == ESC_OK) {
+        uint64_t mark = esc_changes_mark(w);
         /* Looked at before the round: a job that ends during a round that found nothing
          * ran its entrypoint nowhere this round saw, and the next round looks at every
          * node once more without following. */
@@ -177,13 +193,18 @@ static int follow_job(esc_client *c, const char *job_id, const char *node, const
         char holder[128];
         const char *first = job_entrypoint_node(c, node, task, holder, sizeof holder)
                                 ? holder : node;
-        int rc = read_round(c, first, task, running, fn, ud, st);
+        rc = read_round(c, first, task, running, fn, ud, st);
         if (rc != ESC_NOT_FOUND)
-            return rc;
-        if (!running)
-            return esc_status_set(st, ESC_OK, "%s", "");
-        pause_ms(FIND_AGAIN_MS);
+            break;
+        rc = ESC_OK;
+        if (!running) {
+            esc_status_set(st, ESC_OK, "%s", "");
+            break;
+        }
+        esc_changes_wait(w, mark, UINT64_MAX);
     }
+    esc_changes_stop(w);
+    return rc;
 }
 
 int esc_job_logs(esc_client *c, const char *job_id, bool follow, esc_log_fn fn, void *ud,

@@ -155,5 +155,10 @@ void task_state_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 /* Tells the GCS that a job's entrypoint (TaskSpec.job_entrypoint) now waits in this
  * node's queue (pending, with what it lacks), or no longer does. */
 void task_state_report_entrypoint(task_manager *tm, const task_entry *e, bool pending);
+/* A job's entrypoint started here: the job's key "<job id>/started" in namespace
+ * JOBS_KV_NS (the SDK's job records, client/job_internal.h) becomes this node's id, so
+ * `escher job logs --follow` learns where it runs from an event, without looking. */
+#define JOBS_KV_NS "_jobs"
+void task_state_report_started(task_manager *tm, const task_entry *e);
 
 #endif

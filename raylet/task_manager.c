@@ -175,6 +175,8 @@ static void run(task_manager *tm, task_entry *e)
     gpu_slots_acquire(tm->gpus, gpus, &e->grant);
     raylet_changed(r, false);
     esc_strmap_put(tm->running, e->spec->task_id, e);
+    if (e->spec->job_entrypoint)
+        task_state_report_started(tm, e);
     /* Tasks see only their GPU instances (none for a task without GPUs), and can use the
      * SDK: a client they connect joins their job (ESCHER_JOB_ID, set by the pool). */
     char node_env[200], gpu_env[300], ids[256], gcs_env[400], token_env[600], mps_env[64];

@@ -9,6 +9,7 @@
  * A job's entrypoint entering or leaving the queue is also told to the GCS
  * (ReportEntrypoint, fire and forget on the raylet's outbound queue), so that ListJobs
  * shows the job waiting without asking any raylet. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,23 @@ void task_state_report_entrypoint(task_manager *tm, const task_entry *e, bool pe
                        &req.base, REPORT_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
     if (d)
         protobuf_c_message_free_unpacked(&d->base, NULL);
+}
+
+void task_state_report_started(task_manager *tm, const task_entry *e)
+{
+    raylet *r = tm->r;
+    if (r->stopping || !r->async || !r->registered)
+        return;
+    char key[300];
+    snprintf(key, sizeof key, "%s/started", e->spec->job_id);
+    Escher__KvPutRequest req = ESCHER__KV_PUT_REQUEST__INIT;
+    req.ns = JOBS_KV_NS;
+    req.key = key;
+    req.value.data = (uint8_t *)r->node_id;
+    req.value.len = strlen(r->node_id);
+    req.overwrite = true;
+    esc_rpc_async_call(r->async, tm->gcs, &escher__gcs__descriptor, "KvPut", &req.base,
+                       REPORT_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
 }
 
 bool task_manager_holds(task_manager *tm, const char *task_id)

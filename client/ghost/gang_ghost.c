@@ -9,6 +9,9 @@
  * (wall clock, ms since the epoch). Exiting releases its resources, which the raylet
  * then carves into the gang resource before it admits anything else. Exits 0, or 1
  * when it could not join or report. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,26 +26,44 @@ static double wall_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void sleep_ms(double ms)
+/* The go key, as a watch of it tells (its snapshot has the key when it exists). */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const char *go;
+    bool seen;
+} go_wait;
+
+static void on_event(void *ud, const esc_event *ev)
 {
-    struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - (time_t)(ms / 1e3) * 1e3) * 1e6)};
-    nanosleep(&ts, NULL);
+    go_wait *g = ud;
+    if (ev->kind != ESC_EVENT_KV || ev->deleted || strcmp(ev->key, g->go) != 0)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->seen = true;
+    pthread_cond_signal(&g->cv);
+    pthread_mutex_unlock(&g->mu);
 }
 
-/* Polls for the go key, backing off from 1 ms to 10 ms, until the deadline. */
+/* Waits for the go key until the deadline (wall clock). */
 static void wait_go(esc_client *c, const char *go, double deadline)
 {
-    double pause = 1;
-    while (wall_ms() < deadline) {
-        void *v = NULL;
-        size_t len;
-        if (esc_kv_get(c, NULL, go, &v, &len, NULL) == ESC_OK) {
-            free(v);
-            return;
-        }
-        sleep_ms(pause);
-        pause = pause * 2 > 10 ? 10 : pause * 2;
+    go_wait g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, go, false};
+    esc_kv_filter kv = {.prefix = go};
+    esc_watch_filter f = {.kv = &kv, .nkv = 1};
+    esc_watch *w = NULL;
+    esc_status st;
+    if (esc_subscribe(c, &f, on_event, &g, &w, &st) != ESC_OK) {
+        fprintf(stderr, "escher-gang-ghost: watch: %s\n", st.message);
+        return;
     }
+    struct timespec until = {(time_t)(deadline / 1e3),
+                             (long)((deadline - (time_t)(deadline / 1e3) * 1e3) * 1e6)};
+    pthread_mutex_lock(&g.mu);
+    while (!g.seen && pthread_cond_timedwait(&g.cv, &g.mu, &until) != ETIMEDOUT)
+        ;
+    pthread_mutex_unlock(&g.mu);
+    esc_unsubscribe(w);
 }
 
 int main(int argc, char **argv)
