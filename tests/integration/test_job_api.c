@@ -323,6 +323,21 @@ static void test_logs_through_remote_raylet(void **state)
 
 /* An entrypoint that asks for a resource no node has: PENDING with the missing name, in
  * the SDK, the list and `escher job status`; it starts once its resource appears. */
+typedef struct {
+    esc_client *c;
+    char key[ESC_ID_MAX + 16];
+} started_probe;
+
+static bool started_written(void *p)
+{
+    started_probe *sp = p;
+    void *v = NULL;
+    size_t len = 0;
+    bool ok = esc_kv_get(sp->c, "_jobs", sp->key, &v, &len, NULL) == ESC_OK;
+    free(v);
+    return ok;
+}
+
 static void test_infeasible_pending_then_runs(void **state)
 {
     (void)state;
@@ -383,6 +398,17 @@ static void test_infeasible_pending_then_runs(void **state)
     sink_init(&s);
     assert_int_equal(esc_job_logs(r, job_id, false, sink_fn, &s, &st), ESC_OK);
     assert_string_equal(s.out, "got-slot\n");
+    /* Its raylet writes where it started (what `job logs --follow` waits for); the
+     * write goes out beside the task, so it may land just after the result. */
+    started_probe sp = {r};
+    snprintf(sp.key, sizeof sp.key, "%s/started", job_id);
+    assert_true(h_wait_until(started_written, &sp, 10000));
+    void *v = NULL;
+    size_t vlen = 0;
+    assert_int_equal(esc_kv_get(r, "_jobs", sp.key, &v, &vlen, &st), ESC_OK);
+    assert_int_equal(vlen, strlen(C.raylets[0].node_id));
+    assert_memory_equal(v, C.raylets[0].node_id, vlen);
+    free(v);
     esc_disconnect(r);
     esc_disconnect(c);
 }
