@@ -400,7 +400,7 @@ static void test_infeasible_pending_then_runs(void **state)
     assert_string_equal(s.out, "got-slot\n");
     /* Its raylet writes where it started (what `job logs --follow` waits for); the
      * write goes out beside the task, so it may land just after the result. */
-    started_probe sp = {r};
+    started_probe sp = {.c = r};
     snprintf(sp.key, sizeof sp.key, "%s/started", job_id);
     assert_true(h_wait_until(started_written, &sp, 10000));
     void *v = NULL;
