@@ -804,12 +804,12 @@ static int place(worker_pool *p, pool_task *t, char *err, size_t errlen)
 static void pump(worker_pool *p)
 {
     while (p->qhead && !p->closing) {
-        pool_task *t = p->qhead;
+        pool_task *t = p->qhead, *next = t->next; /* placing t relinks it */
         char err[256];
         int r = place(p, t, err, sizeof err);
         if (r == 0)
             return;
-        p->qhead = t->next;
+        p->qhead = next;
         if (!p->qhead)
             p->qtail = NULL;
         if (r < 0) {
