@@ -887,6 +887,20 @@ static void test_actor_concurrent_worker(void **state)
     for (int i = 0; i < 3; i++)
         outcome_clear(&o[i]);
     wait_until(f, pool_empty, f->pool);
+    /* Idle, a concurrent actor's worker is asked to exit, and does (its threads end). */
+    Escher__TaskSpec *spec = fn1(f, &b[0], "job-a", "pid", NULL);
+    spec->actor_id = "act-d";
+    spec->max_concurrency = 2;
+    run_sync(f, spec, NULL, 0, &o[0]);
+    assert_ok(&o[0]);
+    char text[32] = {0};
+    size_t n = o[0].res->returns[0].len;
+    memcpy(text, o[0].res->returns[0].data, n < sizeof text - 1 ? n : sizeof text - 1);
+    pid_t pid = (pid_t)atoi(text);
+    outcome_clear(&o[0]);
+    worker_pool_actor_ended(f->pool, "act-d");
+    wait_until(f, a_gone, &pid);
+    wait_until(f, pool_empty, f->pool);
 }
 
 static void test_free_leaves_no_child(void **state)
