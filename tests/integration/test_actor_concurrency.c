@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "task.pb-c.h"
 
 #define WAIT_MS 30000
 
@@ -313,6 +314,31 @@ static void test_worker_death(void **state)
     esc_disconnect(cl);
 }
 
+/* A raylet refuses a creation spec over the cap too (a client other than libescher). */
+static void assert_raylet_refuses_over_cap(void)
+{
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    Escher__FunctionRef fn = ESCHER__FUNCTION_REF__INIT;
+    fn.library = (char *)h_tasks_lib();
+    fn.symbol = "counter_init";
+    Escher__TaskSpec spec = ESCHER__TASK_SPEC__INIT;
+    spec.task_id = "cc-cap-task";
+    spec.job_id = "cc-cap-job";
+    spec.function = &fn;
+    spec.actor_id = "cc-cap-actor";
+    spec.actor_creation = true;
+    spec.max_concurrency = ESC_ACTOR_MAX_CONCURRENCY + 1;
+    Escher__SubmitTaskReply *rep = NULL;
+    esc_status st;
+    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask",
+                                  &spec.base, (ProtobufCMessage **)&rep, 5000, 0, &st),
+                     ESC_INVALID_ARGUMENT);
+    assert_non_null(strstr(st.message, "max_concurrency"));
+    esc_rpc_channel_free(ch);
+}
+
 /* Over the cap is refused before anything is created; the cap itself is fine. */
 static void test_cap(void **state)
 {
@@ -326,6 +352,7 @@ static void test_cap(void **state)
     assert_null(a);
     assert_non_null(strstr(st.message, "max_concurrency"));
     assert_null(strchr(st.message, '\n'));
+    assert_raylet_refuses_over_cap();
     a = make_actor(cl, ESC_ACTOR_MAX_CONCURRENCY, 0);
     char *v = value_of(cl, start_call(cl, a, "counter_add", "2", NULL));
     assert_string_equal(v, "2");
