@@ -599,7 +599,8 @@ typedef struct {
      *    restart).
      *  - it holds its resources once, not once per call: N calls share them (and its
      *    CPU quota).
-     *  - esc_actor_kill ends every running call as "actor killed"; a death of its worker
+     *  - esc_actor_kill ends every running call as "actor killed" (the waiting ones as
+     *    "actor ... died: killed", as for a serial actor); a death of its worker
      *    fails every running call with the error one call gets ("worker died: ..."), and
      *    the waiting calls run on the restarted worker, after the init (or fail as
      *    "actor ... died" with no restart left); cancelling one running call kills the
@@ -608,9 +609,9 @@ typedef struct {
      *    (esc_actor_held) even while an older call still runs: a long method does not
      *    hold up the calls that tell it its share.
      *  - its calls' output (stdout, stderr) interleaves in the worker's capture files:
-     *    `escher logs TASK_ID` of one call shows what was written from its start to the
-     *    next call's start, all calls alike (exact only while it ran alone); prefix the
-     *    lines with esc_task_id when they must be told apart. */
+     *    `escher logs TASK_ID` of a call shows what was written from its start to the
+     *    next call's start, exact only while it ran alone (else mixed with the calls
+     *    beside it); prefix the lines with esc_task_id where they must be told apart. */
     unsigned max_concurrency;
 } esc_actor_spec;
 
