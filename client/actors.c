@@ -4,7 +4,8 @@
  * task (so it is placed by resources). Its host publishes its address in the GCS
  * key-value store (namespace "_actors"); a caller looks it up once and then sends every
  * method call straight to that raylet, one synchronous SubmitTask at a time, which is
- * what keeps a caller's calls in order. The host also publishes the actor's state line
+ * what keeps a caller's calls in order (the order they start in, with max_concurrency
+ * > 1). The host also publishes the actor's state line
  * (namespace "_actor_state"), which esc_actor_get_info reads. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,9 @@ int esc_actor_create(esc_client *c, const esc_actor_spec *spec, esc_actor **out,
         if (spec->init_args[i].ref)
             return esc_status_set(st, ESC_INVALID_ARGUMENT,
                                   "an actor's init arguments are bytes, not references");
+    if (spec->max_concurrency > ESC_ACTOR_MAX_CONCURRENCY)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "max_concurrency %u is over %d",
+                              spec->max_concurrency, ESC_ACTOR_MAX_CONCURRENCY);
     esc_actor *a = calloc(1, sizeof *a);
     esc_random_hex(a->id, ESC_ID_HEX);
     a->library = strdup(spec->library);
@@ -46,7 +50,9 @@ int esc_actor_create(esc_client *c, const esc_actor_spec *spec, esc_actor **out,
                        .symbol = spec->init_symbol, .resources = spec->resources,
                        .nresources = spec->nresources, .args = spec->init_args,
                        .nargs = spec->ninit_args};
-    int rc = esc_client_submit(c, &t, a->id, true, spec->max_restarts, 0, &a->created, NULL, st);
+    esc_actor_creation how = {.actor_id = a->id, .max_restarts = spec->max_restarts,
+                              .max_concurrency = spec->max_concurrency};
+    int rc = esc_client_submit(c, &t, &how, &a->created, NULL, st);
     if (rc != ESC_OK) {
         esc_actor_free(a);
         return rc;

@@ -102,12 +102,17 @@ esc_update_msg *esc_client_task_ops(const esc_client *c, const esc_batch *b,
 void esc_update_msg_free(esc_update_msg *m);
 
 /* ---- tasks.c ---- */
-/* Submits a task to the local raylet; an actor's creation when actor_id is set and
- * creation is true (max_restarts applies), else with actor_id a method call numbered
- * seq. refs/task_id as in esc_task_submit. */
-int esc_client_submit(esc_client *c, const esc_task_spec *in, const char *actor_id,
-                      bool creation, unsigned max_restarts, uint64_t seq, esc_ref **refs,
-                      char *task_id, esc_status *st);
+/* What makes a task an actor's creation (esc_actor_spec's). */
+typedef struct {
+    const char *actor_id;
+    unsigned max_restarts;
+    unsigned max_concurrency;
+} esc_actor_creation;
+
+/* Submits a task to the local raylet; an actor's creation when actor is set.
+ * refs/task_id as in esc_task_submit. */
+int esc_client_submit(esc_client *c, const esc_task_spec *in, const esc_actor_creation *actor,
+                      esc_ref **refs, char *task_id, esc_status *st);
 /* Submits an actor's method call straight to the raylet at address. */
 int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec *in,
                          const char *actor_id, uint64_t seq, esc_ref **refs, esc_status *st);

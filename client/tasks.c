@@ -160,9 +160,8 @@ static int send_spec(esc_rpc_channel *ch, spec_msg *m, esc_ref **refs, char *tas
     return ESC_OK;
 }
 
-int esc_client_submit(esc_client *c, const esc_task_spec *in, const char *actor_id,
-                      bool creation, unsigned max_restarts, uint64_t seq, esc_ref **refs,
-                      char *task_id, esc_status *st)
+int esc_client_submit(esc_client *c, const esc_task_spec *in, const esc_actor_creation *actor,
+                      esc_ref **refs, char *task_id, esc_status *st)
 {
     spec_msg m;
     int rc = build_spec(c, in, &m, st);
@@ -170,10 +169,12 @@ int esc_client_submit(esc_client *c, const esc_task_spec *in, const char *actor_
     if (rc == ESC_OK && !ch)
         rc = st ? st->code : ESC_UNAVAILABLE;
     if (rc == ESC_OK) {
-        m.spec.actor_id = (char *)(actor_id ? actor_id : "");
-        m.spec.actor_creation = creation;
-        m.spec.max_restarts = max_restarts;
-        m.spec.actor_call_seq = seq;
+        if (actor) {
+            m.spec.actor_id = (char *)actor->actor_id;
+            m.spec.actor_creation = true;
+            m.spec.max_restarts = actor->max_restarts;
+            m.spec.max_concurrency = actor->max_concurrency;
+        }
         rc = send_spec(ch, &m, refs, task_id, st);
     }
     spec_msg_free(&m);

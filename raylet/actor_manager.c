@@ -18,20 +18,24 @@
 #define ACTOR_KV_NS "_actors"
 #define ACTOR_STATE_NS "_actor_state" /* docs/tasks.md, "Actors": its state line */
 
+struct actor;
+
 typedef struct call {
     struct call *next;
-    Escher__TaskSpec *spec;      /* owned */
+    Escher__TaskSpec *spec;      /* owned; the init's is the actor's creation (not owned) */
+    struct actor *a;
+    bool lost;                   /* running: its worker was lost under it */
 } call;
 
 typedef struct actor {
     actor_manager *am;
-    Escher__TaskSpec *creation;  /* owned: library, init, job, max_restarts */
+    Escher__TaskSpec *creation;  /* owned: library, init, job, max_restarts, concurrency */
     char **env;
     size_t nenv;
     call *head, *tail;           /* calls waiting, in arrival order */
-    call *running;               /* the call (or init) on the worker now */
+    call *running;               /* the calls (or the init) on the worker now */
+    unsigned nrunning;           /* at most max_concurrency (1 for 0) */
     bool initialized;
-    bool lost_running;           /* its worker was lost while `running` ran */
     bool created_stored;         /* the creation's return is stored */
     bool dead;
     char why[512];               /* why it died */
@@ -64,13 +68,20 @@ static void free_calls(actor *a, const char *why)
     a->tail = NULL;
 }
 
+static void call_free(actor *a, call *c)
+{
+    if (c->spec != a->creation)
+        protobuf_c_message_free_unpacked(&c->spec->base, NULL);
+    free(c);
+}
+
 static void actor_free(actor *a)
 {
     free_calls(a, NULL);
-    if (a->running) {
-        if (a->running->spec != a->creation)
-            protobuf_c_message_free_unpacked(&a->running->spec->base, NULL);
-        free(a->running);
+    while (a->running) {
+        call *c = a->running;
+        a->running = c->next;
+        call_free(a, c);
     }
     for (size_t i = 0; i < a->nenv; i++)
         free(a->env[i]);
@@ -153,28 +164,40 @@ static void init_done(actor *a, const Escher__TaskResult *res, bool lost)
     actor_ready(a, res);
 }
 
+/* How many calls may run at once: max_concurrency, 1 for 0 (the serial actor). */
+static unsigned concurrency(const actor *a)
+{
+    return a->creation->max_concurrency > 1 ? a->creation->max_concurrency : 1;
+}
+
+static void unlink_running(actor *a, call *c)
+{
+    for (call **pp = &a->running; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            a->nrunning--;
+            return;
+        }
+}
+
 static void on_call_done(void *ud, const Escher__TaskResult *res)
 {
-    actor *a = ud;
-    call *c = a->running;
-    bool lost = a->lost_running;
-    a->running = NULL;
-    a->lost_running = false;
-    if (c && c->spec == a->creation) {
-        init_done(a, res, lost);
-    } else if (c) {
+    call *c = ud;
+    actor *a = c->a;
+    unlink_running(a, c);
+    if (c->spec == a->creation)
+        init_done(a, res, c->lost);
+    else
         results_store(a->am->r->results, c->spec, res);
-        protobuf_c_message_free_unpacked(&c->spec->base, NULL);
-    }
-    free(c);
+    call_free(a, c);
     if (!a->dead)
         dispatch(a);
 }
 
 /* The actor's worker was lost (worker_pool_on_actor_lost), busy or idle alike: its state
  * is gone. A restart, while max_restarts allows, is counted and logged here, and its
- * init runs again before any further call: at once when it was idle, after the running
- * call has ended (failed) otherwise. */
+ * init runs again before any further call: at once when it was idle, once every call
+ * that was running has ended (failed: the pool fails them right after this) otherwise. */
 static void on_worker_lost(void *ud, const char *actor_id, const char *why)
 {
     actor_manager *am = ud;
@@ -182,7 +205,8 @@ static void on_worker_lost(void *ud, const char *actor_id, const char *why)
     if (!a || a->dead)
         return;
     a->initialized = false;
-    a->lost_running = a->running != NULL;
+    for (call *c = a->running; c; c = c->next)
+        c->lost = true;
     snprintf(a->lost_why, sizeof a->lost_why, "%s", why);
     unsigned max = a->creation->max_restarts;
     if (a->restarts >= max) {
@@ -199,50 +223,66 @@ static void on_worker_lost(void *ud, const char *actor_id, const char *why)
     dispatch(a);
 }
 
-/* Runs the init (when not done) or the next call on the actor's worker. */
-static void dispatch(actor *a)
+/* Gives c (now running) to the actor's worker. Every call runs on what the actor holds
+ * now (its creation's resources, changed by resizes), and its worker is told so
+ * (esc_actor_held), with the actor's max_concurrency (the pool sizes the worker by it). A
+ * call from a job the actor's job granted its namespace runs in the actor's worker all
+ * the same: the pool matches workers by job and credential, so it gets the creation's
+ * (the pool copies the spec; the call keeps its own for its results). */
+static void run_call(actor *a, call *c)
 {
-    if (a->dead || a->running)
-        return;
-    const Escher__TaskSpec *spec = NULL;
-    if (!a->initialized) {
-        if (!a->creation->function || !*a->creation->function->symbol) {
-            /* No init: ready at once; the next call starts its worker. */
-            Escher__TaskResult ok = ESCHER__TASK_RESULT__INIT;
-            ok.ok = true;
-            actor_ready(a, &ok);
-        } else {
-            a->running = calloc(1, sizeof *a->running);
-            a->running->spec = a->creation;
-            spec = a->creation;
-        }
-    }
-    if (!spec && a->head) {
-        a->running = a->head;
-        a->head = a->head->next;
-        if (!a->head)
-            a->tail = NULL;
-        spec = a->running->spec;
-    }
-    if (!spec)
-        return;
-    /* Every call runs on what the actor holds now (its creation's resources, changed by
-     * resizes), and its worker is told so (esc_actor_held). A call from a job the actor's
-     * job granted its namespace runs in the actor's worker all the same: the pool matches
-     * workers by job and credential, so it gets the creation's (the pool copies the spec;
-     * the call keeps its own for its results). */
-    Escher__TaskSpec as_actor = *spec;
+    c->a = a;
+    c->next = a->running;
+    a->running = c;
+    a->nrunning++;
+    Escher__TaskSpec as_actor = *c->spec;
     as_actor.job_id = a->creation->job_id;
     as_actor.job_credential = a->creation->job_credential;
     as_actor.resources = a->creation->resources;
     as_actor.n_resources = a->creation->n_resources;
+    as_actor.max_concurrency = concurrency(a);
     if (worker_pool_run(a->am->r->pool, &as_actor, (const char *const *)a->env, a->nenv,
-                        worker_pool_spec_cpu(a->creation), on_call_done, a) != 0) {
-        if (a->running->spec != a->creation)
-            protobuf_c_message_free_unpacked(&a->running->spec->base, NULL);
-        free(a->running);
-        a->running = NULL;
+                        worker_pool_spec_cpu(a->creation), on_call_done, c) != 0) {
+        unlink_running(a, c);
+        call_free(a, c);
         actor_die(a, "cannot start its worker");
+    }
+}
+
+/* Starts the init when it is due. Returns true when calls may run (the actor is ready). */
+static bool start_init(actor *a)
+{
+    if (a->initialized)
+        return true;
+    /* The init runs alone, on a fresh worker: after a loss, once every call that ran on
+     * the lost worker has ended (else the pool would hand it to the dying worker). */
+    if (a->nrunning)
+        return false;
+    if (!a->creation->function || !*a->creation->function->symbol) {
+        /* No init: ready at once; the next call starts its worker. */
+        Escher__TaskResult ok = ESCHER__TASK_RESULT__INIT;
+        ok.ok = true;
+        actor_ready(a, &ok);
+        return true;
+    }
+    call *c = calloc(1, sizeof *c);
+    c->spec = a->creation;
+    run_call(a, c);
+    return false;
+}
+
+/* Runs the init (when not done), else the waiting calls, in arrival order, while fewer
+ * than max_concurrency run. */
+static void dispatch(actor *a)
+{
+    if (a->dead || !start_init(a))
+        return;
+    while (!a->dead && a->head && a->nrunning < concurrency(a)) {
+        call *c = a->head;
+        a->head = c->next;
+        if (!a->head)
+            a->tail = NULL;
+        run_call(a, c);
     }
 }
 

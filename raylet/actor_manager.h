@@ -4,12 +4,16 @@
  * (admission, spillback, queue), and once admitted here it keeps its resources for its
  * whole life. Its state lives in its own worker process (worker_pool: the tasks of an
  * actor run on the actor's worker only). Its method calls are sent by callers straight
- * to this raylet and run one at a time in arrival order. The actor's address is
+ * to this raylet and run one at a time in arrival order; with max_concurrency N > 1 (its
+ * creation spec's), up to N at once on N threads of its worker, started in arrival order
+ * and ending in any order (the init still runs alone, before any call). The actor's
+ * address is
  * published in the GCS key-value store (namespace "_actors"), where callers look it up.
  * Every loss of the actor's worker that nobody asked for (a crash or kill -9, while a
  * call runs or while it is idle: worker_pool_on_actor_lost) is handled the same way: while
  * restarts remain (max_restarts) the restart is counted, logged, and a new worker runs
- * the init again (its state is lost) before any further call; then, or after a kill or
+ * the init again (its state is lost) before any further call (once every call that ran
+ * on the lost worker has failed with the loss's error); then, or after a kill or
  * its job's end, the actor is dead: its resources are released and every later call and
  * every waiting one ends as an error object ("actor ... died: why"), never a hang. The
  * actor's state (STARTING, ALIVE, RESTARTING, DEAD, with its restart count) is published

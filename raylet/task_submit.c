@@ -26,6 +26,7 @@
 #include "package.h"
 #include "pbutil.h"
 #include "qty.h"
+#include "worker_pool.h"
 
 #define MAX_RETURNS 1024
 /* How long a submission waits for its job's event (the GCS sends it before it answers
@@ -53,6 +54,9 @@ static int check_spec(const Escher__TaskSpec *s, esc_status *st)
                               "a task is exactly one of a function or a command");
     if (s->num_returns > MAX_RETURNS)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "at most %d returns", MAX_RETURNS);
+    if (s->max_concurrency > WORKER_MAX_CONCURRENCY)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "max_concurrency %u is over %d",
+                              s->max_concurrency, WORKER_MAX_CONCURRENCY);
     if (*s->package && !esc_package_hash_valid(s->package))
         return esc_status_set(st, ESC_INVALID_ARGUMENT,
                               "invalid package hash (64 lowercase hex digits)");

@@ -9,12 +9,17 @@
  * Life of a worker:
  *   STARTING  forked, its task waiting; the socket connection comes (matched by the
  *             peer's pid), then Hello; then the task is sent and it is BUSY
- *   BUSY      running w->task; Done makes it IDLE
+ *   BUSY      running the tasks in w->tasks; the Done of the last one makes it IDLE
  *   IDLE      waiting for a task of its job/env; after the idle timeout it is sent Exit
  *   STOPPING  sent Exit or killed; nothing more is sent to it
  * Any state ends when the process is reaped; a task still attached then fails with
  * "worker died: <exit code or signal>". Workers are process-group leaders, and kills
  * go to the whole group, so the processes a command task started die with it.
+ *
+ * A worker runs one task at a time (slots = 1), except the worker of an actor created
+ * with max_concurrency N > 1 (slots = N): it takes tasks of its actor while STARTING or
+ * BUSY too, up to N attached, each sent with its own tag, which its Done echoes. What
+ * happens to one attached task (a kill, a death, a reap) happens to all of them.
  *
  * Exits are noticed through a pidfd (Linux >= 5.3) on the pool's loop; on libev's
  * default loop, which reaps every child itself, through ev_child instead (ev_child works
@@ -53,6 +58,7 @@ extern char **environ;
 #define STOP_GRACE_S 5.0     /* Exit, or a lost connection, to death; then SIGKILL */
 #define DEFAULT_IDLE_S 60.0
 #define SPEC_MAX (ESC_FRAME_MAX - 64) /* room for the WorkerMsg envelope */
+#define NOWN_ENV 7 /* the ESCHER_* variables worker_envp sets */
 
 typedef struct pool_task {
     struct pool_task *next; /* in the queue, or in a list of tasks to fail */
@@ -60,6 +66,7 @@ typedef struct pool_task {
     char **env;             /* sorted copies of the KEY=VALUE strings */
     size_t nenv;
     int64_t cpu;     /* what it holds: its worker's CPU quota while it runs */
+    uint64_t tag;    /* sent: its Execute's tag, which the Done echoes */
     worker_done_fn done;
     void *ud;
     const char *why; /* while on a list of tasks to fail: the error */
@@ -83,9 +90,13 @@ typedef struct worker {
     bool ready;           /* Hello received */
     bool lost;            /* its connection ended while it was not stopping */
     esc_frame_conn *conn; /* NULL before it connects and after the connection ends */
-    pool_task *task;      /* STARTING: to send after Hello; BUSY: running; STOPPING:
-                             what it ran, or a task of its actor that came after its
-                             loss (it fails when the worker is reaped) */
+    pool_task *tasks;     /* attached, in the order given (linked by next): STARTING:
+                             to send after Hello; BUSY: running; STOPPING: what it ran,
+                             or tasks of its actor that came after its loss (they fail
+                             when the worker is reaped) */
+    unsigned ntasks;
+    unsigned slots;       /* tasks it may run at once: 1, or its actor's max_concurrency */
+    uint64_t last_tag;    /* the tag of the last Execute sent */
     bool released;        /* actor worker: the pool was asked to end it (actor or job
                              ended), so its loss is no news */
     bool reported;        /* actor worker: its loss was reported (on_actor_lost) */
@@ -123,6 +134,15 @@ static void pump(worker_pool *p);
 static const char *actor_of(const pool_task *t)
 {
     return t->spec->actor_id && *t->spec->actor_id ? t->spec->actor_id : NULL;
+}
+/* How many tasks the worker started for t runs at once: its actor's max_concurrency (the
+ * spec's, which actor_manager sets on every task of the actor), else 1. */
+static unsigned slots_for(const pool_task *t)
+{
+    unsigned n = t->spec->max_concurrency;
+    if (!actor_of(t) || n <= 1)
+        return 1;
+    return n < WORKER_MAX_CONCURRENCY ? n : WORKER_MAX_CONCURRENCY;
 }
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents);
 
@@ -211,6 +231,60 @@ static void push_failed(task_list *l, pool_task *t, const char *why)
     else
         l->head = t;
     l->tail = t;
+}
+
+/* Attaches t to w, after the tasks attached already (the order they are sent in). */
+static void attach(worker *w, pool_task *t)
+{
+    pool_task **pp = &w->tasks;
+    while (*pp)
+        pp = &(*pp)->next;
+    t->next = NULL;
+    *pp = t;
+    w->ntasks++;
+}
+
+/* Detaches and returns the task of w that Execute `tag` sent, or NULL. */
+static pool_task *detach_tag(worker *w, uint64_t tag)
+{
+    for (pool_task **pp = &w->tasks; *pp; pp = &(*pp)->next) {
+        pool_task *t = *pp;
+        if (t->tag == tag && tag) {
+            *pp = t->next;
+            t->next = NULL;
+            w->ntasks--;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Detaches and returns the task of w with that id, or NULL. */
+static pool_task *detach_id(worker *w, const char *task_id)
+{
+    for (pool_task **pp = &w->tasks; *pp; pp = &(*pp)->next) {
+        pool_task *t = *pp;
+        if (!strcmp(t->spec->task_id, task_id)) {
+            *pp = t->next;
+            t->next = NULL;
+            w->ntasks--;
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Moves every task attached to w to l, to fail with why. */
+static void detach_all(worker *w, task_list *l, const char *why)
+{
+    pool_task *t = w->tasks;
+    w->tasks = NULL;
+    w->ntasks = 0;
+    while (t) {
+        pool_task *next = t->next;
+        push_failed(l, t, why);
+        t = next;
+    }
 }
 
 static void enqueue(worker_pool *p, pool_task *t)
@@ -349,15 +423,16 @@ static void worker_set_cpu(worker *w, int64_t cpu)
         w->quota_cpu = cpu;
 }
 
-static void send_execute(worker *w)
+static void send_execute(worker *w, pool_task *t)
 {
-    worker_set_cpu(w, w->task->cpu);
+    worker_set_cpu(w, t->cpu);
     Escher__WorkerMsg__Execute ex = ESCHER__WORKER_MSG__EXECUTE__INIT;
     /* The worker has the job's credential in its environment already: the spec it gets
      * goes without (a shallow copy), fewer bytes per task. */
-    Escher__TaskSpec spec = *w->task->spec;
+    Escher__TaskSpec spec = *t->spec;
     spec.job_credential = (char *)"";
     ex.spec = &spec;
+    t->tag = ex.tag = ++w->last_tag;
     Escher__WorkerMsg msg = ESCHER__WORKER_MSG__INIT;
     msg.msg_case = ESCHER__WORKER_MSG__MSG_EXECUTE;
     msg.execute = &ex;
@@ -367,9 +442,9 @@ static void send_execute(worker *w)
 
 static void assign(worker *w, pool_task *t)
 {
-    w->task = t;
+    attach(w, t);
     if (w->ready)
-        send_execute(w);
+        send_execute(w, t);
 }
 
 /* The worker's own log (its stderr outside tasks) usually stays empty: no need to keep
@@ -455,17 +530,19 @@ static void on_worker_exit(worker *w, int status)
         snprintf(desc, sizeof desc, "unknown status");
     else
         esc_wait_status_desc(status, desc, sizeof desc);
-    pool_task *t = w->task;
-    w->task = NULL;
+    snprintf(why, sizeof why, "worker died: %s", desc);
+    task_list failed = {0};
+    detach_all(w, &failed, why);
     if (w->state != W_STOPPING)
         ESC_WARN("worker %d (job %s) died: %s", (int)w->pid, w->job_id, desc);
-    snprintf(why, sizeof why, "worker died: %s", desc);
     worker_unlink(w);
-    report_loss(w, why); /* before its task ends: the actor learns first why */
+    report_loss(w, why); /* before its tasks end: the actor learns first why */
     worker_free(w);
-    if (t) {
-        bool sig = status != -1 && WIFSIGNALED(status);
-        bool code = status != -1 && WIFEXITED(status);
+    bool sig = status != -1 && WIFSIGNALED(status);
+    bool code = status != -1 && WIFEXITED(status);
+    /* Each task attached ends the same way, as one alone would. */
+    for (pool_task *t = failed.head, *next; t; t = next) {
+        next = t->next;
         task_fail(t, why, code ? WEXITSTATUS(status) : 0, sig ? WTERMSIG(status) : 0);
     }
     pump(p);
@@ -527,24 +604,31 @@ static bool env_has_key(char **env, size_t n, const char *entry)
 }
 
 /* The worker's environment: ours, minus what the task env and the ESCHER_* worker
- * variables override, plus those. Entries [0, *nown) are malloc'd. */
+ * variables override, plus those. Entries [0, *nown) are malloc'd.
+ * ESCHER_WORKER_CONCURRENCY is how many tasks it runs at once (its slots): a worker
+ * decides at start whether it needs threads at all. */
 static char **worker_envp(worker *w, size_t *nown)
 {
     worker_pool *p = w->pool;
-    char *own[6] = {kv("ESCHER_RAYLET_SOCKET", p->socket_path), kv("ESCHER_WORKER_ID", w->id),
-                    kv("ESCHER_JOB_ID", w->job_id), kv("ESCHER_LOG_DIR", p->log_dir),
-                    kv("ESCHER_PACKAGE_ROOT", p->package_root),
-                    kv("ESCHER_JOB_CREDENTIAL", w->credential)};
+    char slots[16];
+    snprintf(slots, sizeof slots, "%u", w->slots);
+    char *own[NOWN_ENV] = {kv("ESCHER_RAYLET_SOCKET", p->socket_path),
+                           kv("ESCHER_WORKER_ID", w->id), kv("ESCHER_JOB_ID", w->job_id),
+                           kv("ESCHER_LOG_DIR", p->log_dir),
+                           kv("ESCHER_PACKAGE_ROOT", p->package_root),
+                           kv("ESCHER_JOB_CREDENTIAL", w->credential),
+                           kv("ESCHER_WORKER_CONCURRENCY", slots)};
     size_t n = 0;
     while (environ[n])
         n++;
-    char **envp = calloc(n + w->nenv + 7, sizeof *envp);
+    char **envp = calloc(n + w->nenv + NOWN_ENV + 1, sizeof *envp);
     size_t k = 0;
-    for (size_t i = 0; i < 6; i++)
+    for (size_t i = 0; i < NOWN_ENV; i++)
         envp[k++] = own[i];
     *nown = k;
     for (size_t i = 0; i < n; i++)
-        if (!env_has_key(own, 6, environ[i]) && !env_has_key(w->env, w->nenv, environ[i]))
+        if (!env_has_key(own, NOWN_ENV, environ[i]) &&
+            !env_has_key(w->env, w->nenv, environ[i]))
             envp[k++] = environ[i];
     for (size_t i = 0; i < w->nenv; i++)
         envp[k++] = w->env[i];
@@ -609,6 +693,7 @@ static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errle
     w->credential = strdup(t->spec->job_credential);
     w->env = env_copy((const char *const *)t->env, t->nenv, &w->nenv);
     w->actor_id = actor_of(t) ? strdup(actor_of(t)) : NULL;
+    w->slots = slots_for(t);
     ev_timer_init(&w->timer, on_timer, 0, 0);
     ev_io_init(&w->exit_io, on_pidfd, -1, EV_READ);
     ev_child_init(&w->child, on_child, 0, 0);
@@ -646,28 +731,37 @@ static bool same_actor(const worker *w, const pool_task *t)
     return a ? w->actor_id && !strcmp(w->actor_id, a) : !w->actor_id;
 }
 
+/* A worker that can take one more task now: idle, or an actor's worker with a free slot
+ * (starting or busy, its connection up). */
+static bool has_room(const worker *w)
+{
+    return w->state == W_IDLE ||
+           (w->state != W_STOPPING && !w->lost && w->ntasks < w->slots);
+}
+
 /* A worker holds its job's credential in its environment: a task runs only in a worker
  * started with the same credential, so a spec that names another job's id does not get
  * that job's worker (and credential). */
 static worker *find_idle(worker_pool *p, const pool_task *t)
 {
     for (worker *w = p->workers; w; w = w->next)
-        if (w->state == W_IDLE && !strcmp(w->job_id, t->spec->job_id) &&
+        if (has_room(w) && !strcmp(w->job_id, t->spec->job_id) &&
             !strcmp(w->credential, t->spec->job_credential) && same_actor(w, t) &&
             env_equal(w->env, w->nenv, t->env, t->nenv))
             return w;
     return NULL;
 }
 
-/* The worker of t's actor that was lost (its connection ended while idle) but is not
- * reaped yet, so its loss is not reported yet: t waits on it and fails with it, as if
- * it had been running. A fresh worker instead would run t without the actor's init. */
+/* The worker of t's actor that was lost (its connection ended) but is not reaped yet,
+ * so its loss is not reported yet: t waits on it and fails with it, as if it had been
+ * running (with the calls running there, if any). A fresh worker instead would run t
+ * without the actor's init. */
 static worker *find_dying(worker_pool *p, const pool_task *t)
 {
     if (!actor_of(t))
         return NULL;
     for (worker *w = p->workers; w; w = w->next)
-        if (w->state == W_STOPPING && !w->task && same_actor(w, t) && loss_unreported(w))
+        if ((w->state == W_STOPPING || w->lost) && same_actor(w, t) && loss_unreported(w))
             return w;
     return NULL;
 }
@@ -688,7 +782,7 @@ static int place(worker_pool *p, pool_task *t, char *err, size_t errlen)
 {
     worker *w = find_idle(p, t);
     if (!w && (w = find_dying(p, t))) {
-        w->task = t; /* never sent: it fails when w is reaped */
+        attach(w, t); /* never sent: it fails when w is reaped */
         return 1;
     }
     if (!w) {
@@ -710,12 +804,12 @@ static int place(worker_pool *p, pool_task *t, char *err, size_t errlen)
 static void pump(worker_pool *p)
 {
     while (p->qhead && !p->closing) {
-        pool_task *t = p->qhead;
+        pool_task *t = p->qhead, *next = t->next; /* placing t relinks it */
         char err[256];
         int r = place(p, t, err, sizeof err);
         if (r == 0)
             return;
-        p->qhead = t->next;
+        p->qhead = next;
         if (!p->qhead)
             p->qtail = NULL;
         if (r < 0) {
@@ -727,16 +821,15 @@ static void pump(worker_pool *p)
 
 /* ------------------------------------------------------------------ the protocol */
 
-/* A worker that breaks the protocol or never starts: its task fails with why. */
+/* A worker that breaks the protocol or never starts: its tasks fail with why. */
 static void worker_abort(worker *w, const char *why)
 {
     ESC_WARN("worker %d (job %s): %s", (int)w->pid, w->job_id, why);
-    pool_task *t = w->task;
-    w->task = NULL;
+    task_list failed = {0};
+    detach_all(w, &failed, why);
     worker_kill(w);
     report_loss(w, why);
-    if (t)
-        task_fail(t, why, 0, 0);
+    fail_list(&failed);
     pump(w->pool);
 }
 
@@ -747,21 +840,26 @@ static void on_hello(worker *w, const Escher__WorkerMsg__Hello *h)
         return;
     }
     w->ready = true;
-    if (w->task)
-        send_execute(w);
-    else
+    for (pool_task *t = w->tasks; t; t = t->next)
+        send_execute(w, t);
+    if (!w->tasks)
         set_state(w, W_IDLE);
 }
 
-static void on_done(worker *w, const Escher__TaskResult *r)
+static void on_done(worker *w, const Escher__WorkerMsg__Done *d)
 {
-    if (w->state != W_BUSY || !w->task || !r || strcmp(r->task_id, w->task->spec->task_id)) {
+    const Escher__TaskResult *r = d->result;
+    pool_task *t = w->state == W_BUSY && r ? detach_tag(w, d->tag) : NULL;
+    if (t && strcmp(r->task_id, t->spec->task_id)) {
+        attach(w, t); /* not what that Execute sent: left to fail with the worker */
+        t = NULL;
+    }
+    if (!t) {
         ESC_WARN("worker %d: result for a task it does not run, ignored", (int)w->pid);
         return;
     }
-    pool_task *t = w->task;
-    w->task = NULL;
-    set_state(w, W_IDLE);
+    if (!w->ntasks)
+        set_state(w, W_IDLE);
     task_finish(t, r);
     pump(w->pool);
 }
@@ -777,7 +875,7 @@ static void on_worker_msg(esc_frame_conn *c, const uint8_t *data, size_t len)
     else if (!w->ready)
         worker_abort(w, "worker protocol error: no hello");
     else if (m->msg_case == ESCHER__WORKER_MSG__MSG_DONE && m->done)
-        on_done(w, m->done->result);
+        on_done(w, m->done);
     else
         ESC_WARN("worker %d: unexpected message %d, ignored", (int)w->pid, (int)m->msg_case);
     if (m)
@@ -993,9 +1091,11 @@ bool worker_pool_cancel(worker_pool *p, const char *task_id)
     take_queued(p, (task_filter){.task_id = task_id}, &failed, "cancelled");
     worker *killed = NULL;
     for (worker *w = p->workers; w && !failed.head; w = w->next) {
-        if (w->task && !strcmp(w->task->spec->task_id, task_id)) {
-            push_failed(&failed, w->task, "cancelled");
-            w->task = NULL;
+        pool_task *t = detach_id(w, task_id);
+        if (t) {
+            /* The other calls of a concurrent actor stay attached: they end with the
+             * worker's death, as when it crashes. */
+            push_failed(&failed, t, "cancelled");
             worker_kill(w);
             killed = w;
         }
@@ -1025,10 +1125,7 @@ void worker_pool_actor_ended(worker_pool *p, const char *actor_id)
             worker_stop(w);
             continue;
         }
-        if (w->task) {
-            push_failed(&failed, w->task, "actor killed");
-            w->task = NULL;
-        }
+        detach_all(w, &failed, "actor killed");
         worker_kill(w);
     }
     fail_list(&failed);
@@ -1051,9 +1148,7 @@ void worker_pool_job_ended(worker_pool *p, const char *job_id)
             worker_stop(w);
             continue;
         }
-        if (w->task)
-            push_failed(&failed, w->task, "job ended");
-        w->task = NULL;
+        detach_all(w, &failed, "job ended");
         worker_kill(w);
     }
     fail_list(&failed);
@@ -1092,9 +1187,7 @@ static void reap_all(worker_pool *p, task_list *failed)
         kill_group(w);
     while (p->workers) {
         worker *w = p->workers;
-        if (w->task)
-            push_failed(failed, w->task, "raylet shutting down");
-        w->task = NULL;
+        detach_all(w, failed, "raylet shutting down");
         /* ECHILD: libev's default loop reaped it already. */
         while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
             ;

@@ -2,7 +2,8 @@
  *
  * The raylet forks and reuses escher-worker processes per job. A worker connects back
  * over a Unix socket and speaks framed protobuf-c (worker.proto) on libev watchers. The
- * pool runs one task at a time per worker; it reuses an idle worker of the same job, or
+ * pool runs one task at a time per worker (except on the worker of an actor created
+ * with max_concurrency N > 1: up to N of its tasks at once, see worker_pool_run); it reuses an idle worker of the same job, or
  * starts a new one; a worker idle for longer than the idle timeout is stopped. Each
  * task's stdout and stderr go to its worker's capture files in the log directory
  * (worker-<id>.out/.err, indexed by task in worker-<id>.idx; docs/workers.md), so
@@ -37,6 +38,9 @@
 #include "task.pb-c.h"
 
 typedef struct worker_pool worker_pool;
+
+/* The most tasks an actor's worker runs at once (escher.h's ESC_ACTOR_MAX_CONCURRENCY). */
+#define WORKER_MAX_CONCURRENCY 64
 
 typedef struct {
     const char *worker_exe;   /* path of escher-worker */
@@ -75,7 +79,12 @@ worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg
  * may be NULL. cpu: the CPU the task holds (fixed point; an actor's calls: what its
  * creation holds), its worker's CPU quota while it runs when the pool has a quota (0: no
  * quota). The pool copies what it needs. done is called exactly once, also when
- * the task is cancelled or the pool is freed first, never inside this call. Returns 0,
+ * the task is cancelled or the pool is freed first, never inside this call.
+ * An actor's tasks carry the actor's spec->max_concurrency (its creation's): the worker
+ * the first of them starts runs up to that many (at most WORKER_MAX_CONCURRENCY) at once,
+ * on as many threads, and takes the next one while it runs others; with 0 or 1 it runs
+ * them one at a time, without a thread. The caller bounds how many it gives at once.
+ * Returns 0,
  * or -1 when no worker can be started (fork failed), the spec is over the frame limit
  * (256 MiB), or the pool is being freed; then done is not called. */
 int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *const *env,
@@ -86,14 +95,16 @@ int64_t worker_pool_spec_cpu(const Escher__TaskSpec *spec);
 
 /* Cancels a task: a queued one is dropped; a running (or starting) one has its worker
  * killed (SIGKILL to its process group). done is called before this returns, with
- * ok = false, error "cancelled". Returns false when the pool has no such task. */
+ * ok = false, error "cancelled". The other tasks that worker runs (a concurrent actor's)
+ * end as in any death of their worker ("worker died: signal 9 (SIGKILL)"), when it is
+ * reaped. Returns false when the pool has no such task. */
 bool worker_pool_cancel(worker_pool *p, const char *task_id);
 
 /* A task whose spec names an actor (actor_id) runs on that actor's own worker: the
  * first one starts it, later ones reuse it; it serves no other task and is never
  * stopped for being idle or to make room. This ends it: idle, it is asked to exit;
- * busy, it is killed and its task ends (before this returns) with "actor killed"; a
- * task of the actor still queued in the pool ends the same way. */
+ * busy, it is killed and its tasks (all those it runs) end (before this returns) with
+ * "actor killed"; a task of the actor still queued in the pool ends the same way. */
 void worker_pool_actor_ended(worker_pool *p, const char *actor_id);
 
 /* The CPU an actor holds changed (it was resized): its worker's quota follows at once,
@@ -104,7 +115,7 @@ void worker_pool_set_actor_cpu(worker_pool *p, const char *actor_id, int64_t cpu
  * worker_pool_job_ended asked for it: it died (crash, kill -9, busy or idle), lost its
  * connection, never connected, or was killed by worker_pool_cancel. The actor's state
  * is gone with it. Called once per worker, as soon as the pool knows, and always before
- * the task it was running (if any) ends; why is one line ("worker died: signal 9
+ * the tasks it was running (if any) end; why is one line ("worker died: signal 9
  * (SIGKILL)"). A task of the actor given to the pool after the loss and before this
  * call ends with that same error. May call worker_pool_run and _actor_ended. */
 typedef void (*worker_actor_lost_fn)(void *ud, const char *actor_id, const char *why);

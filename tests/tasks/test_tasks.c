@@ -474,3 +474,30 @@ ESC_TASK(held)
     (void)len;
     return esc_buf_printf(ret, "%g", esc_actor_held(ctx, name));
 }
+
+/* An actor method for tests/integration/test_actor_concurrency.c: arguments STARTED and
+ * RELEASE (paths). Writes its pid to STARTED (whole or absent: written aside, then
+ * renamed), then waits until the file RELEASE exists, up to 60 s (then it fails: 3), and
+ * returns "<pid>". Thread-safe: it keeps no state. */
+ESC_TASK(gate)
+{
+    (void)arg;
+    (void)len;
+    char started[512], release[512], tmp[530];
+    chaos_arg(ctx, 0, started, sizeof started);
+    chaos_arg(ctx, 1, release, sizeof release);
+    snprintf(tmp, sizeof tmp, "%s.tmp", started);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return 1;
+    fprintf(f, "%d\n", (int)getpid());
+    if (fclose(f) != 0 || rename(tmp, started) != 0)
+        return 1;
+    for (int i = 0; i < 30000 && access(release, F_OK) != 0; i++) {
+        struct timespec ts = {0, 2000000}; /* 2 ms */
+        nanosleep(&ts, NULL);
+    }
+    if (access(release, F_OK) != 0)
+        return 3;
+    return esc_buf_printf(ret, "%d", (int)getpid());
+}

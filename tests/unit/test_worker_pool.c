@@ -857,6 +857,52 @@ static void test_actor_worker_loss_reported(void **state)
     assert_int_equal(l.losses, 0);
 }
 
+/* An actor created with max_concurrency 3: its tasks share one worker and run at once
+ * (a short one ends while two long ones run, each Done matched by its tag); ending the
+ * actor fails every running one with "actor killed". */
+static void test_actor_concurrent_worker(void **state)
+{
+    fixture *f = *state;
+    spec_buf b[3];
+    outcome o[3];
+    memset(o, 0, sizeof o);
+    const char *symbols[3] = {"sleep_ms", "sleep_ms", "pid"};
+    const char *args[3] = {"30000", "30000", NULL};
+    for (int i = 0; i < 3; i++) {
+        Escher__TaskSpec *spec = fn1(f, &b[i], "job-a", symbols[i], args[i]);
+        spec->actor_id = "act-c";
+        spec->max_concurrency = 3;
+        assert_int_equal(worker_pool_run(f->pool, spec, NULL, 0, 0, on_done, &o[i]), 0);
+    }
+    wait_done(f, &o[2]);
+    assert_ok(&o[2]);
+    assert_int_equal(o[0].calls + o[1].calls, 0); /* the sleeps still run beside it */
+    assert_int_equal(worker_pool_size(f->pool), 1);
+    assert_int_equal(worker_pool_busy(f->pool), 1);
+    worker_pool_actor_ended(f->pool, "act-c");
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(o[i].calls, 1); /* before actor_ended returned */
+        assert_error_has(&o[i], "actor killed");
+    }
+    for (int i = 0; i < 3; i++)
+        outcome_clear(&o[i]);
+    wait_until(f, pool_empty, f->pool);
+    /* Idle, a concurrent actor's worker is asked to exit, and does (its threads end). */
+    Escher__TaskSpec *spec = fn1(f, &b[0], "job-a", "pid", NULL);
+    spec->actor_id = "act-d";
+    spec->max_concurrency = 2;
+    run_sync(f, spec, NULL, 0, &o[0]);
+    assert_ok(&o[0]);
+    char text[32] = {0};
+    size_t n = o[0].res->returns[0].len;
+    memcpy(text, o[0].res->returns[0].data, n < sizeof text - 1 ? n : sizeof text - 1);
+    pid_t pid = (pid_t)atoi(text);
+    outcome_clear(&o[0]);
+    worker_pool_actor_ended(f->pool, "act-d");
+    wait_until(f, a_gone, &pid);
+    wait_until(f, pool_empty, f->pool);
+}
+
 static void test_free_leaves_no_child(void **state)
 {
     fixture *f = *state;
@@ -943,6 +989,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_actor_worker_loss_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_actor_concurrent_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_beyond_max_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_pool_evicts_idle_other_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),

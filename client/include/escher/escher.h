@@ -616,8 +616,13 @@ int esc_job_package(esc_client *c, const char *dir, char *hash, esc_status *st);
 
 /* An actor: a worker process that holds its resources for its whole life, keeps state
  * between calls (static data of its library) and runs its method calls one at a time, in
- * the order each caller made them. */
+ * the order each caller made them; or, created with max_concurrency N > 1, up to N of them
+ * at once on N threads of that one process (the state is shared, as in Ray's threaded
+ * actors). */
 typedef struct esc_actor esc_actor;
+
+/* The most calls an actor runs at once (esc_actor_spec.max_concurrency). */
+#define ESC_ACTOR_MAX_CONCURRENCY 64
 
 typedef struct {
     const char *name;            /* for logs */
@@ -630,25 +635,52 @@ typedef struct {
     const esc_task_arg *init_args; /* the init's arguments (bytes only, no references),
                                       the same at every (re)start */
     size_t ninit_args;
+    /* How many of its calls may run at once. 0 or 1 (the default): one at a time, in the
+     * order they arrive at its node (one caller's: the order made), on the worker's only
+     * thread. N in 2..ESC_ACTOR_MAX_CONCURRENCY: up to N at once, on a pool of N threads
+     * in its one worker process, started in the order they arrive but ending in any
+     * order; a caller that needs one call's effect before the next waits for its result
+     * (esc_get). Then:
+     *  - its methods must be thread-safe: they share the library's static state, and
+     *    ctx, arg and ret stay per call. The init runs alone, before any call (also at a
+     *    restart).
+     *  - it holds its resources once, not once per call: N calls share them (and its
+     *    CPU quota).
+     *  - esc_actor_kill ends every running call as "actor killed" (the waiting ones as
+     *    "actor ... died: killed", as for a serial actor); a death of its worker
+     *    fails every running call with the error one call gets ("worker died: ..."), and
+     *    the waiting calls run on the restarted worker, after the init (or fail as
+     *    "actor ... died" with no restart left); cancelling one running call kills the
+     *    worker, so the others fail as in a death.
+     *  - a call that starts after esc_actor_resize answered sees the new holding
+     *    (esc_actor_held) even while an older call still runs: a long method does not
+     *    hold up the calls that tell it its share.
+     *  - its calls' output (stdout, stderr) interleaves in the worker's capture files:
+     *    `escher logs TASK_ID` of a call shows what was written from its start to the
+     *    next call's start, exact only while it ran alone (else mixed with the calls
+     *    beside it); prefix the lines with esc_task_id where they must be told apart. */
+    unsigned max_concurrency;
 } esc_actor_spec;
 
 /* Creates an actor: placed like a task (it may wait for its resources); returns at once.
  * *out is the caller's handle (esc_actor_free; the actor lives on until killed or its
- * job ends). */
+ * job ends). INVALID_ARGUMENT (nothing is created) without a library, with a reference
+ * among init_args, or with max_concurrency over ESC_ACTOR_MAX_CONCURRENCY. */
 int esc_actor_create(esc_client *c, const esc_actor_spec *spec, esc_actor **out,
                      esc_status *st);
 
 /* Calls method (an ESC_TASK function of the actor's library) with args on the actor.
  * Waits (up to 60 s) until the actor is placed, then returns at once with num_returns
- * references (0 means 1), read with esc_get. Calls of one caller run in the order made.
+ * references (0 means 1), read with esc_get. Calls of one caller run in the order made
+ * (with max_concurrency > 1: start in that order, and may overlap and end in any order).
  * A call of a dead actor returns references to error objects ("actor ... died: ...");
  * FAILED_PRECONDITION when the actor's creation failed (st says why); PERMISSION_DENIED
  * when c's job is not the actor's and the actor's job did not grant it its namespace. */
 int esc_actor_call(esc_client *c, esc_actor *a, const char *method, const esc_task_arg *args,
                    size_t nargs, unsigned num_returns, esc_ref **refs, esc_status *st);
 
-/* Kills the actor: a running call ends as "actor killed", later calls fail, its resources
- * are released. ESC_NOT_FOUND when it is not alive; PERMISSION_DENIED when c is not the
+/* Kills the actor: a running call (every one, with max_concurrency > 1) ends as "actor
+ * killed", later calls fail, its resources are released. ESC_NOT_FOUND when it is not alive; PERMISSION_DENIED when c is not the
  * actor's job. */
 int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st);
 

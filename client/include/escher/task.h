@@ -26,7 +26,9 @@
  *  - Everything the task writes to stdout and stderr goes to the task's log files
  *    (`escher logs TASK_ID`).
  *  - A worker runs one task at a time and is reused for later tasks of the same job, so
- *    a task must release what it allocates; static state survives between tasks.
+ *    a task must release what it allocates; static state survives between tasks. The
+ *    exception: the methods of an actor created with max_concurrency > 1 run on several
+ *    threads of its worker at once, and must be thread-safe (escher.h, esc_actor_spec).
  *
  * All pointers handed to a task (ctx, arg, ret, arguments, ids) are owned by the worker
  * and valid only until the task function returns.
@@ -104,7 +106,7 @@ esc_buf *esc_task_return(esc_task_ctx *ctx, size_t i);
  * an ephemeral one in full, "ns/name") the actor holds as this call starts, in units
  * (0.25 CPU is 0.25); 0 for a name it does not hold, and in a function task (its
  * resources are not sent to its worker). An actor resized (esc_actor_resize) sees its new
- * holding from its next call on. */
+ * holding from its next call on (also while older calls of a concurrent actor run). */
 double esc_actor_held(const esc_task_ctx *ctx, const char *name);
 
 /* ------------------------------------------------------- the cluster, from a task */
