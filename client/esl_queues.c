@@ -1,6 +1,6 @@
 /* esl_queues.c: priority and weighted fair queues on present-with-zero resources
  * (esl.h). The thread is the only writer of the queue resources' capacities; submitters
- * only count tasks in and wake it. The thread sleeps on one waker (client_internal.h):
+ * only count tasks in and wake it. The thread blocks on one waker (client_internal.h):
  * the owner pokes it when results come (one of its tasks may have ended), submitters
  * and the stop poke it too; it never wakes for a period. */
 #include <pthread.h>

@@ -394,11 +394,10 @@ void esc_prepared_free(esc_prepared *p)
  *    raylet sees the death and either runs the task again, which notifies, or finds it
  *    ended in the directory and notifies the owner itself, see task_manager.c
  *    on_checked);
- *  - the local raylet is declared dead: its stream ends (first case).
- * Not covered: a raylet that ran a forwarded task and cannot reach the local raylet
- * with its TasksDone (results.c gives up after DONE_TIMEOUT_MS) while both stay alive
- * to the GCS: the ref then stays pending until the wait's deadline, though its value is
- * in the directory (a network partition between two live raylets). */
+ *  - a raylet on the way back could not be reached with the TasksDone: the sender keeps
+ *    the notice and tells again once that raylet answers its probe, or drops it when the
+ *    GCS declares that raylet's node dead, which is the case above (raylet/results.h).
+ * So every lost notice ends in an event the owner sees, with no period. */
 typedef struct {
     esc_client *c;
     esc_owner *o;
