@@ -8,8 +8,11 @@
  * ran a task (or, for a forwarded task, the raylet that accepted it, told by the other)
  * pushes each return there: small values inline, large ones as where they are. A reader
  * thread files them in a table, where esc_get and esc_wait find them without asking the
- * GCS. What the stream cannot tell (no stream, a notice lost with an unreachable peer)
- * the GCS directory still can: waiters fall back to it (see esc_owner_take).
+ * GCS. What the stream cannot tell (no stream, or refs this client did not submit) the
+ * GCS directory still can: waiters turn to it when a ref is ESC_OWNED_UNKNOWN (see
+ * esc_owner_take), and wait there too. While the stream is up no notice is lost for
+ * good, so a pending ref is never re-checked in the directory (tasks.c, "Why nothing is
+ * re-checked periodically").
  *
  * One mutex guards the queue and the tables; two condition variables wake the sender
  * (work queued) and the waiters (a value arrived, a batch went out, the stream ended),
