@@ -560,6 +560,27 @@ static void test_wait_for_others(void **state)
     assert_int_equal(n, 0);
     assert_true(took >= 280 && took < 3000);
 
+    /* Many at once, a ref repeated: num_ready of them, or what is there at the timeout. */
+    esc_ref *p1 = NULL, *p2 = NULL;
+    assert_int_equal(esc_put(cb, "one", 3, &p1, NULL), ESC_OK);
+    assert_int_equal(esc_put(cb, "two", 3, &p2, NULL), ESC_OK);
+    const esc_ref *many[4] = {missing, p1, p2, p1};
+    bool r4[4] = {false};
+    t0 = h_now_ms();
+    assert_int_equal(esc_wait(ca, many, 4, 3, 20000, r4, &n, NULL), ESC_OK);
+    assert_true(h_now_ms() - t0 < 5000);
+    assert_int_equal(n, 3);
+    assert_false(r4[0]);
+    assert_true(r4[1] && r4[2] && r4[3]);
+    memset(r4, 0, sizeof r4);
+    t0 = h_now_ms();
+    assert_int_equal(esc_wait(ca, many, 4, 4, 300, r4, &n, NULL), ESC_OK);
+    took = h_now_ms() - t0;
+    assert_int_equal(n, 3);
+    assert_true(took >= 280 && took < 3000);
+    esc_ref_free(p1);
+    esc_ref_free(p2);
+
     /* Another job that was not granted cb's namespace: cb's object never counts. */
     esc_client *other = h_connect(&C, NULL, NODE_A, false);
     r = false;
