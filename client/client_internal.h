@@ -135,6 +135,46 @@ void esc_prepared_free(esc_prepared *p);
 /* ---- owner.c ---- */
 typedef struct esc_owner esc_owner;
 
+/* A waker: what one blocked wait is woken by, with no period. The owner pokes every
+ * waker that listens to it (esc_owner_listen) at each change of its state (a value
+ * filed, a batch sent or failed, the stream ended, a node declared dead); anyone may
+ * poke one (esc_waker_poke: esl_queues' submits and stop). Each poke bumps gen, and ext
+ * too when it is not the owner's. A waiter reads gen (esc_waker_gen) before it looks at
+ * what it waits for, and blocks only while gen is unchanged (esc_waker_wait), so a poke
+ * between its look and its wait is never lost. A waiter blocked in a directory call
+ * registers the call (esc_waker_begin_call): a poke cancels it. Owned by its user. */
+typedef struct esc_waker {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t gen;                   /* every poke */
+    uint64_t ext;                   /* esc_waker_poke's */
+    esc_rpc_stream *call;           /* the directory wait in flight, else NULL */
+    struct esc_waker *prev, *next;  /* on the owner's list while it listens */
+} esc_waker;
+void esc_waker_init(esc_waker *w);
+void esc_waker_destroy(esc_waker *w);
+/* Pokes from outside the owner (ext and gen). */
+void esc_waker_poke(esc_waker *w);
+/* gen now, and ext (may be NULL). */
+uint64_t esc_waker_gen(esc_waker *w, uint64_t *ext);
+/* Returns once gen is no longer seen, or at until_ms (esc_now_ms; UINT64_MAX: none). */
+void esc_waker_wait(esc_waker *w, uint64_t seen, uint64_t until_ms);
+/* Registers call as the one a poke cancels; false (nothing registered) when gen is no
+ * longer seen: the caller looks again instead of waiting. esc_waker_end_call before the
+ * call is freed. */
+bool esc_waker_begin_call(esc_waker *w, uint64_t seen, esc_rpc_stream *call);
+void esc_waker_end_call(esc_waker *w);
+/* The owner pokes w at each change from now until esc_owner_unlisten. */
+void esc_owner_listen(esc_owner *o, esc_waker *w);
+void esc_owner_unlisten(esc_owner *o, esc_waker *w);
+/* esc_wait that also returns once w was poked from outside its owner (esc_waker_poke)
+ * after the caller read ext (esc_waker_gen; UINT64_MAX: only esc_wait's ends): a thread
+ * that waits for its tasks' ends and for its own events at once (esl_queues). w listens
+ * to the owner meanwhile. */
+int esc_wait_woken(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
+                   int timeout_ms, esc_waker *w, uint64_t ext, bool *ready, size_t *nready,
+                   esc_status *st);
+
 /* A return of one of the client's tasks, as its raylet told it. */
 typedef struct {
     bool is_error;
@@ -173,12 +213,10 @@ enum {
     ESC_OWNED_UNKNOWN,  /* not expected on the stream: ask the GCS directory */
 };
 /* Takes id's value out of the table (*out, the caller frees it), waiting up to wait_ms
- * while it is pending. Returns one of the states above. */
+ * (< 0: no limit) while it is pending. Returns one of the states above. */
 int esc_owner_take(esc_owner *o, const char *id, int wait_ms, esc_owned_value **out);
 /* The state of id, without taking it. */
 int esc_owner_state(esc_owner *o, const char *id);
-/* Waits until something arrives or ms pass. */
-void esc_owner_wait_change(esc_owner *o, int ms);
 /* Stops expecting id and drops its value (released). */
 void esc_owner_forget(esc_owner *o, const char *id);
 

@@ -1,17 +1,18 @@
 /* esl_queues.c: priority and weighted fair queues on present-with-zero resources
  * (esl.h). The thread is the only writer of the queue resources' capacities; submitters
- * only count tasks in and wake it. */
+ * only count tasks in and wake it. The thread blocks on one waker (client_internal.h):
+ * the owner pokes it when results come (one of its tasks may have ended), submitters
+ * and the stop poke it too; it never wakes for a period. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "client_internal.h"
 #include "escher/esl.h"
 #include "esl_internal.h"
 #include "ids.h"
 
-#define POLL_MS 50              /* longest wait for ends before looking again */
 #define APPLY_WAIT_MS 5000
 
 typedef struct {
@@ -27,8 +28,8 @@ struct esl_queues {
     unsigned slots;
     queue *q;
     int64_t *set;               /* the capacities last set, per queue (-1: none yet) */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;          /* a task came in, or stop */
+    pthread_mutex_t mu;         /* the queues and stop */
+    esc_waker wake;             /* poked: a task came in, or stop */
     bool stop;
     pthread_t thread;
 };
@@ -83,8 +84,9 @@ static void apply(esl_queues *qs, const int64_t *cap)
     esc_batch_free(b);
 }
 
-/* Waits up to POLL_MS for tasks to end and forgets those that did. Called unlocked. */
-static void reap(esl_queues *qs)
+/* Waits until one of the tasks ended, or the waker was poked since ext was read; forgets
+ * the tasks that ended. Called unlocked. */
+static void reap(esl_queues *qs, uint64_t ext)
 {
     pthread_mutex_lock(&qs->mu);
     size_t total = 0;
@@ -99,7 +101,7 @@ static void reap(esl_queues *qs)
     bool *ready = calloc(total + 1, sizeof *ready);
     size_t nready = 0;
     if (total)
-        esc_wait(qs->c, all, total, 1, POLL_MS, ready, &nready, NULL);
+        esc_wait_woken(qs->c, all, total, 1, -1, &qs->wake, ext, ready, &nready, NULL);
     pthread_mutex_lock(&qs->mu);
     /* Only this thread removes, and submitters only append: the first `total` entries,
      * in the same order, are the ones waited for. */
@@ -126,25 +128,30 @@ static void *queues_main(void *arg)
 {
     esl_queues *qs = arg;
     int64_t *cap = calloc(qs->nq, sizeof *cap);
-    pthread_mutex_lock(&qs->mu);
-    while (!qs->stop) {
+    for (;;) {
+        /* Read before the queues are: a poke after this is seen by the wait below. */
+        uint64_t ext;
+        uint64_t gen = esc_waker_gen(&qs->wake, &ext);
+        pthread_mutex_lock(&qs->mu);
+        bool stop = qs->stop;
         wanted(qs, cap);
         bool change = memcmp(cap, qs->set, qs->nq * sizeof *cap) != 0;
         bool busy = false;
         for (size_t i = 0; i < qs->nq; i++)
             busy |= qs->q[i].n > 0;
         pthread_mutex_unlock(&qs->mu);
+        if (stop)
+            break;
         if (change)
             apply(qs, cap);
+        /* With tasks out: until one ends or a poke; idle: until a poke (only submits and
+         * the stop poke it then: it does not listen to the owner). A capacity that could
+         * not be set is set again at the next event. */
         if (busy)
-            reap(qs);
-        pthread_mutex_lock(&qs->mu);
-        if (!busy && !change && !qs->stop) {
-            struct timespec ts = esc_time_after_ms(CLOCK_REALTIME, POLL_MS);
-            pthread_cond_timedwait(&qs->cv, &qs->mu, &ts);
-        }
+            reap(qs, ext);
+        else
+            esc_waker_wait(&qs->wake, gen, UINT64_MAX);
     }
-    pthread_mutex_unlock(&qs->mu);
     free(cap);
     return NULL;
 }
@@ -183,7 +190,7 @@ int esl_queues_new(esc_client *c, const char *name, size_t nqueues, const double
     if (rc == ESC_OK)
         esc_wait_applied(c, seq, NULL, 0, APPLY_WAIT_MS, NULL);
     pthread_mutex_init(&qs->mu, NULL);
-    pthread_cond_init(&qs->cv, NULL);
+    esc_waker_init(&qs->wake);
     if (rc != ESC_OK || pthread_create(&qs->thread, NULL, queues_main, qs) != 0) {
         qs->stop = true;
         esl_queues_free(qs);
@@ -219,8 +226,8 @@ int esl_queues_submit(esl_queues *qs, size_t q, const esc_task_spec *spec, esc_r
         qq->out = realloc(qq->out, qq->cap * sizeof *qq->out);
     }
     qq->out[qq->n++] = esc_ref_from_id(esc_ref_id(refs[0]));
-    pthread_cond_signal(&qs->cv);
     pthread_mutex_unlock(&qs->mu);
+    esc_waker_poke(&qs->wake);
     return ESC_OK;
 }
 
@@ -231,8 +238,8 @@ void esl_queues_free(esl_queues *qs)
     pthread_mutex_lock(&qs->mu);
     bool started = !qs->stop;
     qs->stop = true;
-    pthread_cond_signal(&qs->cv);
     pthread_mutex_unlock(&qs->mu);
+    esc_waker_poke(&qs->wake);
     if (started)
         pthread_join(qs->thread, NULL);
     /* Where present only: a node that joined since the last capacity change lacks
@@ -249,7 +256,7 @@ void esl_queues_free(esl_queues *qs)
     esl_delete_present(qs->c, names, qs->nq);
     free(names);
     free(qn);
-    pthread_cond_destroy(&qs->cv);
+    esc_waker_destroy(&qs->wake);
     pthread_mutex_destroy(&qs->mu);
     free(qs->q);
     free(qs->set);

@@ -2,13 +2,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "client_internal.h"
 #include "escher/esl.h"
-
-#define WITHDRAW_TRIES 400      /* of WITHDRAW_PAUSE_MS: an attempt on its way to a node */
-#define WITHDRAW_PAUSE_MS 5
 
 struct esl_soft {
     esc_client *c;
@@ -24,12 +20,6 @@ struct esl_soft {
     size_t chosen;
 };
 
-static void pause_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static bool ended(esl_soft *s, int wait_ms)
 {
     const esc_ref *refs[1] = {s->probe};
@@ -39,21 +29,18 @@ static bool ended(esl_soft *s, int wait_ms)
 }
 
 /* After the window of preference i: true when the task stays where it is (it started,
- * ended, or cannot be withdrawn), false when it was withdrawn. */
+ * ended, or cannot be withdrawn), false when it was withdrawn. One withdraw settles it:
+ * it follows the task along its forwards, and a raylet whose forward of the task is not
+ * answered yet holds the withdraw until it is (raylet/task_spill.c), so the task is never
+ * missed "on its way". NOT_FOUND then means it waits nowhere: it ended (its end is on
+ * its way here), or its node died and the raylet runs it again or finds it ended; either
+ * way it is not this preference's to move. */
 static bool stays(esl_soft *s)
 {
-    for (int t = 0; t < WITHDRAW_TRIES; t++) {
-        if (ended(s, 0))
-            return true;
-        esc_status st;
-        int rc = esc_task_withdraw(s->c, s->probe, &st);
-        if (rc == ESC_OK)
-            return false;
-        if (rc != ESC_NOT_FOUND)
-            return true; /* started (FAILED_PRECONDITION), or no raylet to ask */
-        pause_ms(WITHDRAW_PAUSE_MS); /* on its way to another node: ask again */
-    }
-    return true;
+    if (ended(s, 0))
+        return true;
+    esc_status st;
+    return esc_task_withdraw(s->c, s->probe, &st) != ESC_OK;
 }
 
 static void decide(esl_soft *s, size_t i)

@@ -25,7 +25,6 @@
 #define PULL_CHUNK 0              /* the raylet's default, 4 MiB */
 #define WAIT_ROUND_MS 60000       /* one GetLocations wait of a get without a limit */
 #define CALL_SLACK_MS 2000        /* over a server-side wait, so the server answers first */
-#define RETRY_PAUSE_MS 50         /* between rounds when every copy was unreachable */
 
 struct esc_ref {
     char id[ESC_OBJECT_ID_MAX];
@@ -63,13 +62,17 @@ static int store_call(esc_client *c, esc_rpc_channel *ch, const char *method,
 }
 
 /* GetLocations, held at the GCS for up to wait_ms (report_lost: answered at once for an
- * object whose every copy died with its node). */
+ * object whose every copy died with its node; not_on: copies on these nodes, which the
+ * reader could not reach, do not answer it). */
 static int get_locations_ex(esc_client *c, const char *id, int wait_ms, bool report_lost,
-                            Escher__GetLocationsReply **out, esc_status *st)
+                            char **not_on, size_t n_not_on, Escher__GetLocationsReply **out,
+                            esc_status *st)
 {
     Escher__GetLocationsRequest req = ESCHER__GET_LOCATIONS_REQUEST__INIT;
     req.object_id = (char *)id;
     req.report_lost = report_lost;
+    req.not_on = not_on;
+    req.n_not_on = n_not_on;
     req.wait_ms = wait_ms > 0 ? (uint32_t)wait_ms : 0;
     ProtobufCMessage *m = NULL;
     int rc = esc_rpc_call(c->gcs, &escher__object_directory__descriptor, "GetLocations",
@@ -81,7 +84,7 @@ static int get_locations_ex(esc_client *c, const char *id, int wait_ms, bool rep
 static int get_locations(esc_client *c, const char *id, int wait_ms,
                          Escher__GetLocationsReply **out, esc_status *st)
 {
-    return get_locations_ex(c, id, wait_ms, false, out, st);
+    return get_locations_ex(c, id, wait_ms, false, NULL, 0, out, st);
 }
 
 /* Every copy of the object died with its node: asks the raylet that keeps the lineage
@@ -328,22 +331,37 @@ static int pull_any(esc_client *c, const esc_ref *ref, const Escher__GetLocation
     return rc == ESC_NOT_FOUND ? ESC_UNAVAILABLE : rc;
 }
 
-static void pause_ms(int ms)
+/* Nodes whose copies could not be reached: the next look waits for a copy elsewhere. */
+typedef struct {
+    char **ids;
+    size_t n;
+} node_set;
+
+static void node_set_take(node_set *s, const Escher__GetLocationsReply *r)
 {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    for (size_t i = 0; i < r->n_node_ids; i++) {
+        s->ids = realloc(s->ids, (s->n + 1) * sizeof *s->ids);
+        s->ids[s->n++] = strdup(r->node_ids[i]);
+    }
 }
 
-/* Finds the value through the GCS directory: waits there until some node holds it,
- * then pulls it. */
-static int get_from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
-                              const deadline *dl, void **data, size_t *len, esc_status *st)
+static void node_set_free(node_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->ids[i]);
+    free(s->ids);
+}
+
+static int from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
+                          const deadline *dl, node_set *unreachable, void **data, size_t *len,
+                          esc_status *st)
 {
     deadline d = *dl;
     bool asked = false; /* a reconstruction was asked for: the next look waits for it */
     for (;;) {
         Escher__GetLocationsReply *r = NULL;
-        int rc = get_locations_ex(c, ref->id, d.once ? 0 : left_ms(&d), !asked, &r, st);
+        int rc = get_locations_ex(c, ref->id, d.once ? 0 : left_ms(&d), !asked,
+                                  unreachable->ids, unreachable->n, &r, st);
         if (rc != ESC_OK)
             return rc;
         asked = false;
@@ -358,6 +376,8 @@ static int get_from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
         bool found = r->found;
         if (found)
             rc = pull_any(c, ref, r, &d, data, len, st);
+        if (found && rc != ESC_OK)
+            node_set_take(unreachable, r);
         protobuf_c_message_free_unpacked(&r->base, NULL);
         if (found && (rc == ESC_OK || rc == ESC_ABORTED || rc == ESC_NOT_FOUND ||
                       rc == ESC_RESOURCE_EXHAUSTED))
@@ -367,9 +387,20 @@ static int get_from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
                          : esc_status_set(st, ESC_DEADLINE_EXCEEDED,
                                           "object %s is not available after %d ms", ref->id,
                                           timeout_ms);
-        if (found)
-            pause_ms(RETRY_PAUSE_MS); /* every copy unreachable: the GCS will drop them */
     }
+}
+
+/* Finds the value through the GCS directory: waits there until some node holds it,
+ * then pulls it. Copies that cannot be reached are not asked again: the next look waits
+ * at the GCS for a copy elsewhere, or for the object to be lost when their node is
+ * declared dead (then made again), never for a pause. */
+static int get_from_directory(esc_client *c, const esc_ref *ref, int timeout_ms,
+                              const deadline *dl, void **data, size_t *len, esc_status *st)
+{
+    node_set unreachable = {0};
+    int rc = from_directory(c, ref, timeout_ms, dl, &unreachable, data, len, st);
+    node_set_free(&unreachable);
+    return rc;
 }
 
 /* A value the results stream brought: inline, or pulled from the raylet named. Returns
@@ -385,8 +416,9 @@ static int get_owned(esc_client *c, const esc_ref *ref, esc_owned_value *v, cons
         v->data = NULL;
         return esc_status_set(st, ESC_OK, NULL);
     }
-    /* Its node died: the value is lost or has copies elsewhere; the directory knows. */
-    if (esc_client_is_dead(c, v->address))
+    /* Its node died: the value is lost or has copies elsewhere; the directory knows. So
+     * it does where a notice names no raylet (told after its node died). */
+    if (!*v->address || esc_client_is_dead(c, v->address))
         return ESC_UNAVAILABLE;
     /* Any failure here sends the reader to the directory, which names the node. */
     int rc = pull_from(c, v->address, "", ref->id, d->forever ? 0 : d->once ? c->timeout_ms
@@ -396,42 +428,27 @@ static int get_owned(esc_client *c, const esc_ref *ref, esc_owned_value *v, cons
                                                                               : ESC_UNAVAILABLE;
 }
 
-/* While a value is expected on the results stream, the directory is looked at (without
- * waiting there) this often as well: a notice may have been lost on the way. */
-#define STREAM_RECHECK_MS 1000
-
 /* Waits for the value among the results of the client's own tasks, up to the deadline.
  * Returns ESC_OK or a final error when that settles it, ESC_UNAVAILABLE when the stream
- * will not bring it (ask the directory). */
+ * will not bring it (ask the directory). The stream alone is waited on: every way its
+ * notice can be lost ends in an event that wakes this wait (tasks.c, "Why nothing is
+ * re-checked periodically"). */
 static int get_from_owner(esc_client *c, const esc_ref *ref, const deadline *d, void **data,
                           size_t *len, esc_status *st)
 {
     esc_owner *o = esc_owner_peek(c);
-    for (;;) {
-        int wait = d->once ? 0 : d->forever ? STREAM_RECHECK_MS : left_ms(d);
-        esc_owned_value *v = NULL;
-        int state = o ? esc_owner_take(o, ref->id, wait < STREAM_RECHECK_MS ? wait
-                                                                            : STREAM_RECHECK_MS,
-                                       &v)
-                      : ESC_OWNED_UNKNOWN;
-        if (state == ESC_OWNED_READY) {
-            int rc = get_owned(c, ref, v, d, data, len, st);
-            esc_owned_value_free(v);
-            return rc;
-        }
-        if (state == ESC_OWNED_UNKNOWN || d->once)
-            return ESC_UNAVAILABLE;
-        /* Still pending: one look at the directory, in case the notice was lost. */
-        deadline now = deadline_in(0);
-        int rc = get_from_directory(c, ref, 0, &now, data, len, st);
-        if (rc != ESC_DEADLINE_EXCEEDED && rc != ESC_UNAVAILABLE) {
-            esc_owner_forget(o, ref->id);
-            return rc;
-        }
-        if (!d->forever && left_ms(d) == 0)
-            return esc_status_set(st, ESC_DEADLINE_EXCEEDED, "object %s is not available in time",
-                                  ref->id);
+    esc_owned_value *v = NULL;
+    int state = o ? esc_owner_take(o, ref->id, d->once ? 0 : d->forever ? -1 : left_ms(d), &v)
+                  : ESC_OWNED_UNKNOWN;
+    if (state == ESC_OWNED_READY) {
+        int rc = get_owned(c, ref, v, d, data, len, st);
+        esc_owned_value_free(v);
+        return rc;
     }
+    if (state == ESC_OWNED_UNKNOWN || d->once)
+        return ESC_UNAVAILABLE;
+    return esc_status_set(st, ESC_DEADLINE_EXCEEDED, "object %s is not available in time",
+                          ref->id);
 }
 
 int esc_get(esc_client *c, const esc_ref *ref, int timeout_ms, void **data, size_t *len,

@@ -8,11 +8,16 @@
  * ran a task (or, for a forwarded task, the raylet that accepted it, told by the other)
  * pushes each return there: small values inline, large ones as where they are. A reader
  * thread files them in a table, where esc_get and esc_wait find them without asking the
- * GCS. What the stream cannot tell (no stream, a notice lost with an unreachable peer)
- * the GCS directory still can: waiters fall back to it (see esc_owner_take).
+ * GCS. What the stream cannot tell (no stream, or refs this client did not submit) the
+ * GCS directory still can: waiters turn to it when a ref is ESC_OWNED_UNKNOWN (see
+ * esc_owner_take), and wait there too. While the stream is up no notice is lost for
+ * good, so a pending ref is never re-checked in the directory (tasks.c, "Why nothing is
+ * re-checked periodically").
  *
  * One mutex guards the queue and the tables; two condition variables wake the sender
- * (work queued) and the waiters (a value arrived, a batch went out, the stream ended). */
+ * (work queued) and the waiters (a value arrived, a batch went out, the stream ended),
+ * and each change pokes the wakers listening (client_internal.h): waits that block on
+ * more than this owner (esc_wait with refs only the directory knows, esl_queues). */
 #include "client_internal.h"
 
 #include <errno.h>
@@ -54,6 +59,7 @@ struct esc_owner {
      * local raylet's business (an actor's), else "" (malloc'd): told of on the stream. */
     esc_strmap *pending;
     esc_strmap *ready;              /* object id -> esc_owned_value *, until taken */
+    esc_waker *listeners;           /* poked at every change (esc_owner_listen) */
 };
 
 static void value_free(esc_owned_value *v)
@@ -70,6 +76,115 @@ void esc_owned_value_free(esc_owned_value *v)
 {
     value_free(v);
 }
+
+/* ------------------------------------------------------------------ wakers */
+
+void esc_waker_init(esc_waker *w)
+{
+    memset(w, 0, sizeof *w);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+}
+
+void esc_waker_destroy(esc_waker *w)
+{
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+}
+
+static void waker_bump(esc_waker *w, bool external)
+{
+    pthread_mutex_lock(&w->mu);
+    w->gen++;
+    w->ext += external;
+    if (w->call)
+        esc_rpc_stream_cancel(w->call);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void esc_waker_poke(esc_waker *w)
+{
+    waker_bump(w, true);
+}
+
+uint64_t esc_waker_gen(esc_waker *w, uint64_t *ext)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t gen = w->gen;
+    if (ext)
+        *ext = w->ext;
+    pthread_mutex_unlock(&w->mu);
+    return gen;
+}
+
+void esc_waker_wait(esc_waker *w, uint64_t seen, uint64_t until_ms)
+{
+    pthread_mutex_lock(&w->mu);
+    while (w->gen == seen) {
+        uint64_t now = esc_now_ms();
+        if (until_ms != UINT64_MAX && now >= until_ms)
+            break;
+        if (until_ms == UINT64_MAX) {
+            pthread_cond_wait(&w->cv, &w->mu);
+        } else {
+            struct timespec ts = esc_time_after_ms(CLOCK_REALTIME, until_ms - now);
+            pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+bool esc_waker_begin_call(esc_waker *w, uint64_t seen, esc_rpc_stream *call)
+{
+    pthread_mutex_lock(&w->mu);
+    bool fresh = w->gen == seen;
+    w->call = fresh ? call : NULL;
+    pthread_mutex_unlock(&w->mu);
+    return fresh;
+}
+
+void esc_waker_end_call(esc_waker *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->call = NULL;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Something changed: wakes the waiters and pokes the listeners. o->mu held; the lock
+ * order is owner, then waker (a waker's holder never takes the owner's lock). */
+static void changed_locked(esc_owner *o)
+{
+    pthread_cond_broadcast(&o->changed);
+    for (esc_waker *w = o->listeners; w; w = w->next)
+        waker_bump(w, false);
+}
+
+void esc_owner_listen(esc_owner *o, esc_waker *w)
+{
+    pthread_mutex_lock(&o->mu);
+    w->prev = NULL;
+    w->next = o->listeners;
+    if (w->next)
+        w->next->prev = w;
+    o->listeners = w;
+    pthread_mutex_unlock(&o->mu);
+}
+
+void esc_owner_unlisten(esc_owner *o, esc_waker *w)
+{
+    pthread_mutex_lock(&o->mu);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        o->listeners = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+    pthread_mutex_unlock(&o->mu);
+}
+
+/* ------------------------------------------------------------------ tables */
 
 /* Files a value for id when someone waits for it (it is pending). Takes v. */
 static void file_locked(esc_owner *o, const char *id, esc_owned_value *v)
@@ -135,7 +250,7 @@ static void send_batch(esc_owner *o, queued_task *t, size_t n)
                              k < rep->n_codes ? rep->codes[k] : ESC_INVALID_ARGUMENT,
                              rep->errors[k]);
     o->sent += n;
-    pthread_cond_broadcast(&o->changed);
+    changed_locked(o);
     pthread_mutex_unlock(&o->mu);
     if (m)
         protobuf_c_message_free_unpacked(m, NULL);
@@ -209,7 +324,7 @@ static void *reader_main(void *arg)
         pthread_mutex_lock(&o->mu);
         for (size_t i = 0; i < b->n_objects; i++)
             file_locked(o, b->objects[i]->object_id, value_from(b->objects[i]));
-        pthread_cond_broadcast(&o->changed);
+        changed_locked(o);
         pthread_mutex_unlock(&o->mu);
         protobuf_c_message_free_unpacked(m, NULL);
     }
@@ -218,7 +333,7 @@ static void *reader_main(void *arg)
         ESC_DEBUG("results stream ended: %s %s; results come from the GCS directory now",
                   esc_status_name(st.code), st.message);
     o->watching = false;
-    pthread_cond_broadcast(&o->changed);
+    changed_locked(o);
     pthread_mutex_unlock(&o->mu);
     return NULL;
 }
@@ -360,7 +475,7 @@ void esc_owner_node_dead(esc_owner *o, const char *address, const char *why)
         free(ids[i]);
     }
     free(ids);
-    pthread_cond_broadcast(&o->changed);
+    changed_locked(o);
     pthread_mutex_unlock(&o->mu);
 }
 
@@ -414,7 +529,10 @@ int esc_owner_take(esc_owner *o, const char *id, int wait_ms, esc_owned_value **
             rc = ESC_OWNED_UNKNOWN;
             break;
         }
-        if (wait_ms <= 0 || pthread_cond_timedwait(&o->changed, &o->mu, &until) == ETIMEDOUT) {
+        if (wait_ms < 0) {
+            pthread_cond_wait(&o->changed, &o->mu);
+        } else if (wait_ms == 0 ||
+                   pthread_cond_timedwait(&o->changed, &o->mu, &until) == ETIMEDOUT) {
             rc = ESC_OWNED_PENDING;
             break;
         }
@@ -431,14 +549,6 @@ int esc_owner_state(esc_owner *o, const char *id)
                                                              : ESC_OWNED_UNKNOWN;
     pthread_mutex_unlock(&o->mu);
     return rc;
-}
-
-void esc_owner_wait_change(esc_owner *o, int ms)
-{
-    struct timespec until = esc_time_after_ms(CLOCK_REALTIME, ms > 0 ? (uint64_t)ms : 0u);
-    pthread_mutex_lock(&o->mu);
-    pthread_cond_timedwait(&o->changed, &o->mu, &until);
-    pthread_mutex_unlock(&o->mu);
 }
 
 void esc_owner_forget(esc_owner *o, const char *id)

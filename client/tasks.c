@@ -9,6 +9,8 @@
 #include "ids.h"
 #include "pbutil.h"
 #include "qty.h"
+#include "object.pb-c.h"
+#include "strmap.h"
 #include "task.pb-c.h"
 
 #define SUBMIT_TIMEOUT_MS 10000
@@ -375,67 +377,218 @@ void esc_prepared_free(esc_prepared *p)
     }
 }
 
-static bool exists_now(esc_client *c, const esc_ref *ref)
+/* ------------------------------------------------------------------ waiting */
+
+#define DIR_ROUND_MS 60000  /* one WaitObjects of a wait without a limit */
+#define CALL_SLACK_MS 2000  /* over a server-side wait, so the server answers first */
+
+/* What esc_wait waits on, and how: each ref not ready yet is pending on the owner's
+ * stream (the owner's poke wakes the wait) or unknown to it (only the directory can tell:
+ * a WaitObjects call, cancelled by a poke when pokes matter).
+ *
+ * Why nothing is re-checked periodically. A pending ref waits on the stream alone, as
+ * the stream's notice can only fail to come when:
+ *  - the stream ends (the local raylet died or dropped it): the reader's end pokes the
+ *    owner, the ref turns unknown and goes to the directory;
+ *  - the raylet that was to pass the notice on died (an actor's raylet: its death,
+ *    esc_owner_node_dead, fails the ref; a node further down a spill path: the local
+ *    raylet sees the death and either runs the task again, which notifies, or finds it
+ *    ended in the directory and notifies the owner itself, see task_manager.c
+ *    on_checked);
+ *  - a raylet on the way back could not be reached with the TasksDone: the sender keeps
+ *    the notice and tells again once that raylet answers its probe, or drops it when the
+ *    GCS declares that raylet's node dead, which is the case above (raylet/results.h).
+ * So every lost notice ends in an event the owner sees, with no period. */
+typedef struct {
+    esc_client *c;
+    esc_owner *o;
+    const esc_ref *const *refs;
+    size_t n, num_ready;
+    uint64_t end;               /* esc_now_ms; UINT64_MAX: no limit */
+    esc_waker *w;
+    bool external;              /* return on w's pokes from outside the owner */
+    uint64_t ext;
+    bool *ready, *unknown;
+    size_t nready;
+    bool directory;             /* false once the directory refused for good */
+} waiting;
+
+/* Looks at the refs not ready yet in the owner's table. Returns how many only the
+ * directory can tell of (unknown[i] set); *pending when some will come on the stream. */
+static size_t look(waiting *wt, bool *pending)
 {
-    esc_object_locations *l = NULL;
-    bool yes = esc_ref_locations(c, ref, &l, NULL) == ESC_OK && l->n > 0;
-    esc_object_locations_free(l);
-    return yes;
+    size_t nunknown = 0;
+    *pending = false;
+    wt->nready = 0;
+    for (size_t i = 0; i < wt->n; i++) {
+        if (!wt->ready[i]) {
+            const char *id = esc_ref_id(wt->refs[i]);
+            int s = wt->o ? esc_owner_state(wt->o, id) : ESC_OWNED_UNKNOWN;
+            wt->ready[i] = s == ESC_OWNED_READY;
+            wt->unknown[i] = s == ESC_OWNED_UNKNOWN;
+            *pending |= s == ESC_OWNED_PENDING;
+            nunknown += wt->unknown[i];
+        }
+        wt->nready += wt->ready[i];
+    }
+    return nunknown;
 }
 
-/* Refs whose values are expected on the results stream are checked in the directory
- * this often all the same: a notice can be lost (an unreachable raylet on the way). */
-#define PENDING_RECHECK_MS 1000
-
-/* Looks at the refs not ready yet. Returns true when some were neither ready nor
- * expected on the stream (they can only be polled in the directory). */
-static bool look(esc_client *c, esc_owner *o, const esc_ref *const *refs, size_t n,
-                 bool recheck, bool *ready, size_t *nready)
+/* The distinct ids of the unknown refs (into ids, indexes by id in *index as i + 1). */
+static size_t distinct_unknown(const waiting *wt, const char **ids, esc_strmap *index,
+                               bool *repeats)
 {
-    bool unexpected = false;
-    *nready = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!ready[i]) {
-            int s = o ? esc_owner_state(o, esc_ref_id(refs[i])) : ESC_OWNED_UNKNOWN;
-            if (s == ESC_OWNED_READY)
-                ready[i] = true;
-            else if (s == ESC_OWNED_UNKNOWN || recheck)
-                ready[i] = exists_now(c, refs[i]);
-            unexpected |= !ready[i] && s == ESC_OWNED_UNKNOWN;
+    size_t k = 0;
+    *repeats = false;
+    for (size_t i = 0; i < wt->n; i++) {
+        if (wt->ready[i] || !wt->unknown[i])
+            continue;
+        const char *id = esc_ref_id(wt->refs[i]);
+        if (esc_strmap_get(index, id)) {
+            *repeats = true;
+            continue;
         }
-        *nready += ready[i];
+        ids[k] = id;
+        esc_strmap_put(index, id, (void *)(uintptr_t)(k + 1));
+        k++;
     }
-    return unexpected;
+    return k;
+}
+
+/* Marks the refs whose ids the reply names (a location, or lost: esc_get makes a lost
+ * one again, so its task's end is what the reader waited for). */
+static void take_answer(waiting *wt, const Escher__WaitObjectsReply *r, esc_strmap *index,
+                        size_t k)
+{
+    bool *settled = calloc(k + 1, sizeof *settled);
+    for (size_t j = 0; j < r->n_ready; j++)
+        if (r->ready[j] < k)
+            settled[r->ready[j]] = true;
+    for (size_t j = 0; j < r->n_lost; j++)
+        if (r->lost[j] < k)
+            settled[r->lost[j]] = true;
+    for (size_t i = 0; i < wt->n; i++) {
+        uintptr_t at = (uintptr_t)esc_strmap_get(index, esc_ref_id(wt->refs[i]));
+        if (!wt->ready[i] && at && settled[at - 1]) {
+            wt->ready[i] = true;
+            wt->nready++;
+        }
+    }
+    free(settled);
+}
+
+/* One WaitObjects call, as a stream so that a poke can cancel it (registered with the
+ * waker when cancellable). Returns its code: CANCELLED when poked. */
+static int directory_call(waiting *wt, const Escher__WaitObjectsRequest *req, uint64_t gen,
+                          bool cancellable, Escher__WaitObjectsReply **out)
+{
+    esc_status st = {0};
+    *out = NULL;
+    esc_rpc_stream *s = esc_rpc_stream_open_timeout(wt->c->gcs,
+                                                    &escher__object_directory__descriptor,
+                                                    "WaitObjects", &req->base,
+                                                    (int)req->wait_ms + CALL_SLACK_MS, &st);
+    if (!s)
+        return st.code;
+    if (cancellable && !esc_waker_begin_call(wt->w, gen, s)) {
+        esc_rpc_stream_free(s);
+        return ESC_CANCELLED;
+    }
+    ProtobufCMessage *m = NULL;
+    bool got = esc_rpc_stream_next(s, &m, &st);
+    if (cancellable)
+        esc_waker_end_call(wt->w);
+    esc_rpc_stream_free(s);
+    *out = (Escher__WaitObjectsReply *)m;
+    return got ? ESC_OK : st.code ? st.code : ESC_INTERNAL;
+}
+
+/* Asks the directory about the unknown refs, held there up to wait_ms or until a poke
+ * (when the owner may bring the rest, or the caller's pokes matter). */
+static void ask_directory(waiting *wt, uint64_t gen, bool pending, int wait_ms)
+{
+    const char **ids = calloc(wt->n + 1, sizeof *ids);
+    esc_strmap *index = esc_strmap_new();
+    bool repeats;
+    size_t k = distinct_unknown(wt, ids, index, &repeats);
+    size_t left = wt->num_ready - wt->nready;
+    Escher__WaitObjectsRequest req = ESCHER__WAIT_OBJECTS_REQUEST__INIT;
+    req.object_ids = (char **)ids;
+    req.n_object_ids = k;
+    /* A repeated id settles several refs: then each one that settles is looked at. */
+    req.num_ready = (uint32_t)(repeats ? 1 : left < k ? left : k);
+    req.wait_ms = wait_ms > 0 ? (uint32_t)wait_ms : 0;
+    Escher__WaitObjectsReply *r = NULL;
+    int rc = directory_call(wt, &req, gen, pending || wt->external, &r);
+    if (rc == ESC_OK)
+        take_answer(wt, r, index, k);
+    else if (rc != ESC_CANCELLED && rc != ESC_UNAVAILABLE && rc != ESC_DEADLINE_EXCEEDED)
+        wt->directory = false; /* refused (its objects never count): the rest still may */
+    if (r)
+        protobuf_c_message_free_unpacked(&r->base, NULL);
+    esc_strmap_free(index);
+    free(ids);
+}
+
+static int left_ms(uint64_t end, uint64_t now)
+{
+    if (end == UINT64_MAX)
+        return DIR_ROUND_MS;
+    return now >= end ? 0 : end - now > DIR_ROUND_MS ? DIR_ROUND_MS : (int)(end - now);
+}
+
+/* Until num_ready are ready, the deadline, or (external) a poke from outside. The
+ * directory is asked at least once even with no time left: a wait of 0 is a look. */
+static void wait_loop(waiting *wt)
+{
+    for (bool first = true;; first = false) {
+        uint64_t ext;
+        uint64_t gen = esc_waker_gen(wt->w, &ext);
+        bool pending;
+        size_t nunknown = look(wt, &pending);
+        uint64_t now = esc_now_ms();
+        if (wt->nready >= wt->num_ready || wt->nready == wt->n ||
+            (wt->external && ext != wt->ext))
+            return;
+        bool over = now >= wt->end;
+        if (nunknown && wt->directory && (first || !over)) {
+            ask_directory(wt, gen, pending, left_ms(wt->end, now));
+            if (wt->nready >= wt->num_ready)
+                return;
+            continue;
+        }
+        if (over)
+            return;
+        esc_waker_wait(wt->w, gen, wt->end);
+    }
+}
+
+int esc_wait_woken(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
+                   int timeout_ms, esc_waker *w, uint64_t ext, bool *ready, size_t *nready,
+                   esc_status *st)
+{
+    waiting wt = {.c = c, .o = esc_owner_peek(c), .refs = refs, .n = n,
+                  .num_ready = num_ready, .w = w, .external = ext != UINT64_MAX, .ext = ext,
+                  .ready = ready, .directory = true};
+    wt.end = timeout_ms < 0 ? UINT64_MAX : esc_now_ms() + (uint64_t)timeout_ms;
+    wt.unknown = calloc(n + 1, sizeof *wt.unknown);
+    if (wt.o)
+        esc_owner_listen(wt.o, w);
+    wait_loop(&wt);
+    if (wt.o)
+        esc_owner_unlisten(wt.o, w);
+    free(wt.unknown);
+    *nready = wt.nready;
+    return esc_status_set(st, ESC_OK, NULL);
 }
 
 int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
              int timeout_ms, bool *ready, size_t *nready, esc_status *st)
 {
-    uint64_t end = timeout_ms < 0 ? UINT64_MAX : esc_now_ms() + (uint64_t)timeout_ms;
-    uint64_t recheck_at = esc_now_ms() + PENDING_RECHECK_MS;
-    uint64_t nap_ms = 1;
-    esc_owner *o = esc_owner_peek(c);
-    for (;;) {
-        uint64_t now = esc_now_ms();
-        bool recheck = now >= recheck_at;
-        if (recheck)
-            recheck_at = now + PENDING_RECHECK_MS;
-        bool unexpected = look(c, o, refs, n, recheck, ready, nready);
-        now = esc_now_ms();
-        if (*nready >= num_ready || *nready == n || now >= end)
-            return esc_status_set(st, ESC_OK, NULL);
-        /* The stream wakes us for what it brings; the directory has no multi-object wait,
-         * so what only it can tell is polled, backing off from 1 ms to 50 ms. */
-        uint64_t ms = unexpected ? nap_ms : recheck_at - now;
-        if (end - now < ms)
-            ms = end - now;
-        if (o) {
-            esc_owner_wait_change(o, (int)ms);
-        } else {
-            struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-            nanosleep(&ts, NULL);
-        }
-        if (unexpected)
-            nap_ms = nap_ms * 2 > 50 ? 50 : nap_ms * 2;
-    }
+    esc_waker w;
+    esc_waker_init(&w);
+    int rc = esc_wait_woken(c, refs, n, num_ready, timeout_ms, &w, UINT64_MAX, ready, nready,
+                            st);
+    esc_waker_destroy(&w);
+    return rc;
 }

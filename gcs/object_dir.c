@@ -11,6 +11,11 @@
  * its last copy to a node's death: it stays as *lost*, so a reader that asks with
  * report_lost learns at once that it must ask the origin to make it again
  * (docs/tasks.md, "Lost results"); other readers wait for it as for any absent object.
+ * A reader that could not reach the copies it was told of waits (not_on) for a copy
+ * elsewhere, or for the object to be lost when those nodes are declared dead.
+ * WaitObjects holds one call for many ids (esc_wait's refs that only the directory can
+ * tell of): a waiter per id not settled yet on the same lists, woken by the same events
+ * (a location added, a loss), the call answered once enough settled or at its timer.
  * A job's entries go when it ends.
  *
  * Locations are not persisted: an object lives in a raylet's memory and dies with it,
@@ -57,6 +62,10 @@ typedef struct dir_list {          /* a bucket of a node's locations or a job's 
     void *head;
 } dir_list;
 
+typedef struct dir_group dir_group;
+
+/* One held GetLocations, or one id of a held WaitObjects (group set: the call, the
+ * reader and the timer are the group's). */
 typedef struct dir_waiter {
     struct dir_waiter *prev, *next;
     gcs *g;
@@ -64,13 +73,34 @@ typedef struct dir_waiter {
     char *object_id;
     char reader[80];               /* the caller's job, checked; "" none */
     ev_timer timer;
+    bool report_lost;              /* GetLocations: answered when the object is lost */
+    char **not_on;                 /* GetLocations: copies there do not answer it */
+    size_t n_not_on;
+    dir_group *group;              /* WaitObjects: its call, and this id's index in it */
+    size_t index;
 } dir_waiter;
+
+/* A held WaitObjects: one waiter per id not settled yet. */
+struct dir_group {
+    dir_group *prev, *next;        /* every held group (gcs_objdir.groups) */
+    gcs *g;
+    esc_rpc_ctx *call;
+    char reader[80];
+    size_t n, need, settled;
+    uint8_t *state;                /* per id: GROUP_WAITING, GROUP_READY, GROUP_LOST */
+    dir_waiter **regs;             /* per id: its waiter while waiting, else NULL */
+    ev_timer timer;
+};
+
+enum { GROUP_WAITING, GROUP_READY, GROUP_LOST };
+#define WAIT_OBJECTS_MAX 100000
 
 struct gcs_objdir {
     esc_strmap *objects;           /* object id -> dir_obj */
     esc_strmap *by_node;           /* node id -> dir_list of dir_loc */
     esc_strmap *by_job;            /* job id -> dir_list of dir_obj */
     esc_strmap *waiting;           /* object id -> first dir_waiter */
+    dir_group *groups;             /* held WaitObjects calls */
     esc_storage_batch *lost_writes; /* changes to the "lost" table not queued yet */
 };
 
@@ -326,6 +356,9 @@ static void waiter_unlink(gcs_objdir *d, dir_waiter *w)
 static void waiter_free(gcs *g, dir_waiter *w)
 {
     ev_timer_stop(esc_loop_ev(g->loop), &w->timer);
+    for (size_t i = 0; i < w->n_not_on; i++)
+        free(w->not_on[i]);
+    free(w->not_on);
     free(w->object_id);
     free(w);
 }
@@ -350,35 +383,159 @@ static void on_wait_cancel(esc_rpc_ctx *call, void *ud)
     waiter_free(g, w);
 }
 
-static void wait_for(gcs *g, esc_rpc_ctx *call, const char *object_id, uint32_t wait_ms,
-                     const char *reader)
+/* A new waiter for object_id, on its list. */
+static dir_waiter *waiter_new(gcs *g, const char *object_id, const char *reader)
 {
     dir_waiter *w = calloc(1, sizeof *w);
     if (!w)
         abort();
     snprintf(w->reader, sizeof w->reader, "%s", reader);
     w->g = g;
-    w->call = call;
     w->object_id = strdup(object_id);
     w->next = esc_strmap_put(g->objdir->waiting, object_id, w);
     if (w->next)
         w->next->prev = w;
+    ev_timer_init(&w->timer, on_wait_timeout, 0., 0.);
+    w->timer.data = w;
+    return w;
+}
+
+static void wait_for(gcs *g, esc_rpc_ctx *call, const Escher__GetLocationsRequest *rq,
+                     const char *reader)
+{
+    dir_waiter *w = waiter_new(g, rq->object_id, reader);
+    w->call = call;
+    w->report_lost = rq->report_lost;
+    w->not_on = calloc(rq->n_not_on + 1, sizeof *w->not_on);
+    for (size_t i = 0; i < rq->n_not_on; i++)
+        w->not_on[i] = strdup(rq->not_on[i]);
+    w->n_not_on = rq->n_not_on;
     struct ev_loop *ev = esc_loop_ev(g->loop);
     ev_now_update(ev);
-    ev_timer_init(&w->timer, on_wait_timeout, wait_ms / 1000.0, 0);
-    w->timer.data = w;
+    ev_timer_set(&w->timer, rq->wait_ms / 1000.0, 0.);
     ev_timer_start(ev, &w->timer);
     esc_rpc_ctx_on_cancel(call, on_wait_cancel, w);
 }
 
-/* Answers everyone waiting for o. */
+static bool in_list(char *const *v, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i], s))
+            return true;
+    return false;
+}
+
+/* Does o answer a GetLocations that waits with these terms? A copy on a node outside
+ * not_on does; a lost object does for a reader that asked to hear of it. */
+static bool answers_get(const dir_obj *o, bool report_lost, char *const *not_on, size_t n)
+{
+    if (o->lost)
+        return report_lost;
+    for (const dir_loc *l = o->locs; l; l = l->next_in_obj)
+        if (!in_list(not_on, n, l->node_id))
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ WaitObjects groups */
+
+static void group_answer(dir_group *gr);
+
+/* An id of the group settled (state: GROUP_READY or GROUP_LOST); answers the group when
+ * enough did. */
+static void group_settle(dir_group *gr, size_t i, uint8_t state)
+{
+    gr->state[i] = state;
+    gr->settled++;
+    if (gr->settled >= gr->need)
+        group_answer(gr);
+}
+
+/* Takes the group out of every list and frees it (its call is answered already). */
+static void group_free(dir_group *gr)
+{
+    gcs *g = gr->g;
+    gcs_objdir *d = g->objdir;
+    for (size_t i = 0; i < gr->n; i++) {
+        if (gr->regs[i]) {
+            waiter_unlink(d, gr->regs[i]);
+            waiter_free(g, gr->regs[i]);
+        }
+    }
+    if (gr->prev)
+        gr->prev->next = gr->next;
+    else
+        d->groups = gr->next;
+    if (gr->next)
+        gr->next->prev = gr->prev;
+    ev_timer_stop(esc_loop_ev(g->loop), &gr->timer);
+    free(gr->state);
+    free(gr->regs);
+    free(gr);
+}
+
+/* Replies with the ids settled so far and frees the group. */
+static void group_answer(dir_group *gr)
+{
+    Escher__WaitObjectsReply rep = ESCHER__WAIT_OBJECTS_REPLY__INIT;
+    rep.ready = calloc(gr->n + 1, sizeof *rep.ready);
+    rep.lost = calloc(gr->n + 1, sizeof *rep.lost);
+    for (size_t i = 0; i < gr->n; i++) {
+        if (gr->state[i] == GROUP_READY)
+            rep.ready[rep.n_ready++] = (uint32_t)i;
+        else if (gr->state[i] == GROUP_LOST)
+            rep.lost[rep.n_lost++] = (uint32_t)i;
+    }
+    esc_rpc_ctx_on_cancel(gr->call, NULL, NULL);
+    esc_rpc_reply(gr->call, &rep.base);
+    free(rep.ready);
+    free(rep.lost);
+    group_free(gr);
+}
+
+static void on_group_timeout(struct ev_loop *ev, ev_timer *t, int revents)
+{
+    (void)ev;
+    (void)revents;
+    group_answer(t->data);
+}
+
+static void on_group_cancel(esc_rpc_ctx *call, void *ud)
+{
+    esc_rpc_finish(call, ESC_CANCELLED, NULL);
+    group_free(ud);
+}
+
+/* What o is to a group's reader: GROUP_WAITING while it is neither readable nor settled
+ * (an object the reader may not read never counts). */
+static uint8_t group_state_of(gcs *g, const dir_obj *o, const char *reader)
+{
+    if (!o || !may_read(g, reader, o))
+        return GROUP_WAITING;
+    return o->lost ? GROUP_LOST : o->locs ? GROUP_READY : GROUP_WAITING;
+}
+
+/* Answers everyone waiting for o whom o now answers; the others wait on. */
 static void wake(gcs *g, const dir_obj *o)
 {
-    dir_waiter *w = esc_strmap_del(g->objdir->waiting, o->id);
+    gcs_objdir *d = g->objdir;
+    dir_waiter *w = esc_strmap_get(d->waiting, o->id);
     while (w) {
+        /* Distinct ids per group: answering one frees no other waiter of this list. */
         dir_waiter *next = w->next;
-        reply_locations(g, w->call, o, w->reader);
-        waiter_free(g, w);
+        dir_group *gr = w->group;
+        uint8_t state = gr ? group_state_of(g, o, gr->reader) : GROUP_WAITING;
+        if (gr && state != GROUP_WAITING) {
+            gr->regs[w->index] = NULL;
+            waiter_unlink(d, w);
+            size_t i = w->index;
+            waiter_free(g, w);
+            group_settle(gr, i, state);
+        } else if (!gr && answers_get(o, w->report_lost, w->not_on, w->n_not_on)) {
+            waiter_unlink(d, w);
+            reply_locations(g, w->call, o, w->reader);
+            waiter_free(g, w);
+        }
         w = next;
     }
 }
@@ -534,10 +691,97 @@ static void handle_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
         return;
     }
     const dir_obj *o = esc_strmap_get(g->objdir->objects, rq->object_id);
-    if ((o && (!o->lost || rq->report_lost)) || rq->wait_ms == 0)
+    if ((o && answers_get(o, rq->report_lost, rq->not_on, rq->n_not_on)) || rq->wait_ms == 0)
         reply_locations(g, call, o, reader);
     else
-        wait_for(g, call, rq->object_id, rq->wait_ms, reader);
+        wait_for(g, call, rq, reader);
+}
+
+/* INVALID_ARGUMENT's reason when the ids are not a valid WaitObjects list, else NULL. */
+static const char *bad_wait_ids(char *const *ids, size_t n)
+{
+    if (n > WAIT_OBJECTS_MAX)
+        return "too many object ids in one WaitObjects";
+    esc_strmap *seen = esc_strmap_new();
+    const char *why = NULL;
+    for (size_t i = 0; i < n && !why; i++) {
+        if (!esc_object_id_valid(ids[i]))
+            why = "invalid object id (1-79 of A-Z a-z 0-9 _ . -)";
+        else if (esc_strmap_get(seen, ids[i]))
+            why = "object ids repeat";
+        else
+            esc_strmap_put(seen, ids[i], ids[i]);
+    }
+    esc_strmap_free(seen);
+    return why;
+}
+
+/* A group for the request, with the ids settled now marked (not on any list yet). */
+static dir_group *group_new(gcs *g, esc_rpc_ctx *call, const Escher__WaitObjectsRequest *rq,
+                            const char *reader)
+{
+    dir_group *gr = calloc(1, sizeof *gr);
+    if (!gr)
+        abort();
+    gr->g = g;
+    gr->call = call;
+    snprintf(gr->reader, sizeof gr->reader, "%s", reader);
+    gr->n = rq->n_object_ids;
+    gr->need = rq->num_ready == 0 || rq->num_ready > gr->n ? gr->n : rq->num_ready;
+    gr->state = calloc(gr->n + 1, sizeof *gr->state);
+    gr->regs = calloc(gr->n + 1, sizeof *gr->regs);
+    for (size_t i = 0; i < gr->n; i++) {
+        const dir_obj *o = esc_strmap_get(g->objdir->objects, rq->object_ids[i]);
+        gr->state[i] = group_state_of(g, o, reader);
+        gr->settled += gr->state[i] != GROUP_WAITING;
+    }
+    gr->next = g->objdir->groups;
+    if (gr->next)
+        gr->next->prev = gr;
+    g->objdir->groups = gr;
+    ev_timer_init(&gr->timer, on_group_timeout, 0., 0.);
+    gr->timer.data = gr;
+    return gr;
+}
+
+/* Holds the group: a waiter on each id not settled, the timer, the cancel hook. */
+static void group_hold(dir_group *gr, char *const *ids, uint32_t wait_ms)
+{
+    for (size_t i = 0; i < gr->n; i++) {
+        if (gr->state[i] != GROUP_WAITING)
+            continue;
+        dir_waiter *w = waiter_new(gr->g, ids[i], gr->reader);
+        w->group = gr;
+        w->index = i;
+        gr->regs[i] = w;
+    }
+    struct ev_loop *ev = esc_loop_ev(gr->g->loop);
+    ev_now_update(ev);
+    ev_timer_set(&gr->timer, wait_ms / 1000.0, 0.);
+    ev_timer_start(ev, &gr->timer);
+    esc_rpc_ctx_on_cancel(gr->call, on_group_cancel, gr);
+}
+
+static void handle_wait_objects(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
+{
+    gcs *g = ud;
+    const Escher__WaitObjectsRequest *rq = (const Escher__WaitObjectsRequest *)msg;
+    const char *bad = bad_wait_ids(rq->object_ids, rq->n_object_ids);
+    if (bad) {
+        esc_rpc_finish(call, ESC_INVALID_ARGUMENT, bad);
+        return;
+    }
+    char reader[80], why[200];
+    if (gcs_auth_reader(g, call, rq->job_id, rq->job_credential, reader, sizeof reader, why,
+                        sizeof why) != ESC_OK) {
+        esc_rpc_finish(call, ESC_PERMISSION_DENIED, why);
+        return;
+    }
+    dir_group *gr = group_new(g, call, rq, reader);
+    if (gr->settled >= gr->need || rq->wait_ms == 0)
+        group_answer(gr);
+    else
+        group_hold(gr, rq->object_ids, rq->wait_ms);
 }
 
 /* ------------------------------------------------------------ hooks and lifetime */
@@ -549,7 +793,12 @@ void gcs_objects_node_dead(gcs *g, const char *node_id)
     dir_list *b;
     /* Looked up again each time: loc_remove frees the bucket with its last location. */
     while (d && (b = esc_strmap_get(d->by_node, node_id)) != NULL) {
-        loc_remove(d, b->head, true);
+        dir_loc *l = b->head;
+        dir_obj *o = l->obj;
+        bool lost = o->locs == l && !l->next_in_obj && *o->origin; /* else o may go */
+        loc_remove(d, l, true);
+        if (lost) /* it stays, lost: who waits to hear of that is told */
+            wake(g, o);
         n++;
     }
     if (d)
@@ -613,6 +862,7 @@ void gcs_objects_register(gcs *g)
     esc_rpc_server_handle(g->server, svc, "RemoveLocations", handle_remove_batch, g);
     esc_rpc_server_handle(g->server, svc, "RemoveLocation", handle_remove, g);
     esc_rpc_server_handle(g->server, svc, "GetLocations", handle_get, g);
+    esc_rpc_server_handle(g->server, svc, "WaitObjects", handle_wait_objects, g);
 }
 
 void gcs_objects_close_all(gcs *g)
@@ -621,6 +871,11 @@ void gcs_objects_close_all(gcs *g)
     size_t pos = 0;
     const char *k;
     void *v;
+    while (d && d->groups) {
+        esc_rpc_ctx_on_cancel(d->groups->call, NULL, NULL);
+        esc_rpc_finish(d->groups->call, ESC_UNAVAILABLE, "gcs shutting down");
+        group_free(d->groups);
+    }
     while (d && esc_strmap_next(d->waiting, &pos, &k, &v)) {
         esc_strmap_del(d->waiting, k); /* deleting the entry just returned is allowed */
         for (dir_waiter *w = v, *next; w; w = next) {

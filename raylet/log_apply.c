@@ -21,6 +21,7 @@
  * a big event costs as much as applying it, so that waits until the ack is on its way
  * (raylet_flush). */
 #include "log_apply.h"
+#include "results.h"
 #include "job_mirror.h"
 #include "packages.h"
 #include "raylet.h"
@@ -135,6 +136,7 @@ void log_apply_event(raylet *r, Escher__Event *ev)
             ESC_WARN("the GCS declared this node dead at seq %" PRIu64, ev->seq);
         else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node) {
             peers_node_dead(r->peers, ev->node->address);
+            results_peer_dead(r->results, ev->node->address);
             task_manager_node_dead(r->tasks, ev->node->node_id);
         }
         r->applied_seq = ev->seq;

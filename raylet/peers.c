@@ -67,6 +67,11 @@ static void set_suspect(peer *p, const char *why)
     probe_later(p);
 }
 
+bool peer_suspect(const peer *p)
+{
+    return p->suspect;
+}
+
 static void clear_suspect(peer *p)
 {
     if (!p->suspect)

@@ -31,6 +31,9 @@ peers *peers_new(struct raylet *r, int timeout_ms);
 /* The peer whose raylet listens at address, created on first use. */
 peer *peers_get(peers *ps, const char *address);
 const char *peer_address(const peer *p);
+/* True while p is suspect: from a failure for want of it until it answers a probe or
+ * its node is declared dead. */
+bool peer_suspect(const peer *p);
 
 /* Queues a TaskService call to p on p's own sender. timeout_ms 0 means the forward
  * timeout. fn runs on the loop thread exactly once; a failure for want of the peer has

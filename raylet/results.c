@@ -37,7 +37,17 @@ typedef struct {
     peer *to;
     Escher__TaskDone **done;
     size_t n, cap;
+    Escher__TaskDone **kept;        /* a TasksDone that failed: again once it answers */
+    size_t nkept, capkept;
 } peer_batch;
+
+/* One TasksDone in flight: its notices, kept for the failure. */
+typedef struct {
+    results *rs;
+    peer *to;
+    Escher__TaskDone **done;
+    size_t n;
+} done_call;
 
 struct results {
     raylet *r;
@@ -174,14 +184,35 @@ static void handle_watch(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
 
 /* ------------------------------------------------------------ peers */
 
+static void free_done(Escher__TaskDone **d, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        protobuf_c_message_free_unpacked(&d[i]->base, NULL);
+}
+
+/* A failure for want of the peer (it is suspect now) keeps the notices until it answers
+ * again (results_flush); any other failure, or a peer's death, drops them. */
 static void on_done_sent(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
 {
-    (void)ud;
+    done_call *dc = ud;
     if (reply)
         protobuf_c_message_free_unpacked(reply, NULL);
-    if (code != ESC_OK)
-        ESC_WARN("telling a raylet that its forwarded tasks ended failed: %s %s",
-                 esc_status_name(code), st->message);
+    peer_batch *p = esc_strmap_get(dc->rs->batches, peer_address(dc->to));
+    if (code != ESC_OK && p && peer_suspect(dc->to)) {
+        ESC_WARN("telling raylet %s that %zu forwarded tasks ended failed (%s %s): told "
+                 "again when it answers", peer_address(dc->to), dc->n, esc_status_name(code),
+                 st->message);
+        p->kept = grow(p->kept, &p->capkept, p->nkept + dc->n, sizeof *p->kept);
+        memcpy(p->kept + p->nkept, dc->done, dc->n * sizeof *dc->done);
+        p->nkept += dc->n;
+    } else {
+        if (code != ESC_OK)
+            ESC_WARN("telling a raylet that its forwarded tasks ended failed: %s %s",
+                     esc_status_name(code), st->message);
+        free_done(dc->done, dc->n);
+    }
+    free(dc->done);
+    free(dc);
 }
 
 static void peer_send(results *rs, peer_batch *p)
@@ -189,11 +220,25 @@ static void peer_send(results *rs, peer_batch *p)
     Escher__TasksDoneRequest req = ESCHER__TASKS_DONE_REQUEST__INIT;
     req.done = p->done;
     req.n_done = p->n;
+    done_call *dc = malloc(sizeof *dc);
+    if (!dc)
+        abort();
+    *dc = (done_call){.rs = rs, .to = p->to, .done = p->done, .n = p->n};
     peers_call(rs->peers, p->to, "TasksDone", &req.base, DONE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
-               on_done_sent, NULL);
-    for (size_t i = 0; i < p->n; i++)
-        protobuf_c_message_free_unpacked(&p->done[i]->base, NULL);
-    p->n = 0;
+               on_done_sent, dc);
+    p->done = NULL;
+    p->n = p->cap = 0;
+}
+
+/* The notices kept for a peer that answers again join its next batch. */
+static void retell(peer_batch *p)
+{
+    if (!p->nkept || peer_suspect(p->to))
+        return;
+    p->done = grow(p->done, &p->cap, p->n + p->nkept, sizeof *p->done);
+    memcpy(p->done + p->n, p->kept, p->nkept * sizeof *p->kept);
+    p->n += p->nkept;
+    p->nkept = 0;
 }
 
 static void send_back(results *rs, peer *to, const char *task_id, const char *owner_id,
@@ -333,8 +378,19 @@ void results_flush(results *rs)
     pos = 0;
     while (esc_strmap_next(rs->batches, &pos, &k, &v)) {
         peer_batch *p = v;
+        retell(p);
         if (p->n)
             peer_send(rs, p);
+    }
+}
+
+void results_peer_dead(results *rs, const char *address)
+{
+    peer_batch *p = address ? esc_strmap_get(rs->batches, address) : NULL;
+    if (p && p->nkept) {
+        ESC_INFO("dropping %zu task-end notices kept for dead raylet %s", p->nkept, address);
+        free_done(p->kept, p->nkept);
+        p->nkept = 0;
     }
 }
 
@@ -380,9 +436,10 @@ void results_free(results *rs)
     void *v;
     while (esc_strmap_next(rs->batches, &pos, &k, &v)) {
         peer_batch *p = v;
-        for (size_t i = 0; i < p->n; i++)
-            protobuf_c_message_free_unpacked(&p->done[i]->base, NULL);
+        free_done(p->done, p->n);
         free(p->done);
+        free_done(p->kept, p->nkept);
+        free(p->kept);
         free(p);
     }
     esc_strmap_free(rs->batches);

@@ -12,9 +12,13 @@
  * ones is still in flight (flow control: a slow owner gets bigger batches, never an
  * unbounded outbox of small ones), and one TasksDone call per peer raylet.
  *
- * Lost notices are possible (an owner not watching, a peer unreachable): the returns are
- * in the object store and the GCS directory all the same, and the client falls back to
- * them (docs/tasks.md, "Results"). Loop thread only. */
+ * A TasksDone that fails for want of the peer is kept and sent again once the peer
+ * answers again (peers.h: it is suspect until then), and dropped when its node is
+ * declared dead (results_peer_dead): then the forwarding raylet's death tells instead
+ * (the owner's stream ends, or the origin finds the task ended in the directory and
+ * tells the owner itself). So the owner waits on its stream alone, with no periodic look
+ * at the directory (client/tasks.c). An owner that is not watching learns of its
+ * returns from the GCS directory (docs/tasks.md, "Results"). Loop thread only. */
 #ifndef RAYLET_RESULTS_H
 #define RAYLET_RESULTS_H
 
@@ -61,6 +65,8 @@ void results_deliver(results *rs, peer *back, const char *task_id, const char *o
 
 /* Sends what collected since the last flush. */
 void results_flush(results *rs);
+/* The node of the raylet at address was declared dead: the notices kept for it go. */
+void results_peer_dead(results *rs, const char *address);
 
 /* Ends every stream (UNAVAILABLE) and drops what was not sent. */
 void results_stop(results *rs);

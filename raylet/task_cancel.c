@@ -72,8 +72,8 @@ static void on_withdrawn_there(void *ud, int code, const esc_status *st, Protobu
 }
 
 /* Withdraws a task that has not started: queued, waiting for arguments, or forwarded
- * (then the raylet it went to decides). */
-static void withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_id)
+ * (then the raylet it went to decides, once it holds the task: task_spill.c). */
+void task_cancel_withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_id)
 {
     Escher__CancelTaskReply rep = ESCHER__CANCEL_TASK_REPLY__INIT;
     task_entry *e = task_find_queued(tm, task_id);
@@ -87,6 +87,8 @@ static void withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_id)
     } else if (esc_strmap_get(tm->running, task_id)) {
         rep.found = rep.started = true;
     } else if ((e = esc_strmap_get(tm->spilled, task_id)) && e->spilled_addr) {
+        if (task_spill_hold_withdraw(e, call))
+            return;
         withdraw_ctx *w = calloc(1, sizeof *w);
         *w = (withdraw_ctx){.tm = tm, .call = call};
         snprintf(w->task_id, sizeof w->task_id, "%s", task_id);
@@ -115,7 +117,7 @@ void task_cancel_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
     if (req->if_queued) {
         char id[ESC_OBJECT_ID_MAX];
         snprintf(id, sizeof id, "%s", req->task_id);
-        withdraw(tm, call, id);
+        task_cancel_withdraw(tm, call, id);
         return;
     }
     Escher__CancelTaskReply rep = ESCHER__CANCEL_TASK_REPLY__INIT;

@@ -40,6 +40,7 @@ typedef struct task_entry {
     char *spilled_to;               /* node id, while forwarded */
     char *spilled_addr;             /* and that node's raylet */
     unsigned forwards;              /* forwards made: tells a stale forward's outcome */
+    struct forward_ctx *forward;    /* the latest forward while unanswered, else NULL */
     Escher__TaskSpec *spec;         /* owned */
     accounting_req *req;              /* names point into spec */
     size_t nreq;
@@ -120,6 +121,10 @@ void task_submit_drop_held(task_manager *tm);
 const char *task_spill_target(task_manager *tm, const task_entry *e, const char **node_id);
 void task_spill_forward(task_manager *tm, task_entry *e, const char *address,
                         const char *node_id);
+/* Holds a withdraw (CancelTask if_queued) of e while its latest forward is unanswered,
+ * when the raylet it went to may not hold it yet: the answer (the task is there, or back
+ * here) redoes the withdraw (task_cancel_withdraw). False when nothing is unanswered. */
+bool task_spill_hold_withdraw(task_entry *e, esc_rpc_ctx *call);
 bool task_spill_same_placement(const task_entry *a, const task_entry *b);
 
 /* ---- task_args.c */
@@ -130,6 +135,8 @@ void task_args_unlend(task_entry *e);
 task_entry **task_args_take_job(task_manager *tm, const char *job_id, size_t *n);
 
 /* ---- task_cancel.c */
+/* Withdraws the task if it has not started, and answers call (task_cancel.c). */
+void task_cancel_withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_id);
 void task_cancel_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
 void task_cancel_handle_kill_actor(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
 

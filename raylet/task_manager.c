@@ -354,6 +354,33 @@ typedef struct {
     char node_id[128];
 } check_ctx;
 
+/* A task found ended after its node died: its notice died with a raylet on the way
+ * back, so its owner hears now that it ended, with neither value nor address (the
+ * owner's reader then reads the returns from the directory). The owner waits for this
+ * notice on its stream alone, with no periodic look at the directory (client/tasks.c). */
+static void notify_ended(task_manager *tm, const task_entry *e)
+{
+    unsigned n = e->spec->num_returns;
+    Escher__ReadyObject **objs = malloc((n + 1) * sizeof *objs);
+    if (!objs)
+        abort();
+    for (unsigned i = 0; i < n; i++) {
+        char id[ESC_OBJECT_ID_MAX];
+        esc_return_id(e->spec->task_id, i, id, sizeof id);
+        Escher__ReadyObject *o = malloc(sizeof *o);
+        if (!o)
+            abort();
+        escher__ready_object__init(o);
+        o->object_id = strdup(id);
+        o->error = strdup("");
+        o->address = strdup("");
+        objs[i] = o;
+    }
+    const char *back = e->spec->reply_to;
+    results_deliver(tm->r->results, *back ? peers_get(tm->r->peers, back) : NULL,
+                    e->spec->task_id, e->spec->owner_id, e->spec->job_credential, objs, n);
+}
+
 /* The directory's answer for the first return of a task whose node died: it decides
  * whether the task ended (docs/tasks.md, "When a node fails", rule 1). */
 static void on_checked(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
@@ -370,6 +397,7 @@ static void on_checked(void *ud, int code, const esc_status *st, ProtobufCMessag
              * or existed and are made again only when asked for. */
             ESC_INFO("task %s (%s) ended before node %s died; not run again", c->task_id,
                      e->spec->name, c->node_id);
+            notify_ended(tm, e);
             if (!strcmp(e->spec->origin, tm->r->node_id))
                 task_lineage_keep(tm, e);
             else

@@ -12,13 +12,68 @@
 #include "cluster_view.h"
 #include "peers.h"
 
+/* A withdraw held until the forward is answered (task_spill_hold_withdraw). */
+typedef struct held_withdraw {
+    struct held_withdraw *prev, *next;
+    struct forward_ctx *f;
+    esc_rpc_ctx *call;
+} held_withdraw;
+
 /* A forward's outcome finds its task by id and forward count: the entry may have ended,
  * or been placed again, before the peer answered. */
-typedef struct {
+typedef struct forward_ctx {
     task_manager *tm;
     char task_id[ESC_OBJECT_ID_MAX];
     unsigned forwards;
+    held_withdraw *held;
 } forward_ctx;
+
+static void on_held_withdraw_cancel(esc_rpc_ctx *call, void *ud)
+{
+    held_withdraw *h = ud;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        h->f->held = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    esc_rpc_finish(call, ESC_CANCELLED, "withdraw cancelled");
+    free(h);
+}
+
+/* Between the forward and its answer the peer may not hold the task yet (the call is on
+ * its way, or the peer holds it until it knows the job: task_submit.c), so a withdraw
+ * passed on could find nothing there while the task is about to wait there. The answer
+ * is the event that settles it: the peer holds the task (or passed it on, or ran it), or
+ * it came back here. */
+bool task_spill_hold_withdraw(task_entry *e, esc_rpc_ctx *call)
+{
+    forward_ctx *f = e->forward;
+    if (!f)
+        return false;
+    held_withdraw *h = calloc(1, sizeof *h);
+    if (!h)
+        abort();
+    *h = (held_withdraw){.next = f->held, .f = f, .call = call};
+    if (h->next)
+        h->next->prev = h;
+    f->held = h;
+    esc_rpc_ctx_on_cancel(call, on_held_withdraw_cancel, h);
+    return true;
+}
+
+/* The forward was answered: each held withdraw is made again, on what is true now. */
+static void release_withdraws(forward_ctx *f)
+{
+    while (f->held) {
+        held_withdraw *h = f->held;
+        f->held = h->next;
+        esc_rpc_ctx_on_cancel(h->call, NULL, NULL);
+        task_cancel_withdraw(f->tm, h->call, f->task_id);
+        free(h);
+    }
+}
+
 /* The peer did not take the task (it is suspect now: peers.h): it goes back to the queue
  * here, from where the re-examination places it on another node or keeps it. */
 static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMessage *reply)
@@ -28,6 +83,8 @@ static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMess
     if (reply)
         protobuf_c_message_free_unpacked(reply, NULL);
     task_entry *e = esc_strmap_get(tm->spilled, f->task_id);
+    if (e && e->forward == f)
+        e->forward = NULL;
     if (code != ESC_OK && e && e->forwards == f->forwards) {
         esc_strmap_del(tm->spilled, f->task_id);
         /* Another raylet answered at that node's address: the node is gone. */
@@ -43,6 +100,7 @@ static void on_forwarded(void *ud, int code, const esc_status *st, ProtobufCMess
         task_enqueue(tm, e);
         raylet_changed(tm->r, true);
     }
+    release_withdraws(f);
     free(f);
 }
 
@@ -66,6 +124,7 @@ void task_spill_forward(task_manager *tm, task_entry *e, const char *address, co
     esc_strmap_put(tm->spilled, e->spec->task_id, e);
     forward_ctx *f = malloc(sizeof *f);
     *f = (forward_ctx){.tm = tm, .forwards = e->forwards};
+    e->forward = f;
     snprintf(f->task_id, sizeof f->task_id, "%s", e->spec->task_id);
     /* The copy that goes out says to tell this raylet when it ends; the spec kept here
      * still says whom this raylet tells (the call copies the request). */

@@ -8,7 +8,8 @@
  * - Re-execution: when the node that ran forwarded tasks dies, the tasks that finished
  *   there (their results read) do not run again; the one still running there does.
  * - Lineage: a result that only the dead node held, and that is asked for afterwards (as
- *   a task's argument, then by esc_get), is made again by running its task again. */
+ *   a task's argument, then by esc_get), is made again by running its task again; before
+ *   that, another client's esc_wait (the directory's WaitObjects) counts it as ready. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -255,6 +256,23 @@ static void lost_result_made_again(bool restart_gcs)
         assert_int_equal(esc_kv_put(cl, NULL, "after-death", "1", 1, true, NULL, NULL), ESC_OK);
         h_kill(&C.gcs_pid, SIGKILL);
         assert_int_equal(h_gcs_start(&C), 0);
+    }
+
+    if (!restart_gcs) {
+        /* Another client of the job waits for it in the directory: lost, it counts as
+         * ready at once (its task ended; esc_get makes it again). */
+        esc_client *other = h_join(&C, cl, 0);
+        esc_ref *theirs = esc_ref_from_id(esc_ref_id(produced));
+        bool ready = false;
+        size_t n = 0;
+        double t0 = h_now_ms();
+        assert_int_equal(esc_wait(other, (const esc_ref *const *)&theirs, 1, 1, 20000, &ready,
+                                  &n, NULL),
+                         ESC_OK);
+        assert_true(ready);
+        assert_true(h_now_ms() - t0 < 5000);
+        esc_ref_free(theirs);
+        esc_disconnect(other);
     }
 
     /* A consumer on the survivor needs it as its argument: the survivor finds it lost and

@@ -3,15 +3,19 @@
  * full store refuses a put with RESOURCE_EXHAUSTED and stays up; reading a missing
  * object times out; a job's objects are freed when it ends; a raylet killed with -9
  * takes its locations with it; the directory and the store validate what they get;
- * an error object reads as its error. */
+ * an error object reads as its error; esc_wait on refs the client does not own waits in
+ * the directory (WaitObjects) and is woken when they appear, or at its timeout. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -465,6 +469,153 @@ static void test_shutdown_while_busy(void **state)
     esc_disconnect(ca); /* waits FinishJob's 3 s for the GCS, which is gone */
 }
 
+typedef struct {
+    esc_client *cl;
+    const esc_ref *ref;
+    int timeout_ms;
+    bool ready;
+    size_t nready;
+    double done_ms;
+} wait_job;
+
+static void *run_wait(void *p)
+{
+    wait_job *w = p;
+    const esc_ref *refs[1] = {w->ref};
+    assert_int_equal(esc_wait(w->cl, refs, 1, 1, w->timeout_ms, &w->ready, &w->nready, NULL),
+                     ESC_OK);
+    w->done_ms = h_now_ms();
+    return NULL;
+}
+
+/* A command task of cb that ends when the test writes a line into fifo. */
+static esc_ref *submit_blocked(esc_client *cb, const char *fifo)
+{
+    char script[300];
+    snprintf(script, sizeof script, "read x < %s", fifo);
+    const char *argv[] = {"sh", "-c", script, NULL};
+    esc_task_spec spec = {.argv = argv};
+    esc_ref *ref = NULL;
+    assert_int_equal(esc_task_submit(cb, &spec, &ref, NULL, NULL), ESC_OK);
+    return ref;
+}
+
+/* Refs the waiting client does not own (another client's task) are waited for in the
+ * directory: with its own pending task, the owner's notice wakes it; the other's object
+ * wakes it as soon as it appears, well before the timeout; a missing one times out;
+ * another job's object never counts; 0 is one look. */
+static void test_wait_for_others(void **state)
+{
+    (void)state;
+    esc_client *ca = h_connect(&C, NULL, NODE_A, false);
+    esc_client *cb = h_join(&C, ca, NODE_B);
+    char fifo[128];
+    h_marker_path(fifo, sizeof fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    esc_ref *theirs = submit_blocked(cb, fifo);
+    esc_ref *seen = esc_ref_from_id(esc_ref_id(theirs)); /* ca knows only the id */
+
+    /* Mixed: ca's own task ends first and wakes the wait held in the directory. */
+    esc_task_arg arg = {.data = "mine", .len = 4};
+    esc_task_spec echo = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg, .nargs = 1};
+    esc_ref *mine = NULL;
+    assert_int_equal(esc_task_submit(ca, &echo, &mine, NULL, NULL), ESC_OK);
+    const esc_ref *both[2] = {seen, mine};
+    bool ready2[2] = {false, false};
+    size_t n = 0;
+    double t0 = h_now_ms();
+    assert_int_equal(esc_wait(ca, both, 2, 1, 30000, ready2, &n, NULL), ESC_OK);
+    assert_true(h_now_ms() - t0 < 10000);
+    assert_int_equal(n, 1);
+    assert_false(ready2[0]);
+    assert_true(ready2[1]);
+
+    /* The other's object appears: the waiter is woken at once. */
+    wait_job w = {.cl = ca, .ref = seen, .timeout_ms = 30000};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run_wait, &w), 0);
+    int fd = open(fifo, O_WRONLY); /* returns once the task reads */
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "x\n", 2), 2);
+    close(fd);
+    double sent = h_now_ms();
+    pthread_join(t, NULL);
+    assert_true(w.ready);
+    assert_int_equal(w.nready, 1);
+    assert_true(w.done_ms - sent < 5000);
+
+    /* Timeout 0: one look, and it is there now. */
+    bool r = false;
+    assert_int_equal(esc_wait(ca, (const esc_ref *const *)&seen, 1, 1, 0, &r, &n, NULL), ESC_OK);
+    assert_true(r);
+
+    /* A missing object: the timeout. */
+    esc_ref *missing = esc_ref_from_id("0123456789abcdef0123456789abcdef.nothing");
+    r = false;
+    t0 = h_now_ms();
+    assert_int_equal(esc_wait(ca, (const esc_ref *const *)&missing, 1, 1, 300, &r, &n, NULL),
+                     ESC_OK);
+    double took = h_now_ms() - t0;
+    assert_false(r);
+    assert_int_equal(n, 0);
+    assert_true(took >= 280 && took < 3000);
+
+    /* Many at once, a ref repeated: num_ready of them, or what is there at the timeout. */
+    esc_ref *p1 = NULL, *p2 = NULL;
+    assert_int_equal(esc_put(cb, "one", 3, &p1, NULL), ESC_OK);
+    assert_int_equal(esc_put(cb, "two", 3, &p2, NULL), ESC_OK);
+    const esc_ref *many[4] = {missing, p1, p2, p1};
+    bool r4[4] = {false};
+    t0 = h_now_ms();
+    assert_int_equal(esc_wait(ca, many, 4, 3, 20000, r4, &n, NULL), ESC_OK);
+    assert_true(h_now_ms() - t0 < 5000);
+    assert_int_equal(n, 3);
+    assert_false(r4[0]);
+    assert_true(r4[1] && r4[2] && r4[3]);
+    memset(r4, 0, sizeof r4);
+    t0 = h_now_ms();
+    assert_int_equal(esc_wait(ca, many, 4, 4, 300, r4, &n, NULL), ESC_OK);
+    took = h_now_ms() - t0;
+    assert_int_equal(n, 3);
+    assert_true(took >= 280 && took < 3000);
+    esc_ref_free(p1);
+    esc_ref_free(p2);
+
+    /* Another job that was not granted cb's namespace: cb's object never counts. */
+    esc_client *other = h_connect(&C, NULL, NODE_A, false);
+    r = false;
+    assert_int_equal(esc_wait(other, (const esc_ref *const *)&seen, 1, 1, 300, &r, &n, NULL),
+                     ESC_OK);
+    assert_false(r);
+
+    unlink(fifo);
+    esc_ref_free(missing);
+    esc_ref_free(mine);
+    esc_ref_free(seen);
+    esc_ref_free(theirs);
+    esc_disconnect(other);
+    esc_disconnect(cb);
+    esc_disconnect(ca);
+}
+
+/* WaitObjects checks its ids: repeated or invalid ones are refused. */
+static void test_wait_objects_validation(void **state)
+{
+    (void)state;
+    esc_status st;
+    char *ids[2] = {"same-id", "same-id"};
+    Escher__WaitObjectsRequest wo = ESCHER__WAIT_OBJECTS_REQUEST__INIT;
+    wo.object_ids = ids;
+    wo.n_object_ids = 2;
+    assert_int_equal(raw_call(C.gcs_addr, &escher__object_directory__descriptor, "WaitObjects",
+                              &wo.base, &st),
+                     ESC_INVALID_ARGUMENT);
+    ids[1] = "bad/id";
+    assert_int_equal(raw_call(C.gcs_addr, &escher__object_directory__descriptor, "WaitObjects",
+                              &wo.base, &st),
+                     ESC_INVALID_ARGUMENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -476,6 +627,8 @@ int main(void)
         cmocka_unit_test(test_validation),
         cmocka_unit_test(test_location_batches),
         cmocka_unit_test(test_error_object),
+        cmocka_unit_test(test_wait_for_others),
+        cmocka_unit_test(test_wait_objects_validation),
         cmocka_unit_test(test_killed_raylet_drops_locations),
         cmocka_unit_test(test_shutdown_while_busy),
     };

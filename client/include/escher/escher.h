@@ -576,14 +576,17 @@ int esc_cancel(esc_client *c, const esc_ref *ref, esc_status *st);
  * arguments, or queued on the node it was forwarded to): it leaves no trace — no error
  * objects — so the same task may be submitted again. ESC_OK when withdrawn;
  * FAILED_PRECONDITION when it has started (it runs on); NOT_FOUND when it is not waiting
- * anywhere this raylet knows (finished, or still on its way to another node: try again);
- * PERMISSION_DENIED when it is another job's. */
+ * anywhere this raylet knows (finished; a task on its way to another node is waited for
+ * there, not missed); PERMISSION_DENIED when it is another job's. */
 int esc_task_withdraw(esc_client *c, const esc_ref *ref, esc_status *st);
 
 /* Waits until at least num_ready of the n objects exist (or timeout_ms passes; < 0: no
  * limit). ready[i] tells which; *nready how many. ESC_OK even when fewer are ready at the
  * timeout: the caller reads *nready. An object of a job that c's job may not read never
- * counts as ready (esc_get tells PERMISSION_DENIED). */
+ * counts as ready (esc_get tells PERMISSION_DENIED). One whose every copy was lost with
+ * its node counts as ready: it existed, and esc_get makes it again. The wait is woken by
+ * events (the results of c's own tasks, the GCS directory for other objects), never by
+ * a period. */
 int esc_wait(esc_client *c, const esc_ref *const *refs, size_t n, size_t num_ready,
              int timeout_ms, bool *ready, size_t *nready, esc_status *st);
 
