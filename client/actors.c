@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "changes.h"
 #include "client_internal.h"
 #include "ids.h"
 #include "task.pb-c.h"
@@ -121,8 +121,31 @@ int esc_actor_list(esc_client *c, char ***ids, size_t *n, esc_status *st)
     return esc_kv_keys(c, ACTOR_STATE_NS, NULL, ids, n, st);
 }
 
+/* One look: ESC_OK with a->address when the actor's raylet is known and alive;
+ * FAILED_PRECONDITION when its creation failed (st says why); NOT_FOUND otherwise. */
+static int look(esc_client *c, esc_actor *a, esc_status *st)
+{
+    void *v = NULL;
+    size_t len = 0;
+    if (esc_kv_get(c, ACTOR_KV_NS, a->id, &v, &len, st) == ESC_OK) {
+        snprintf(a->address, sizeof a->address, "%.*s", (int)len, (char *)v);
+        free(v);
+        if (!esc_client_is_dead(c, a->address))
+            return ESC_OK;
+        a->address[0] = 0; /* where it was: not restarted yet */
+    }
+    void *err = NULL;
+    size_t elen;
+    if (esc_get(c, a->created, 0, &err, &elen, st) == ESC_ABORTED)
+        return ESC_FAILED_PRECONDITION;
+    free(err);
+    return ESC_NOT_FOUND;
+}
+
 /* Finds the actor's raylet: waits for its address in the key-value store, giving up
- * early when its creation failed. */
+ * early when its creation failed. Between looks it waits for an event that may change
+ * the answer: a write of its address or state line (a watch of both keys), or a change
+ * on the owner stream (its creation's error, when this client created it). */
 static int locate(esc_client *c, esc_actor *a, esc_status *st)
 {
     if (a->address[0] && !esc_client_is_dead(c, a->address))
@@ -130,31 +153,26 @@ static int locate(esc_client *c, esc_actor *a, esc_status *st)
     /* Its node died: wait for the address of its restart (the raylet that placed it
      * creates it again while its restarts last), or for its creation's error. */
     a->address[0] = 0;
+    int rc = look(c, a, st);
+    if (rc != ESC_NOT_FOUND)
+        return rc;
     uint64_t end = esc_now_ms() + LOOKUP_TIMEOUT_MS;
-    long nap_ms = 1;
-    for (;;) {
-        void *v = NULL;
-        size_t len = 0;
-        int rc = esc_kv_get(c, ACTOR_KV_NS, a->id, &v, &len, st);
-        if (rc == ESC_OK) {
-            snprintf(a->address, sizeof a->address, "%.*s", (int)len, (char *)v);
-            free(v);
-            if (!esc_client_is_dead(c, a->address))
-                return ESC_OK;
-            a->address[0] = 0; /* where it was: not restarted yet */
-        }
-        void *err = NULL;
-        size_t elen;
-        if (esc_get(c, a->created, 0, &err, &elen, st) == ESC_ABORTED)
-            return ESC_FAILED_PRECONDITION; /* st says why the creation failed */
-        free(err);
-        if (esc_now_ms() >= end)
-            return esc_status_set(st, ESC_DEADLINE_EXCEEDED, "actor %s was not placed in %d s",
-                                  a->id, LOOKUP_TIMEOUT_MS / 1000);
-        struct timespec ts = {0, nap_ms * 1000000L};
-        nanosleep(&ts, NULL);
-        nap_ms = nap_ms * 2 > 100 ? 100 : nap_ms * 2;
+    esc_kv_filter kv[] = {{ACTOR_KV_NS, a->id}, {ACTOR_STATE_NS, a->id}};
+    esc_watch_filter f = {.kv = kv, .nkv = 2};
+    esc_changes *w = NULL;
+    rc = esc_changes_start(c, &f, NULL, NULL, true, LOOKUP_TIMEOUT_MS, &w, st);
+    while (rc == ESC_OK) {
+        uint64_t mark = esc_changes_mark(w);
+        rc = look(c, a, st);
+        if (rc != ESC_NOT_FOUND)
+            break;
+        rc = ESC_OK;
+        if (!esc_changes_wait(w, mark, end))
+            rc = esc_status_set(st, ESC_DEADLINE_EXCEEDED, "actor %s was not placed in %d s",
+                                a->id, LOOKUP_TIMEOUT_MS / 1000);
     }
+    esc_changes_stop(w);
+    return rc;
 }
 
 int esc_actor_call(esc_client *c, esc_actor *a, const char *method, const esc_task_arg *args,

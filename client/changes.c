@@ -1,88 +1,67 @@
 /* changes.c: see changes.h. */
 #include "changes.h"
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "client_internal.h"
 #include "ids.h"
 
 struct esc_changes {
+    esc_waker wake;
     esc_watch *watch;
+    esc_owner *owner;       /* listened to, or NULL */
     esc_changes_keep keep;
     void *ud;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;      /* CLOCK_MONOTONIC */
-    uint64_t count;
-    bool established;       /* the first event came */
+    atomic_bool established; /* the first event came */
 };
 
 static void on_event(void *ud, const esc_event *ev)
 {
     esc_changes *w = ud;
-    bool counts = !w->keep || w->keep(w->ud, ev);
-    pthread_mutex_lock(&w->mu);
-    w->count += counts;
-    bool wake = counts || !w->established;
-    w->established = true;
-    if (wake)
-        pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    bool first = !atomic_exchange(&w->established, true);
+    if (first || !w->keep || w->keep(w->ud, ev))
+        esc_waker_poke(&w->wake);
 }
 
-/* Waits on cv until done(w) or deadline_ms; returns done(w). Called locked. */
-static bool wait_locked(esc_changes *w, bool (*done)(const esc_changes *, uint64_t),
-                        uint64_t arg, uint64_t deadline_ms)
+static bool wait_established(esc_changes *w, uint64_t deadline_ms)
 {
-    while (!done(w, arg)) {
-        if (deadline_ms == UINT64_MAX) {
-            pthread_cond_wait(&w->cv, &w->mu);
-            continue;
-        }
-        uint64_t now = esc_now_ms();
-        if (now >= deadline_ms)
+    for (;;) {
+        uint64_t gen = esc_waker_gen(&w->wake, NULL);
+        if (atomic_load(&w->established))
+            return true;
+        if (esc_now_ms() >= deadline_ms)
             return false;
-        struct timespec until = esc_time_after_ms(CLOCK_MONOTONIC, deadline_ms - now);
-        pthread_cond_timedwait(&w->cv, &w->mu, &until);
+        esc_waker_wait(&w->wake, gen, deadline_ms);
     }
-    return true;
-}
-
-static bool is_established(const esc_changes *w, uint64_t unused)
-{
-    (void)unused;
-    return w->established;
-}
-
-static bool passed(const esc_changes *w, uint64_t mark)
-{
-    return w->count > mark;
 }
 
 int esc_changes_start(esc_client *c, const esc_watch_filter *f, esc_changes_keep keep,
-                      void *ud, int wait_ms, esc_changes **out, esc_status *st)
+                      void *ud, bool follow_owner, int wait_ms, esc_changes **out,
+                      esc_status *st)
 {
     *out = NULL;
     esc_changes *w = calloc(1, sizeof *w);
     if (!w)
         return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory");
+    esc_waker_init(&w->wake);
     w->keep = keep;
     w->ud = ud;
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &attr);
-    pthread_condattr_destroy(&attr);
-    int rc = esc_subscribe(c, f, on_event, w, &w->watch, st);
-    if (rc == ESC_OK) {
-        pthread_mutex_lock(&w->mu);
-        bool ok = wait_locked(w, is_established, 0, esc_now_ms() + (uint64_t)wait_ms);
-        pthread_mutex_unlock(&w->mu);
-        if (!ok)
-            rc = esc_status_set(st, ESC_UNAVAILABLE, "no event stream from the GCS in %d ms",
-                                wait_ms);
+    atomic_init(&w->established, false);
+    int rc = ESC_OK;
+    if (follow_owner) {
+        esc_status ost = {0};
+        w->owner = esc_owner_get(c, &ost);
+        if (w->owner)
+            esc_owner_listen(w->owner, &w->wake);
+        else
+            rc = esc_status_set(st, ost.code ? ost.code : ESC_INTERNAL, "%s", ost.message);
     }
+    if (rc == ESC_OK)
+        rc = esc_subscribe(c, f, on_event, w, &w->watch, st);
+    if (rc == ESC_OK && !wait_established(w, esc_now_ms() + (uint64_t)wait_ms))
+        rc = esc_status_set(st, ESC_UNAVAILABLE, "no event stream from the GCS in %d ms",
+                            wait_ms);
     if (rc != ESC_OK) {
         esc_changes_stop(w);
         return rc;
@@ -93,26 +72,23 @@ int esc_changes_start(esc_client *c, const esc_watch_filter *f, esc_changes_keep
 
 uint64_t esc_changes_mark(esc_changes *w)
 {
-    pthread_mutex_lock(&w->mu);
-    uint64_t n = w->count;
-    pthread_mutex_unlock(&w->mu);
-    return n;
+    return esc_waker_gen(&w->wake, NULL);
 }
 
 bool esc_changes_wait(esc_changes *w, uint64_t mark, uint64_t deadline_ms)
 {
-    pthread_mutex_lock(&w->mu);
-    bool ok = wait_locked(w, passed, mark, deadline_ms);
-    pthread_mutex_unlock(&w->mu);
-    return ok;
+    esc_waker_wait(&w->wake, mark, deadline_ms);
+    return esc_waker_gen(&w->wake, NULL) != mark;
+}
+
+esc_waker *esc_changes_waker(esc_changes *w)
+{
+    return &w->wake;
 }
 
 void esc_changes_poke(esc_changes *w)
 {
-    pthread_mutex_lock(&w->mu);
-    w->count++;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
+    esc_waker_poke(&w->wake);
 }
 
 void esc_changes_stop(esc_changes *w)
@@ -120,7 +96,8 @@ void esc_changes_stop(esc_changes *w)
     if (!w)
         return;
     esc_unsubscribe(w->watch);
-    pthread_cond_destroy(&w->cv);
-    pthread_mutex_destroy(&w->mu);
+    if (w->owner)
+        esc_owner_unlisten(w->owner, &w->wake);
+    esc_waker_destroy(&w->wake);
     free(w);
 }

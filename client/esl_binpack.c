@@ -119,7 +119,7 @@ int esl_binpack_new(esc_client *c, const char *name, const esl_request *shape,
         esl_binpack_free(b);
         return rc;
     }
-    if ((rc = esl_monitor_start(c, b->full, step, b, &b->monitor, st)) != ESC_OK) {
+    if ((rc = esl_monitor_start(c, b->full, false, step, b, &b->monitor, st)) != ESC_OK) {
         esl_binpack_free(b);
         return rc;
     }

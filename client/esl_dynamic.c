@@ -75,7 +75,7 @@ int esl_dynamic_new(esc_client *c, const char *name, const esl_request *shape,
     for (size_t i = 0; shape && i < shape->n; i++)
         esl_request_add(&d->shape, shape->v[i].name, shape->v[i].value);
     esl_request_add(&d->request, d->full, ESC_QTY(1));
-    if ((rc = esl_monitor_start(c, d->full, step, d, &d->monitor, st)) != ESC_OK) {
+    if ((rc = esl_monitor_start(c, d->full, false, step, d, &d->monitor, st)) != ESC_OK) {
         esl_dynamic_free(d);
         return rc;
     }

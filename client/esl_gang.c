@@ -294,7 +294,7 @@ static int wait_all_carved(esc_client *c, const esl_gang *g, double deadline, es
     esc_watch_filter f = {.resources = prefixes, .nresources = 1, .loads = true};
     esc_changes *w = NULL;
     int left = (int)(deadline - gang_now_ms());
-    rc = esc_changes_start(c, &f, NULL, NULL, left > 0 ? left : 1, &w, st);
+    rc = esc_changes_start(c, &f, NULL, NULL, false, left > 0 ? left : 1, &w, st);
     while (rc == ESC_OK) {
         uint64_t mark = esc_changes_mark(w);
         rc = all_carved(c, g, &done, st);

@@ -203,7 +203,7 @@ int esl_gang_reserve_ghost(esc_client *c, const char *name, unsigned members,
     esc_kv_filter kv = {.prefix = prefix};
     esc_watch_filter f = {.kv = &kv, .nkv = 1};
     esc_changes *w = NULL;
-    rc = esc_changes_start(c, &f, NULL, NULL, o.timeout_ms, &w, st);
+    rc = esc_changes_start(c, &f, NULL, NULL, false, o.timeout_ms, &w, st);
     if (rc == ESC_OK)
         rc = submit_ghosts(c, g, members, per_member, &o, wall_ms() + o.timeout_ms, refs, st);
     if (rc == ESC_OK)

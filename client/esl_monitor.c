@@ -30,8 +30,8 @@ static void *monitor_main(void *arg)
     return NULL;
 }
 
-int esl_monitor_start(esc_client *c, const char *prefix, void (*step)(void *ud), void *ud,
-                      esl_monitor **out, esc_status *st)
+int esl_monitor_start(esc_client *c, const char *prefix, bool follow_owner,
+                      void (*step)(void *ud), void *ud, esl_monitor **out, esc_status *st)
 {
     *out = NULL;
     esl_monitor *m = calloc(1, sizeof *m);
@@ -42,7 +42,7 @@ int esl_monitor_start(esc_client *c, const char *prefix, void (*step)(void *ud),
     atomic_init(&m->stop, false);
     const char *prefixes[] = {prefix};
     esc_watch_filter f = {.resources = prefixes, .nresources = 1, .loads = true};
-    int rc = esc_changes_start(c, &f, NULL, NULL, ESTABLISH_MS, &m->changes, st);
+    int rc = esc_changes_start(c, &f, NULL, NULL, follow_owner, ESTABLISH_MS, &m->changes, st);
     if (rc != ESC_OK) {
         free(m);
         return rc;

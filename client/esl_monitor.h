@@ -13,10 +13,11 @@ typedef struct esl_monitor esl_monitor;
 /* Starts calling step(ud) on a new thread: at once, then after each event that came
  * since the previous step began (events during a step are folded into one more step).
  * prefix ("ns/name") names the resources the policy writes; node events and every
- * node's availability and demand count too. Returns ESC_OK; the codes of
+ * node's availability and demand count too, and with follow_owner the client's owner
+ * stream (one of the tasks the policy submitted ended). Returns ESC_OK; the codes of
  * esc_changes_start; INTERNAL when the thread cannot start. */
-int esl_monitor_start(esc_client *c, const char *prefix, void (*step)(void *ud), void *ud,
-                      esl_monitor **out, esc_status *st);
+int esl_monitor_start(esc_client *c, const char *prefix, bool follow_owner,
+                      void (*step)(void *ud), void *ud, esl_monitor **out, esc_status *st);
 
 /* Runs a step soon (a submission the policy must see). */
 void esl_monitor_poke(esl_monitor *m);

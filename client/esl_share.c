@@ -241,7 +241,7 @@ static int start(esl_share *s, esl_share **out, esc_status *st)
     /* Its whole namespace: a child share follows its parent's grants too. */
     char ns[160];
     snprintf(ns, sizeof ns, "%s/", esc_client_namespace(s->c));
-    int rc = esl_monitor_start(s->c, ns, step, s, &s->monitor, st);
+    int rc = esl_monitor_start(s->c, ns, true, step, s, &s->monitor, st);
     if (rc != ESC_OK) {
         esl_share_free(s);
         return rc;

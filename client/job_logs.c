@@ -181,7 +181,7 @@ static int follow_job(esc_client *c, const char *job_id, const char *node, const
     esc_kv_filter kv = {.ns = ESC_JOBS_NS, .prefix = keep.key};
     esc_watch_filter f = {.kv = &kv, .nkv = 1};
     esc_changes *w = NULL;
-    int rc = esc_changes_start(c, &f, follow_counts, &keep, c->timeout_ms, &w, st);
+    int rc = esc_changes_start(c, &f, follow_counts, &keep, false, c->timeout_ms, &w, st);
     while (rc == ESC_OK) {
         uint64_t mark = esc_changes_mark(w);
         /* Looked at before the round: a job that ends during a round that found nothing

@@ -10,7 +10,10 @@
  *
  * A stopped job may leave no result to read (a task queued on another node is dropped
  * without one when its job ends), so once the stop mark is seen the result gets
- * STOP_GRACE_MS to arrive; the mark is looked for every STOP_CHECK_MS. */
+ * STOP_GRACE_MS to arrive. The wait ends on events only: the entrypoint's end (the
+ * owner stream, or the object directory) or a write of the stop mark (a watch of its
+ * key), besides its own deadline and the grace's end. */
+#include "changes.h"
 #include "job_internal.h"
 
 #include <errno.h>
@@ -23,8 +26,6 @@
 #include "ids.h"
 #include "workdir.h"
 
-#define WAIT_SLICE_MS 250
-#define STOP_CHECK_MS 1000
 #define STOP_GRACE_MS 2000
 #define MAX_ENV 64
 
@@ -33,7 +34,6 @@ struct esc_job_run {
     char task_id[ESC_ID_MAX];
     json_t *record;
     bool has_workdir;
-    uint64_t next_stop_check;    /* when to look for the stop mark again */
     uint64_t stopped_at;         /* when the stop mark was seen; 0 before */
     bool done;                   /* the result is recorded and the job ended */
     esc_job_result result;
@@ -256,27 +256,14 @@ static void set_failure(esc_job_result *o, const char *why)
         o->signal = n;
 }
 
-/* Whether the job was stopped more than STOP_GRACE_MS ago (see the top). */
-static bool stopped_long_ago(esc_client *c, struct esc_job_run *run)
-{
-    uint64_t now = esc_now_ms();
-    if (!run->stopped_at && now >= run->next_stop_check) {
-        run->next_stop_check = now + STOP_CHECK_MS;
-        if (job_stop_reason(c, c->job_id, NULL, 0))
-            run->stopped_at = now;
-    }
-    return run->stopped_at && now - run->stopped_at > STOP_GRACE_MS;
-}
-
-/* One slice of waiting: ESC_OK with *o when the entrypoint ended, DEADLINE_EXCEEDED when
- * it runs on, another code when the cluster did not answer. */
-static int wait_slice(esc_client *c, struct esc_job_run *run, int ms, esc_job_result *o,
-                      esc_status *st)
+/* One look at the entrypoint: ESC_OK with *o when it ended, DEADLINE_EXCEEDED when it
+ * runs on, another code when the cluster did not answer. */
+static int ended(esc_client *c, struct esc_job_run *run, esc_job_result *o, esc_status *st)
 {
     void *data = NULL;
     size_t len;
     esc_status why;
-    int rc = esc_get(c, run->ref, ms, &data, &len, &why);
+    int rc = esc_get(c, run->ref, 0, &data, &len, &why);
     free(data);
     if (rc == ESC_OK) {
         *o = (esc_job_result){.outcome = ESC_JOB_SUCCEEDED, .exit_code = 0};
@@ -288,11 +275,42 @@ static int wait_slice(esc_client *c, struct esc_job_run *run, int ms, esc_job_re
         set_failure(o, rc == ESC_ABORTED ? why.message : "the job ended first");
         return ESC_OK;
     }
-    if (rc == ESC_DEADLINE_EXCEEDED && stopped_long_ago(c, run)) {
-        set_failure(o, "the job ended first");
-        return ESC_OK;
+    return rc == ESC_DEADLINE_EXCEEDED ? rc : esc_status_set(st, rc, "%s", why.message);
+}
+
+/* Waits for the entrypoint's end until deadline: ESC_OK with *o, DEADLINE_EXCEEDED, or
+ * the code of a look the cluster did not answer. wk is poked by a write of the stop
+ * mark; the stop mark is read after each poke. */
+static int wait_end(esc_client *c, struct esc_job_run *run, esc_waker *wk, uint64_t deadline,
+                    esc_job_result *o, esc_status *st)
+{
+    uint64_t seen_ext = UINT64_MAX;
+    for (;;) {
+        uint64_t ext;
+        esc_waker_gen(wk, &ext);
+        if (ext != seen_ext && !run->stopped_at && job_stop_reason(c, c->job_id, NULL, 0))
+            run->stopped_at = esc_now_ms();
+        seen_ext = ext;
+        int rc = ended(c, run, o, st);
+        if (rc != ESC_DEADLINE_EXCEEDED)
+            return rc;
+        uint64_t now = esc_now_ms(), until = deadline;
+        if (run->stopped_at) {
+            if (now - run->stopped_at > STOP_GRACE_MS) {
+                set_failure(o, "the job ended first");
+                return ESC_OK;
+            }
+            until = run->stopped_at + STOP_GRACE_MS + 1 < until ? run->stopped_at + STOP_GRACE_MS + 1
+                                                                : until;
+        }
+        if (now >= deadline)
+            return ESC_DEADLINE_EXCEEDED;
+        const esc_ref *refs[1] = {run->ref};
+        bool ready[1] = {false};
+        size_t n = 0;
+        int ms = until == UINT64_MAX ? -1 : (int)(until - now);
+        esc_wait_woken(c, refs, 1, 1, ms, wk, ext, ready, &n, NULL);
     }
-    return esc_status_set(st, rc, "%s", why.message);
 }
 
 /* Records the result and ends the job: FAILED unless the entrypoint succeeded. A job
@@ -321,6 +339,16 @@ static void finish_run(esc_client *c, struct esc_job_run *run, esc_job_result *o
     run->done = true;
 }
 
+/* A watch of the job's stop mark, "<job>/stop" in ESC_JOBS_NS (job_internal.h). */
+static int watch_stop_mark(esc_client *c, esc_changes **w, esc_status *st)
+{
+    char key[ESC_ID_MAX + 8];
+    snprintf(key, sizeof key, "%s/stop", c->job_id);
+    esc_kv_filter kv = {.ns = ESC_JOBS_NS, .prefix = key};
+    esc_watch_filter f = {.kv = &kv, .nkv = 1};
+    return esc_changes_start(c, &f, NULL, NULL, false, c->timeout_ms, w, st);
+}
+
 int esc_job_wait(esc_client *c, int timeout_ms, esc_job_result *out, esc_status *st)
 {
     pthread_mutex_lock(&c->run_mu);
@@ -331,17 +359,14 @@ int esc_job_wait(esc_client *c, int timeout_ms, esc_job_result *out, esc_status 
     } else if (!run->done) {
         uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : esc_now_ms() + (uint64_t)timeout_ms;
         esc_job_result o;
-        for (;;) {
-            uint64_t now = esc_now_ms();
-            int ms = now >= deadline ? 0
-                     : deadline - now < WAIT_SLICE_MS ? (int)(deadline - now) : WAIT_SLICE_MS;
-            rc = wait_slice(c, run, ms, &o, st);
-            if (rc == ESC_OK)
-                finish_run(c, run, &o);
-            if (rc != ESC_DEADLINE_EXCEEDED || esc_now_ms() >= deadline)
-                break;
-        }
-        if (rc == ESC_DEADLINE_EXCEEDED)
+        esc_changes *w = NULL;
+        rc = watch_stop_mark(c, &w, st);
+        if (rc == ESC_OK)
+            rc = wait_end(c, run, esc_changes_waker(w), deadline, &o, st);
+        esc_changes_stop(w);
+        if (rc == ESC_OK)
+            finish_run(c, run, &o);
+        else if (rc == ESC_DEADLINE_EXCEEDED)
             esc_status_set(st, rc, "the entrypoint of job %s runs on", c->job_id);
     }
     if (rc == ESC_OK) {
