@@ -45,6 +45,8 @@ typedef struct {
     int forward_timeout_ms;      /* calls to other raylets (peers.h) */
     bool no_cpu_quota;           /* --no-cpu-quota: CPU shares not enforced */
     bool help;
+    bool version;                /* --version */
+    int exit_on_stop_ms;         /* --exit-on-cluster-stop; -1: keep retrying */
 } raylet_config;
 
 /* Parses argv into cfg (token from --token-file or $ESCHER_TOKEN, daemon key from

@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "log.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: escher [--address HOST:PORT] [--session-dir DIR] [--token TOKEN] COMMAND ...\n"
+    "       escher --help | --version\n"
     "\n"
     "commands:\n"
     "  start     start a head node (--head) or join a cluster (--address)\n"
@@ -96,6 +98,10 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (argc < 2)
         return cli_usage("no command given (see escher --help)");
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("escher %s\n", ESC_VERSION);
+        return CLI_EXIT_OK;
+    }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         fputs(usage, stdout);
         return CLI_EXIT_OK;
