@@ -41,7 +41,7 @@ typedef struct {
     size_t nlabels;
     char *node_id_file;
     char *node_id;               /* NULL: let the GCS assign one */
-    char *log_dir;               /* NULL: /tmp/escher/logs/raylet-<pid> */
+    char *log_dir;               /* NULL: /tmp/escher-<uid>/logs/raylet-<pid> */
     int forward_timeout_ms;      /* calls to other raylets (peers.h) */
     bool no_cpu_quota;           /* --no-cpu-quota: CPU shares not enforced */
     bool help;

@@ -13,7 +13,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  start     start a head node (--head) or join a cluster (--address)\n"
-    "  stop      stop the processes this machine's session started\n"
+    "  stop      stop the processes this machine's session started (--all: the cluster)\n"
     "  status    show nodes and their resources (--json for a machine-readable form)\n"
     "  resource  set, add, delete and list ephemeral resources\n"
     "  job       submit a command as a job, list, inspect and stop jobs\n"
@@ -22,7 +22,8 @@ static const char usage[] =
     "global options (accepted anywhere on the line):\n"
     "  --address HOST:PORT  the GCS (default: the session directory's gcs_address)\n"
     "  --session-dir DIR    the session directory (default: $ESCHER_SESSION_DIR, else\n"
-    "                       /tmp/escher/session_latest)\n"
+    "                       your newest live session under $XDG_RUNTIME_DIR/escher,\n"
+    "                       else under /tmp/escher-<uid>)\n"
     "  --token TOKEN        the cluster token (default: $ESCHER_TOKEN, else the session's)\n"
     "\n"
     "Run `escher COMMAND --help` for the options of a command.\n";

@@ -5,8 +5,8 @@
 # sessions with nothing left running.
 #
 # Every session lives in a fresh temporary directory (ESCHER_SESSION_DIR and --session-dir);
-# nothing here reads /tmp/escher/session_latest (`start --head` still points it at our head,
-# as documented). Only pids of our own sessions are ever signalled, by `escher stop`.
+# nothing here looks for the user's newest session (test_cli_cluster.sh does, in a runtime
+# directory of its own). Only pids of our own sessions are ever signalled, by `escher stop`.
 set -euo pipefail
 
 BIN_DIR=${ESCHER_BIN_DIR:?ESCHER_BIN_DIR must name the build directory}

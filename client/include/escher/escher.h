@@ -40,7 +40,8 @@ typedef struct {
     const char *address;
     /* Cluster token. NULL: $ESCHER_TOKEN, else "token" in the session directory. */
     const char *token;
-    /* NULL: $ESCHER_SESSION_DIR, else /tmp/escher/session_latest. */
+    /* NULL: $ESCHER_SESSION_DIR, else the newest live session of the user under
+       $XDG_RUNTIME_DIR/escher or /tmp/escher-<uid> (docs/deploy.md). */
     const char *session_dir;
     /* The job's namespace. NULL: "job-<job id>". */
     const char *namespace_;
