@@ -249,9 +249,10 @@ static const char *session_flag(const start_ctx *s, char *buf, size_t len)
 {
     char newest[PATH_MAX], real[PATH_MAX];
     buf[0] = '\0';
+    /* The default: $ESCHER_SESSION_DIR, else the newest live session (session.h). */
     const char *env = getenv("ESCHER_SESSION_DIR");
-    if ((env && *env) || !esc_session_newest(newest, sizeof newest) ||
-        !realpath(newest, real) || strcmp(real, s->dir) != 0)
+    const char *dflt = env && *env ? env : esc_session_newest(newest, sizeof newest);
+    if (!dflt || !realpath(dflt, real) || strcmp(real, s->dir) != 0)
         snprintf(buf, len, " --session-dir %s", s->dir);
     return buf;
 }
