@@ -14,13 +14,17 @@ all: build
 deps:
 	@deploy/install-deps.sh
 
+# With the Makefile generator, the nested makes would print two "Entering directory"
+# lines per target; --no-print-directory keeps the output to the progress lines.
+QUIET = $$([ -f $(1)/Makefile ] && echo -- --no-print-directory)
+
 build: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build $(BUILD_DIR) -j$(JOBS)
+	@cmake --build $(BUILD_DIR) -j$(JOBS) $(call QUIET,$(BUILD_DIR))
 
 build-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DESCHER_SANITIZE=ON >/dev/null
-	@cmake --build $(ASAN_DIR) -j$(JOBS)
+	@cmake --build $(ASAN_DIR) -j$(JOBS) $(call QUIET,$(ASAN_DIR))
 
 test-plain: build
 	cd $(BUILD_DIR) && { ctest --output-on-failure || { $(CURDIR)/tests/failure_summary.sh .; exit 1; }; }

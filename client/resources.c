@@ -20,6 +20,8 @@ typedef struct {
     esc_amount *where; /* names owned */
     size_t nwhere;
     unsigned num_nodes;
+    esc_label *labels; /* strings owned */
+    size_t nlabels;
     bool local;        /* target was NULL or ESC_TARGET_LOCAL */
 } target_copy;
 
@@ -52,6 +54,11 @@ static void target_copy_free(target_copy *t)
     for (size_t i = 0; i < t->nwhere; i++)
         free((char *)t->where[i].name);
     free(t->where);
+    for (size_t i = 0; i < t->nlabels; i++) {
+        free((char *)t->labels[i].key);
+        free((char *)t->labels[i].value);
+    }
+    free(t->labels);
 }
 
 static void amounts_free(esc_amount *v, size_t n)
@@ -107,6 +114,11 @@ static target_copy copy_target(const esc_target *t)
     c.num_nodes = t->num_nodes;
     c.nwhere = t->where ? t->nwhere : 0;
     c.where = amounts_copy(t->where, c.nwhere);
+    c.nlabels = t->labels ? t->nlabels : 0;
+    c.labels = calloc(c.nlabels + 1, sizeof *c.labels);
+    for (size_t i = 0; i < c.nlabels; i++)
+        c.labels[i] = (esc_label){strdup(t->labels[i].key ? t->labels[i].key : ""),
+                                  strdup(t->labels[i].value ? t->labels[i].value : "")};
     return c;
 }
 
@@ -185,7 +197,12 @@ static int check_target(const esc_client *c, const target_copy *t, bool any_loca
                               "all nodes");
     if (t->kind == ESC_TARGET_NODE && (!t->node_id || !t->node_id[0]))
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "target node id is empty");
-    if (t->kind > ESC_TARGET_ALL)
+    if (t->kind == ESC_TARGET_LABELS && t->nlabels == 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "a label target needs a label");
+    for (size_t i = 0; i < t->nlabels; i++)
+        if (!t->labels[i].key[0])
+            return esc_status_set(st, ESC_INVALID_ARGUMENT, "label target has an empty key");
+    if (t->kind > ESC_TARGET_LABELS)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "unknown target kind %d", (int)t->kind);
     for (size_t i = 0; i < t->nwhere; i++)
         if (!t->where[i].name || !t->where[i].name[0])
@@ -230,6 +247,8 @@ typedef struct {
     Escher__Target *targets;
     Escher__Amount *amounts, **amountp;
     size_t namounts;
+    Escher__Label *labels, **labelp;
+    size_t nlabels, next_label;
 } update_msg;
 
 static void fill_amount(update_msg *u, const esc_amount *from, size_t k)
@@ -254,6 +273,17 @@ static void fill_target(update_msg *u, const target_copy *t, Escher__Target *pt,
     pt->where = t->nwhere ? &u->amountp[*next_amount] : NULL;
     for (size_t i = 0; i < t->nwhere; i++)
         fill_amount(u, &t->where[i], (*next_amount)++);
+    if (t->kind == ESC_TARGET_LABELS)
+        pt->num_nodes = t->num_nodes;
+    pt->n_labels = t->nlabels;
+    pt->labels = t->nlabels ? &u->labelp[u->next_label] : NULL;
+    for (size_t i = 0; i < t->nlabels; i++, u->next_label++) {
+        Escher__Label *l = &u->labels[u->next_label];
+        escher__label__init(l);
+        l->key = (char *)t->labels[i].key;
+        l->value = (char *)t->labels[i].value;
+        u->labelp[u->next_label] = l;
+    }
 }
 
 static void build_update(const esc_client *c, const esc_batch *b, update_msg *u)
@@ -261,6 +291,10 @@ static void build_update(const esc_client *c, const esc_batch *b, update_msg *u)
     memset(u, 0, sizeof *u);
     for (size_t i = 0; i < b->n; i++)
         u->namounts += b->ops[i].target.nwhere + b->ops[i].nbacking;
+    for (size_t i = 0; i < b->n; i++)
+        u->nlabels += b->ops[i].target.nlabels;
+    u->labels = calloc(u->nlabels + 1, sizeof *u->labels);
+    u->labelp = calloc(u->nlabels + 1, sizeof *u->labelp);
     u->ops = calloc(b->n, sizeof *u->ops);
     u->opp = calloc(b->n, sizeof *u->opp);
     u->targets = calloc(b->n, sizeof *u->targets);
@@ -294,6 +328,8 @@ static void build_update(const esc_client *c, const esc_batch *b, update_msg *u)
 
 static void free_update(update_msg *u)
 {
+    free(u->labelp);
+    free(u->labels);
     free(u->amountp);
     free(u->amounts);
     free(u->targets);

@@ -96,6 +96,10 @@ static void fill_node(esc_node_status *ns, const Escher__NodeStatus *n, const es
     ns->applied_seq = n->applied_seq;
     ns->cpu_shares_enforced = info && info->cpu_shares_enforced;
     ns->cpu_shares = strdup(info ? info->cpu_shares : "");
+    ns->nlabels = info ? info->n_labels : 0;
+    ns->labels = calloc(ns->nlabels + 1, sizeof *ns->labels);
+    for (size_t i = 0; i < ns->nlabels; i++)
+        ns->labels[i] = (esc_label){strdup(info->labels[i]->key), strdup(info->labels[i]->value)};
     ns->nresources = n->n_resources;
     ns->resources = calloc(n->n_resources + 1, sizeof *ns->resources);
     for (size_t i = 0; i < n->n_resources; i++)
@@ -202,6 +206,11 @@ void esc_cluster_status_free(esc_cluster_status *s)
         free(n->address);
         free(n->state);
         free(n->cpu_shares);
+        for (size_t j = 0; j < n->nlabels; j++) {
+            free((char *)n->labels[j].key);
+            free((char *)n->labels[j].value);
+        }
+        free(n->labels);
     }
     free(s->nodes);
     free(s);

@@ -117,6 +117,11 @@ typedef struct gcs {
     gcs_writes *writes;     /* writes waiting for their turn (write_queue.c) */
     ev_timer sweep;
     ev_timer load_timer;    /* load.c: coalesces advertisements */
+    ev_signal stop_all_sig; /* SIGUSR1: stop the whole cluster (main.c) */
+    ev_timer stop_all_timer;/* until the raylets hung up, or a deadline */
+    uint64_t stop_all_deadline_ms;
+    bool clean_stop;        /* the loop ended on a signal: tell the raylets */
+    bool stop_all;          /* ... that the whole cluster stops */
 } gcs;
 
 /* ---- event_log.c ---- */
@@ -169,7 +174,13 @@ void gcs_writes_free(gcs *g);
 /* ---- pubsub.c ---- */
 void gcs_pubsub_register(gcs *g);
 void gcs_broadcast(gcs *g, const Escher__Event *ev);
+/* Ends every subscription; after a clean stop (g->clean_stop) raylets first get
+ * EV_CLUSTER_STOPPING (stop_all from g->stop_all). */
 void gcs_pubsub_close_all(gcs *g);
+/* Sends EV_CLUSTER_STOPPING to every raylet's stream (stop_all from g->stop_all). */
+void gcs_pubsub_stopping(gcs *g);
+/* How many raylets are subscribed. */
+size_t gcs_pubsub_raylets(const gcs *g);
 
 /* ---- load.c ---- */
 void gcs_load_init(gcs *g);

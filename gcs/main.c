@@ -1,6 +1,7 @@
 /* main.c: escher-gcs. Parses flags, loads storage, serves the Gcs service from one event
  * loop, and shuts down cleanly on SIGTERM/SIGINT. */
 #include <errno.h>
+#include <signal.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,21 @@
 #include "gcs.h"
 #include "ids.h"
 #include "log.h"
+#include "port_probe.h"
+#include "version.h"
+
+/* What parse_flags returns after --help or --version: exit 0. */
+#define CLI_DONE (-1)
+
+static const char usage_text[] =
+    "usage: escher-gcs [--bind HOST] [--port P] [--port-file F] [--token-file F]\n"
+    "                  [--daemon-key-file F] [--operator-key-file F]\n"
+    "                  [--storage memory|redis://HOST:PORT] [--node-timeout-ms N]\n"
+    "                  [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]\n"
+    "                  [--storage-timeout-ms N] [--dead-node-retention-ms N]\n"
+    "                  [--help] [--version]\n"
+    "  --bind HOST   listen address (default 0.0.0.0)\n"
+    "  --port P      port (default 6380; 0 picks a free one, written to --port-file)\n";
 
 static int usage(const char *msg)
 {
@@ -106,11 +122,15 @@ static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files
         {"storage-timeout-ms", required_argument, 0, 'w'},
         {"dead-node-retention-ms", required_argument, 0, 'r'},
         {"daemon-key-file", required_argument, 0, 'd'},
-        {"operator-key-file", required_argument, 0, 'o'}, {0, 0, 0, 0}};
+        {"operator-key-file", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'H'},                {"version", no_argument, 0, 'V'},
+        {0, 0, 0, 0}};
     int o;
     long v;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
+        case 'H': fputs(usage_text, stdout); return CLI_DONE;
+        case 'V': printf("escher-gcs %s\n", ESC_VERSION); return CLI_DONE;
         case 'b': c->bind = optarg; break;
         case 'p': if (!parse_int(optarg, 0, 65535, &v)) return usage("bad --port"); c->port = (int)v; break;
         case 'f': c->port_file = optarg; break;
@@ -156,6 +176,35 @@ static int write_port_file(const char *path, int port)
     return rename(tmp, path);
 }
 
+/* SIGUSR1 (`escher stop --all`): every raylet is told to exit now; the GCS itself
+ * stops once they hung up (or after STOP_ALL_WAIT_MS), so raylets go first. */
+#define STOP_ALL_WAIT_MS 5000
+
+static void on_stop_all_tick(struct ev_loop *ev, ev_timer *t, int revents)
+{
+    (void)ev;
+    (void)revents;
+    gcs *g = t->data;
+    if (gcs_pubsub_raylets(g) == 0 || esc_now_ms() >= g->stop_all_deadline_ms)
+        esc_loop_stop(g->loop);
+}
+
+static void on_stop_all(struct ev_loop *ev, ev_signal *w, int revents)
+{
+    (void)revents;
+    gcs *g = w->data;
+    if (g->stop_all)
+        return;
+    ESC_INFO("stopping the whole cluster (SIGUSR1): %zu raylet(s) told to exit",
+             gcs_pubsub_raylets(g));
+    g->stop_all = true;
+    gcs_pubsub_stopping(g);
+    g->stop_all_deadline_ms = esc_now_ms() + STOP_ALL_WAIT_MS;
+    ev_timer_init(&g->stop_all_timer, on_stop_all_tick, 0.05, 0.05);
+    g->stop_all_timer.data = g;
+    ev_timer_start(ev, &g->stop_all_timer);
+}
+
 static void register_services(gcs *g)
 {
     gcs_nodes_register(g);
@@ -190,6 +239,10 @@ static int serve(gcs *g)
         fprintf(stderr, "escher-gcs: %s\n", err);
         return 1;
     }
+    if (esc_port_probe(g->cfg.bind, g->cfg.port, err, sizeof err) != 0) {
+        fprintf(stderr, "escher-gcs: %s\n", err);
+        return 1;
+    }
     g->server = esc_rpc_server_new(addr, g->cfg.token, esc_loop_post, g->loop, err, sizeof err);
     if (!g->server) {
         fprintf(stderr, "escher-gcs: %s\n", err);
@@ -218,7 +271,18 @@ static int serve(gcs *g)
     ev_timer_init(&g->sweep, on_sweep, period, period > 0.25 ? 0.25 : period);
     g->sweep.data = g;
     ev_timer_start(esc_loop_ev(g->loop), &g->sweep);
+    ev_signal_init(&g->stop_all_sig, on_stop_all, SIGUSR1);
+    g->stop_all_sig.data = g;
+    ev_signal_start(esc_loop_ev(g->loop), &g->stop_all_sig);
+    ev_unref(esc_loop_ev(g->loop)); /* the watcher alone does not keep the loop running */
     esc_loop_run(g->loop);
+    /* The loop ends on SIGTERM/SIGINT or after a stop of the whole cluster: a clean
+     * stop, which the raylets hear of (gcs_pubsub_close_all). */
+    g->clean_stop = true;
+    ev_ref(esc_loop_ev(g->loop));
+    ev_signal_stop(esc_loop_ev(g->loop), &g->stop_all_sig);
+    if (g->stop_all)
+        ev_timer_stop(esc_loop_ev(g->loop), &g->stop_all_timer);
     ev_timer_stop(esc_loop_ev(g->loop), &g->sweep);
     gcs_load_stop(g);
     ESC_INFO("shutting down");
@@ -236,6 +300,8 @@ int main(int argc, char **argv)
                          .storage_timeout_ms = 5000, .dead_node_retention_ms = 60000};
     secret_files files = {0};
     int rc = parse_flags(argc, argv, &g.cfg, &files);
+    if (rc == CLI_DONE)
+        return 0;
     if (rc == 0)
         rc = read_secrets(&g.cfg, &files);
     char err[512];
@@ -257,9 +323,14 @@ int main(int argc, char **argv)
     gcs_ring_init(&g.ring, 65536);
     gcs_writes_init(&g);
     gcs_objects_init(&g);
-    rc = gcs_persist_load(&g, err, sizeof err) == 0 ? serve(&g) : 1;
-    if (rc && err[0] && !g.server)
-        fprintf(stderr, "escher-gcs: %s\n", err);
+    /* serve prints its own errors; err is only the loading's. */
+    err[0] = '\0';
+    if (gcs_persist_load(&g, err, sizeof err) == 0) {
+        rc = serve(&g);
+    } else {
+        fprintf(stderr, "escher-gcs: %s\n", err[0] ? err : "cannot load the stored state");
+        rc = 1;
+    }
     gcs_writes_close_all(&g); /* closes the store */
     gcs_pubsub_close_all(&g);
     gcs_wait_close_all(&g);

@@ -394,12 +394,39 @@ static void handle_subscribe(esc_rpc_ctx *call, const ProtobufCMessage *msg, voi
     esc_rpc_ctx_on_cancel(call, on_cancel, s);
 }
 
+static void send_stopping(const gcs *g, gcs_sub *s)
+{
+    Escher__Event ev = ESCHER__EVENT__INIT;
+    ev.kind = ESCHER__EVENT_KIND__EV_CLUSTER_STOPPING;
+    ev.seq = g->seq;
+    ev.stop_all = g->stop_all;
+    esc_rpc_send(s->call, &ev.base);
+}
+
+void gcs_pubsub_stopping(gcs *g)
+{
+    for (gcs_sub *s = g->subs; s; s = s->next)
+        if (s->node_id)
+            send_stopping(g, s);
+}
+
+size_t gcs_pubsub_raylets(const gcs *g)
+{
+    size_t n = 0;
+    for (const gcs_sub *s = g->subs; s; s = s->next)
+        n += s->node_id != NULL;
+    return n;
+}
+
 void gcs_pubsub_close_all(gcs *g)
 {
     while (g->subs) {
         gcs_sub *s = g->subs;
         sub_unlink(g, s);
-        esc_rpc_finish(s->call, ESC_UNAVAILABLE, "gcs shutting down");
+        if (g->clean_stop && s->node_id)
+            send_stopping(g, s);
+        esc_rpc_finish(s->call, ESC_UNAVAILABLE,
+                       g->stop_all ? "cluster stopping" : "gcs shutting down");
         sub_free(s);
     }
 }

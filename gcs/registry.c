@@ -460,6 +460,44 @@ static int resolve_selector(gcs *g, const Escher__Target *t, const char *ns, nod
     return ESC_OK;
 }
 
+/* Does node n carry every label of the target (key and value)? */
+static bool node_has_labels(const gcs_node *n, const Escher__Target *t)
+{
+    for (size_t i = 0; i < t->n_labels; i++) {
+        bool found = false;
+        for (size_t k = 0; k < n->info->n_labels && !found; k++)
+            found = !strcmp(n->info->labels[k]->key, t->labels[i]->key) &&
+                    !strcmp(n->info->labels[k]->value, t->labels[i]->value);
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+/* TARGET_LABELS: every alive node with the labels (and `where` available, if given),
+ * or num_nodes of them; at least one. */
+static int resolve_labels(gcs *g, const Escher__Target *t, const char *ns, node_list *out,
+                          esc_status *st)
+{
+    if (t->n_labels == 0)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "a label target needs a label");
+    size_t n;
+    const char **alive = alive_nodes(g, &n);
+    out->ids = calloc(n + 1, sizeof *out->ids);
+    for (size_t i = 0; i < n && (!t->num_nodes || out->n < t->num_nodes); i++) {
+        const gcs_node *node = gcs_node_find(g, alive[i]);
+        if (node_has_labels(node, t) && (t->n_where == 0 || node_covers(node, t, ns)))
+            out->ids[out->n++] = alive[i];
+    }
+    free(alive);
+    if (out->n == 0 || (t->num_nodes && out->n < t->num_nodes))
+        return esc_status_set(st, ESC_FAILED_PRECONDITION,
+                              "labels matched %zu alive node%s%s", out->n,
+                              out->n == 1 ? "" : "s",
+                              t->num_nodes ? " (fewer than asked for)" : "");
+    return ESC_OK;
+}
+
 static int resolve_one(gcs *g, const char *id, node_list *out, esc_status *st)
 {
     if (!id || !*id)
@@ -487,6 +525,8 @@ static int resolve_target(gcs *g, const Escher__UpdateResourcesRequest *req,
         return resolve_one(g, t->node_id, out, st);
     case ESCHER__TARGET_KIND__TARGET_SELECTOR:
         return resolve_selector(g, t, ns, out, st);
+    case ESCHER__TARGET_KIND__TARGET_LABELS:
+        return resolve_labels(g, t, ns, out, st);
     case ESCHER__TARGET_KIND__TARGET_ALL:
         out->ids = alive_nodes(g, &out->n);
         if (out->n == 0)
@@ -567,22 +607,33 @@ static int check_backing(gcs *g, const Escher__ResourceOp *op, const char *node_
 
 /* Plans one request op on each of its nodes. A DELETE of a resource absent on any one
  * of them rejects the whole batch (docs/resources.md), whatever the target: with
- * --all-nodes too, since a batch commits all of its ops or none. */
+ * --all-nodes too, since a batch commits all of its ops or none. The one exception is
+ * a DELETE aimed by labels: it removes every copy on the nodes with those labels (what
+ * a `set` with the same labels made) and skips those without one; it needs one. */
 static int plan_on_nodes(gcs *g, plan *p, const Escher__ResourceOp *op, const char *full,
                          const char *ns, const char *owner, const node_list *nodes,
                          esc_status *st)
 {
     op_args o = {(int)op->kind, op->value, op->unbounded, op->backing, op->n_backing};
+    bool by_labels = op->kind == ESCHER__OP_KIND__OP_DELETE && op->target &&
+                     op->target->kind == ESCHER__TARGET_KIND__TARGET_LABELS;
+    size_t planned = 0;
     for (size_t k = 0; k < nodes->n; k++) {
         int rc = check_backing(g, op, nodes->ids[k], st);
         if (rc == ESC_OK)
             rc = plan_op(g, p, nodes->ids[k], full, ns, owner, &o, st);
+        if (rc == ESC_NOT_FOUND && by_labels)
+            continue;
+        planned++;
         if (rc == ESC_NOT_FOUND)
             return esc_status_set(st, ESC_NOT_FOUND, "%.130s does not exist on node %.40s",
                                   full, nodes->ids[k]);
         if (rc != ESC_OK)
             return rc;
     }
+    if (by_labels && planned == 0)
+        return esc_status_set(st, ESC_NOT_FOUND,
+                              "%.130s does not exist on any node with those labels", full);
     return ESC_OK;
 }
 

@@ -23,7 +23,8 @@ static const char usage[] =
     "  --token-file F              cluster token (default $ESCHER_TOKEN)\n"
     "  --daemon-key-file F         daemon key (default $ESCHER_DAEMON_KEY)\n"
     "  --bind HOST                 listen address (0.0.0.0)\n"
-    "  --port P                    gRPC port (0 picks a free one)\n"
+    "  --port P                    gRPC port (0 picks a free one); the raylet serves\n"
+    "                              tasks, leases and objects on this one port\n"
     "  --node-ip IP                address advertised to the cluster (127.0.0.1)\n"
     "  --num-cpus N                CPUs (detected)\n"
     "  --num-gpus N                GPUs (detected through the CUDA runtime)\n"
@@ -33,13 +34,19 @@ static const char usage[] =
     "  --labels K=V,...            node labels\n"
     "  --node-id-file F            write the node id here once registered\n"
     "  --log-dir DIR               task output (worker-ID.out/.err/.idx) and worker logs\n"
-    "                              (default /tmp/escher/logs/raylet-PID)\n"
+    "                              (default /tmp/escher-UID/logs/raylet-PID)\n"
     "  --node-id ID                reuse a node id\n"
     "  --forward-timeout-ms MS     deadline of a call to another raylet (forwarding a\n"
     "                              task); one that misses it is suspect (500)\n"
     "  --no-cpu-quota              do not enforce CPU shares with cgroups (default: a\n"
     "                              worker's CPU quota is what its task holds, where a\n"
-    "                              cgroup cpu controller is writable)\n";
+    "                              cgroup cpu controller is writable)\n"
+    "  --exit-on-cluster-stop MS   exit MS after the GCS says the cluster is stopping\n"
+    "                              (a clean stop of the GCS; escher start passes 3000\n"
+    "                              unless --keep). Default: keep retrying, as through a\n"
+    "                              GCS restart. A stop of the whole cluster (escher stop\n"
+    "                              --all) makes every raylet exit at once either way\n"
+    "  --help, --version\n";
 
 const char *config_usage(void)
 {
@@ -272,6 +279,8 @@ enum {
     OPT_FORWARD_TIMEOUT_MS,
     OPT_NO_CPU_QUOTA,
     OPT_HELP,
+    OPT_VERSION,
+    OPT_EXIT_ON_STOP,
 };
 
 static const struct option long_opts[] = {
@@ -293,6 +302,8 @@ static const struct option long_opts[] = {
     {"forward-timeout-ms", required_argument, NULL, OPT_FORWARD_TIMEOUT_MS},
     {"no-cpu-quota", no_argument, NULL, OPT_NO_CPU_QUOTA},
     {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"exit-on-cluster-stop", required_argument, NULL, OPT_EXIT_ON_STOP},
     {NULL, 0, NULL, 0},
 };
 
@@ -372,6 +383,15 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
     case OPT_HELP:
         cfg->help = true;
         return 0;
+    case OPT_EXIT_ON_STOP:
+        if (!strcmp(v, "0")) {
+            cfg->exit_on_stop_ms = 0;
+            return 0;
+        }
+        return parse_ms(flag, v, &cfg->exit_on_stop_ms, err, errlen);
+    case OPT_VERSION:
+        cfg->version = true;
+        return 0;
     }
     return fail(err, errlen, "unknown option");
 }
@@ -398,6 +418,7 @@ int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t er
     cfg->bind = strdup("0.0.0.0");
     cfg->node_ip = strdup("127.0.0.1");
     cfg->forward_timeout_ms = RAYLET_FORWARD_TIMEOUT_MS;
+    cfg->exit_on_stop_ms = -1;
     secret_files files = {0};
     int rc = 0;
 
@@ -423,12 +444,12 @@ int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t er
     }
     if (rc == 0 && optind < argc)
         rc = fail(err, errlen, "unexpected argument '%s'", argv[optind]);
-    if (rc == 0 && !cfg->help && !cfg->gcs_address)
+    if (rc == 0 && !cfg->help && !cfg->version && !cfg->gcs_address)
         rc = fail(err, errlen, "--gcs-address HOST:PORT is required");
-    if (rc == 0 && !cfg->help)
+    if (rc == 0 && !cfg->help && !cfg->version)
         rc = read_secret(files.token, "ESCHER_TOKEN", "cluster token", "--token-file",
                          &cfg->token, err, errlen);
-    if (rc == 0 && !cfg->help)
+    if (rc == 0 && !cfg->help && !cfg->version)
         rc = read_secret(files.daemon_key, "ESCHER_DAEMON_KEY", "daemon key",
                          "--daemon-key-file", &cfg->daemon_key, err, errlen);
     /* Workers and the commands they run inherit this environment: never the key. */

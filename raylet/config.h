@@ -41,10 +41,12 @@ typedef struct {
     size_t nlabels;
     char *node_id_file;
     char *node_id;               /* NULL: let the GCS assign one */
-    char *log_dir;               /* NULL: /tmp/escher/logs/raylet-<pid> */
+    char *log_dir;               /* NULL: /tmp/escher-<uid>/logs/raylet-<pid> */
     int forward_timeout_ms;      /* calls to other raylets (peers.h) */
     bool no_cpu_quota;           /* --no-cpu-quota: CPU shares not enforced */
     bool help;
+    bool version;                /* --version */
+    int exit_on_stop_ms;         /* --exit-on-cluster-stop; -1: keep retrying */
 } raylet_config;
 
 /* Parses argv into cfg (token from --token-file or $ESCHER_TOKEN, daemon key from

@@ -109,6 +109,14 @@ void log_apply_free_spent(raylet *r)
 
 void log_apply_event(raylet *r, Escher__Event *ev)
 {
+    if (ev->kind == ESCHER__EVENT_KIND__EV_CLUSTER_STOPPING) {
+        raylet_cluster_stopping(r, ev->stop_all);
+        keep_spent(r, ev);
+        return;
+    }
+    /* Nothing follows EV_CLUSTER_STOPPING on its stream: any event after it comes
+     * from a GCS that is back. */
+    raylet_cluster_back(r);
     if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_LOAD) {
         cluster_view_apply(r->view, ev);
     } else if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {

@@ -7,6 +7,7 @@
 
 #include "log.h"
 #include "raylet.h"
+#include "version.h"
 
 int main(int argc, char **argv)
 {
@@ -20,6 +21,11 @@ int main(int argc, char **argv)
         ESC_ERROR("%s", err);
         config_free(&r.cfg);
         return 2;
+    }
+    if (r.cfg.version) {
+        printf("escher-raylet %s\n", ESC_VERSION);
+        config_free(&r.cfg);
+        return 0;
     }
     if (r.cfg.help) {
         fputs(config_usage(), stdout);

@@ -38,6 +38,8 @@
 #include "object_fetch.h"
 #include "rpc_async.h"
 #include "stale_sockets.h"
+#include "port_probe.h"
+#include "user_dirs.h"
 #include "task_manager.h"
 #include "job_mirror.h"
 #include "packages.h"
@@ -49,6 +51,41 @@ void raylet_fail(raylet *r, int code)
     if (r->exit_code == 0)
         r->exit_code = code;
     esc_loop_stop(r->loop);
+}
+
+static void on_stop_due(struct ev_loop *ev, ev_timer *t, int revents)
+{
+    (void)ev;
+    (void)revents;
+    raylet *r = t->data;
+    ESC_INFO("the cluster stopped and its GCS did not come back within %d ms: exiting",
+             r->cfg.exit_on_stop_ms);
+    esc_loop_stop(r->loop);
+}
+
+void raylet_cluster_stopping(raylet *r, bool stop_all)
+{
+    if (stop_all) {
+        ESC_INFO("the whole cluster is stopping: exiting");
+        esc_loop_stop(r->loop);
+        return;
+    }
+    if (r->cfg.exit_on_stop_ms < 0) {
+        ESC_INFO("the GCS is stopping; retrying until it is back");
+        return;
+    }
+    ESC_INFO("the GCS is stopping; exiting in %d ms unless it is back", r->cfg.exit_on_stop_ms);
+    ev_timer_stop(esc_loop_ev(r->loop), &r->stop_timer);
+    ev_timer_set(&r->stop_timer, r->cfg.exit_on_stop_ms / 1e3, 0.);
+    ev_timer_start(esc_loop_ev(r->loop), &r->stop_timer);
+}
+
+void raylet_cluster_back(raylet *r)
+{
+    if (!ev_is_active(&r->stop_timer))
+        return;
+    ESC_INFO("the GCS is back: staying");
+    ev_timer_stop(esc_loop_ev(r->loop), &r->stop_timer);
 }
 
 void raylet_changed(raylet *r, bool may_admit)
@@ -241,15 +278,20 @@ static void start_quota(raylet *r)
 
 static int start_workers(raylet *r, char *err, size_t errlen)
 {
-    char exe[PATH_MAX], sock[108], logs[PATH_MAX];
+    char exe[PATH_MAX], sock[108], logs[PATH_MAX], base[64];
     worker_exe(exe, sizeof exe);
+    /* /tmp/escher-<uid>: this user's, checked (user_dirs.h); sockets and default logs. */
+    esc_user_tmp_dir(base, sizeof base);
+    if (esc_user_dir_make(base, err, errlen) != 0)
+        return -1;
     if (r->cfg.log_dir)
         snprintf(logs, sizeof logs, "%s", r->cfg.log_dir);
     else
-        snprintf(logs, sizeof logs, "/tmp/escher/logs/raylet-%d", (int)getpid());
-    snprintf(sock, sizeof sock, "/tmp/escher/sockets/raylet-%d.sock", (int)getpid());
-    if (make_dirs(logs) != 0 || make_dirs("/tmp/escher/sockets") != 0) {
-        snprintf(err, errlen, "cannot create %s or /tmp/escher/sockets: %s", logs, strerror(errno));
+        snprintf(logs, sizeof logs, "%s/logs/raylet-%d", base, (int)getpid());
+    snprintf(sock, sizeof sock, "%s/raylet-%d.sock", ESC_SOCKET_DIR, (int)getpid());
+    if (make_dirs(logs) != 0 || make_dirs(ESC_SOCKET_DIR) != 0) {
+        snprintf(err, errlen, "cannot create %s or %s: %s", logs, ESC_SOCKET_DIR,
+                 strerror(errno));
         return -1;
     }
     /* Raylets killed with -9 leave their sockets here; nothing else removes them. */
@@ -322,6 +364,8 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     r->logs = log_service_new(r);
     char listen[300];
     host_port(listen, sizeof listen, r->cfg.bind, r->cfg.port);
+    if (esc_port_probe(r->cfg.bind, r->cfg.port, err, errlen) != 0)
+        return -1;
     r->server = esc_rpc_server_new(listen, r->cfg.token, esc_loop_post, r->loop, err, errlen);
     if (!r->server)
         return -1;
@@ -344,6 +388,8 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     ev_prepare_start(ev, &r->flush);
     ev_unref(ev); /* the flush watcher alone does not keep the loop running */
     ev_timer_init(&r->rows_timer, on_rows_due, 0., 0.);
+    ev_timer_init(&r->stop_timer, on_stop_due, 0., 0.);
+    r->stop_timer.data = r;
     r->rows_timer.data = r;
 
     r->link = gcs_link_new(r);
@@ -423,6 +469,7 @@ int raylet_shutdown(raylet *r)
             ev_prepare_stop(ev, &r->flush);
         }
         ev_timer_stop(ev, &r->rows_timer);
+        ev_timer_stop(ev, &r->stop_timer);
         esc_loop_free(r->loop);
         r->loop = NULL;
     }

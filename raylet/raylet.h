@@ -89,6 +89,7 @@ typedef struct raylet {
     ev_prepare flush;            /* runs after each batch of posted work */
     Escher__Event **spent;       /* applied events, freed after the report is handed on */
     size_t nspent, spent_cap;
+    ev_timer stop_timer;         /* the cluster stopped: exit when it fires */
     bool stopping;
     int exit_code;
 } raylet;
@@ -105,6 +106,12 @@ int raylet_shutdown(raylet *r);
 
 /* Stops the loop with an exit code (loop thread). */
 void raylet_fail(raylet *r, int code);
+/* The GCS said the cluster is stopping (EV_CLUSTER_STOPPING): with stop_all, stop now;
+ * else stop after --exit-on-cluster-stop unless the GCS is back first (or never,
+ * without that flag). Loop thread. */
+void raylet_cluster_stopping(raylet *r, bool stop_all);
+/* A new snapshot from the GCS: it is back, a pending exit is called off. */
+void raylet_cluster_back(raylet *r);
 
 /* Tells the raylet that the table or the applied seq changed (loop thread): queued
  * requests are re-examined and the report thread is woken at the end of this loop

@@ -71,6 +71,7 @@
 #include "escher/task.h"
 #include "frame.h"
 #include "log.h"
+#include "version.h"
 #include "qty.h"
 #include "wait_status.h"
 #include "worker.pb-c.h"
@@ -1030,8 +1031,19 @@ static unsigned concurrency_from_env(void)
     return (unsigned)n;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--version")) {
+        printf("escher-worker %s\n", ESC_VERSION);
+        return 0;
+    }
+    if (argc > 1) {
+        FILE *out = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ? stdout : stderr;
+        fprintf(out, "usage: escher-worker [--help | --version]\n"
+                     "Runs tasks for escher-raylet, which starts it (with ESCHER_RAYLET_SOCKET\n"
+                     "and ESCHER_WORKER_ID set); it is not meant to be run by hand.\n");
+        return out == stdout ? 0 : 2;
+    }
     esc_log_init("escher-worker", ESC_LOG_INFO);
     signal(SIGPIPE, SIG_IGN); /* a closed socket is an error return, not a death */
     const char *log_dir = getenv("ESCHER_LOG_DIR");

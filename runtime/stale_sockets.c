@@ -1,5 +1,6 @@
 /* stale_sockets.c: see stale_sockets.h. */
 #include "stale_sockets.h"
+#include "user_dirs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,4 +60,14 @@ size_t esc_remove_stale_sockets(const char *dir)
     }
     closedir(d);
     return removed;
+}
+
+const char *esc_socket_dir(void)
+{
+    static char dir[64];
+    if (!dir[0]) {
+        char base[48];
+        snprintf(dir, sizeof dir, "%s/sockets", esc_user_tmp_dir(base, sizeof base));
+    }
+    return dir;
 }

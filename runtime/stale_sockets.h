@@ -2,7 +2,7 @@
  *
  * A raylet listens for its workers on ESC_SOCKET_DIR/raylet-<pid>.sock. One killed with
  * -9 can not remove its own, and the files pile up in a directory shared by every
- * raylet of the machine. A later raylet (at start) and `escher stop` remove those they
+ * raylet of the user on this machine. A later raylet (at start) and `escher stop` remove those they
  * can prove stale: the pid in the name no longer runs. A socket whose pid was reused
  * by another process is kept (it can not be told apart from a live raylet's without
  * connecting to it) until that process is gone too. */
@@ -11,7 +11,10 @@
 
 #include <stddef.h>
 
-#define ESC_SOCKET_DIR "/tmp/escher/sockets"
+/* This user's socket directory, /tmp/escher-<uid>/sockets (user_dirs.h); a static
+ * string. */
+const char *esc_socket_dir(void);
+#define ESC_SOCKET_DIR esc_socket_dir()
 
 /* Removes each dir/raylet-<pid>.sock that is a socket, is owned by this user, and
  * whose pid runs no process. Anything else in dir is left alone. Returns how many were

@@ -27,6 +27,13 @@ static const char usage[] =
     "  --where RES=QTY,... [--num-nodes K]\n"
     "                                K nodes (default 1) with RES=QTY,... available;\n"
     "                                short ephemeral names there are in NS\n"
+    "  --where KEY=VALUE,... [--num-nodes K]\n"
+    "                                an item whose value is not a quantity is a label\n"
+    "                                (escher start --labels): every alive node carrying\n"
+    "                                all the labels (and any RES=QTY of the list\n"
+    "                                available), or K of them; delete removes the copies\n"
+    "                                on every such node\n"
+    "  --where-label KEY=VALUE,...   labels only, whatever the values look like\n"
     "  --all-nodes                   every alive node\n"
     "\n"
     "  --namespace NS  the namespace (default \"default\"; for list: all)\n"
@@ -40,7 +47,7 @@ static const char usage[] =
 #define MAX_WHERE 32
 
 typedef struct {
-    const char *node, *where, *num_nodes, *ns;
+    const char *node, *where, *where_label, *num_nodes, *ns;
     bool all_nodes, no_wait, json;
     const char *pos[3];
     int npos;
@@ -49,7 +56,9 @@ typedef struct {
     const char *name;
     esc_target target;
     esc_amount where_amounts[MAX_WHERE];
-    char *where_copy; /* owns the strings of where_amounts */
+    esc_label where_labels[MAX_WHERE];
+    size_t nlabels;
+    char *where_copy, *label_copy; /* own the strings of where_amounts, where_labels */
 } res_args;
 
 /* ------------------------------------------------------------------ parsing */
@@ -65,45 +74,83 @@ static int parse_qty(const char *text, bool allow_inf, int64_t *q, bool *unbound
     return 0;
 }
 
-/* "CPU=1,GPU=0.5" into a->where_amounts. */
-static int parse_where(res_args *a)
+static int add_label(res_args *a, char *key, const char *value)
 {
-    a->where_copy = strdup(a->where);
-    size_t n = 0;
+    if (a->nlabels == MAX_WHERE)
+        return cli_usage("--where takes at most %d labels", MAX_WHERE);
+    a->where_labels[a->nlabels++] = (esc_label){key, value};
+    return 0;
+}
+
+/* "CPU=1,GPU=0.5,zone=a" into a->where_amounts (quantities) and a->where_labels (any
+ * other value); labels_only: every item is a label (--where-label). */
+static int parse_items(res_args *a, char *list, bool labels_only, size_t *nwhere)
+{
+    const char *flag = labels_only ? "--where-label" : "--where";
     char *save = NULL;
-    for (char *tok = strtok_r(a->where_copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    size_t items = 0;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq || eq == tok)
-            return cli_usage("--where wants RES=QTY,..., not \"%s\"", tok);
-        if (n == MAX_WHERE)
-            return cli_usage("--where takes at most %d resources", MAX_WHERE);
+            return cli_usage("%s wants %s,..., not \"%s\"", flag,
+                             labels_only ? "KEY=VALUE" : "RES=QTY or KEY=VALUE", tok);
         *eq = '\0';
-        esc_amount *am = &a->where_amounts[n++];
-        am->name = tok;
-        int rc = parse_qty(eq + 1, false, &am->value, NULL);
-        if (rc != 0)
+        items++;
+        int64_t q;
+        bool unb = false;
+        int rc;
+        if (!labels_only && esc_qty_parse(eq + 1, &q, &unb) == 0 && !unb) {
+            if (*nwhere == MAX_WHERE)
+                return cli_usage("--where takes at most %d resources", MAX_WHERE);
+            a->where_amounts[(*nwhere)++] = (esc_amount){tok, q, false};
+            continue;
+        }
+        if ((rc = add_label(a, tok, eq + 1)) != 0)
             return rc;
     }
-    if (n == 0)
-        return cli_usage("--where wants RES=QTY,...");
-    a->target = (esc_target){.kind = ESC_TARGET_SELECTOR, .where = a->where_amounts,
-                             .nwhere = n, .num_nodes = 1};
+    if (items == 0)
+        return cli_usage("%s wants %s,...", flag, labels_only ? "KEY=VALUE" : "RES=QTY");
+    return 0;
+}
+
+static int parse_where(res_args *a)
+{
+    size_t n = 0;
+    int rc = 0;
+    if (a->where) {
+        a->where_copy = strdup(a->where);
+        rc = parse_items(a, a->where_copy, false, &n);
+    }
+    if (rc == 0 && a->where_label) {
+        a->label_copy = strdup(a->where_label);
+        rc = parse_items(a, a->label_copy, true, &n);
+    }
+    if (rc != 0)
+        return rc;
+    if (a->nlabels)
+        a->target = (esc_target){.kind = ESC_TARGET_LABELS, .where = a->where_amounts,
+                                 .nwhere = n, .labels = a->where_labels,
+                                 .nlabels = a->nlabels};
+    else
+        a->target = (esc_target){.kind = ESC_TARGET_SELECTOR, .where = a->where_amounts,
+                                 .nwhere = n, .num_nodes = 1};
     return 0;
 }
 
 static int parse_target(res_args *a)
 {
-    int given = (a->node != NULL) + (a->where != NULL) + a->all_nodes;
+    bool where = a->where || a->where_label;
+    int given = (a->node != NULL) + where + a->all_nodes;
     if (given > 1)
         return cli_usage("give at most one of --node, --where and --all-nodes");
-    if (a->num_nodes && !a->where)
+    if (a->num_nodes && !where)
         return cli_usage("--num-nodes goes with --where");
     a->target = ESC_LOCAL;
     if (a->node)
         a->target = ESC_NODE(a->node);
     if (a->all_nodes)
         a->target = ESC_ALL_NODES;
-    if (!a->where)
+    if (!where)
         return 0;
     int rc = parse_where(a);
     if (rc == 0 && a->num_nodes) {
@@ -149,6 +196,13 @@ static const char *target_text(const esc_target *t, char *buf, size_t len)
         break;
     case ESC_TARGET_ALL:
         snprintf(buf, len, "all nodes");
+        break;
+    case ESC_TARGET_LABELS:
+        if (t->num_nodes)
+            snprintf(buf, len, "%u node%s with the labels", t->num_nodes,
+                     t->num_nodes == 1 ? "" : "s");
+        else
+            snprintf(buf, len, "every node with the labels");
         break;
     default:
         snprintf(buf, len, "the local node");
@@ -281,7 +335,7 @@ static int cmd_list(const cli_globals *g, res_args *a)
 {
     if (a->npos != 0)
         return cli_usage("usage: escher resource list [--namespace NS] [--json]");
-    if (a->node || a->where || a->all_nodes || a->num_nodes)
+    if (a->node || a->where || a->where_label || a->all_nodes || a->num_nodes)
         return cli_usage("`escher resource list` takes no target");
     esc_client *c;
     int rc = cli_connect(g, NULL, &c);
@@ -309,6 +363,7 @@ int cmd_resource(const cli_globals *g, int argc, char **argv)
     res_args a = {0};
     const cli_opt opts[] = {
         {"--node", &a.node, NULL},       {"--where", &a.where, NULL},
+        {"--where-label", &a.where_label, NULL},
         {"--num-nodes", &a.num_nodes, NULL}, {"--all-nodes", NULL, &a.all_nodes},
         {"--namespace", &a.ns, NULL},    {"--no-wait", NULL, &a.no_wait},
         {"--json", NULL, &a.json},       {NULL, NULL, NULL},
@@ -325,5 +380,6 @@ int cmd_resource(const cli_globals *g, int argc, char **argv)
             rc = cli_usage("unknown resource command \"%s\" (set, add, delete, list)", verb);
     }
     free(a.where_copy);
+    free(a.label_copy);
     return rc == CLI_HELP ? CLI_EXIT_OK : rc;
 }

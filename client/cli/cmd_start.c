@@ -31,7 +31,10 @@ static const char usage[] =
     "  --storage URI            GCS storage: memory (default) or redis://HOST:PORT[/DB]\n"
     "  --node-timeout-ms N      silence after which a raylet is declared dead\n"
     "  --block                  stay in the foreground; SIGINT/SIGTERM stops the session\n"
-    "  --session-dir DIR        session directory (default /tmp/escher/session_<ms>_<pid>)\n"
+    "  --session-dir DIR        session directory (default: a new session_<ms>_<pid> under\n"
+    "                           $XDG_RUNTIME_DIR/escher, else /tmp/escher-<uid>)\n"
+    "  --keep                   (a node) keep retrying when the head stops; by default a\n"
+    "                           raylet exits 3 s after the GCS says the cluster stops\n"
     "\n"
     "NODE OPTIONS:\n"
     "  --num-cpus N, --num-gpus N        override detection\n"
@@ -39,7 +42,13 @@ static const char usage[] =
     "  --resources NAME=QTY,...          static custom resources (not writable later)\n"
     "  --labels K=V,...                  node labels\n"
     "  --node-ip IP                      address advertised to the cluster (default: the\n"
-    "                                    interface that routes outward, else 127.0.0.1)\n";
+    "                                    --bind address when it is one; joining, the local\n"
+    "                                    address that reaches the GCS; a head, the\n"
+    "                                    interface that routes outward, else 127.0.0.1)\n"
+    "  --bind HOST                       the daemons' listen address (default 0.0.0.0)\n"
+    "  --raylet-port P                   the raylet's port (default 0: any free one); it\n"
+    "                                    serves tasks and objects on this one port, so\n"
+    "                                    there is no --object-port\n";
 
 /* ------------------------------------------------------------------ validation */
 
@@ -110,9 +119,16 @@ static int check_flags(const start_ctx *s)
                                    "to join one");
     if (!s->head && (s->port || s->storage || s->node_timeout_ms))
         return cli_usage("--port, --storage and --node-timeout-ms go with --head");
+    if (s->object_port)
+        return cli_usage("--object-port: the raylet serves objects on its one gRPC port; "
+                         "give --raylet-port instead");
     if (s->head && s->daemon_key_opt)
         return cli_usage("--daemon-key goes with --address (a head makes its own)");
     int rc = s->head ? check_head_flags(s) : 0;
+    if (!rc)
+        rc = check_uint("--raylet-port", s->raylet_port, 65535);
+    if (!rc && s->bind && (!*s->bind || strpbrk(s->bind, " ,/")))
+        rc = cli_usage("--bind wants a host or IP address, not \"%s\"", s->bind);
     if (!rc)
         rc = check_qty("--num-cpus", s->num_cpus);
     if (!rc)
@@ -156,7 +172,11 @@ static int join_secret(const char *flag_value, const char *env, const char *name
                        const char *what, const char *flag, char *out, size_t len)
 {
     const char *t = flag_value ? flag_value : getenv(env);
-    char *from_file = t && *t ? NULL : esc_session_read(ESC_SESSION_LATEST, name);
+    char newest[PATH_MAX];
+    char *from_file = t && *t ? NULL
+                      : esc_session_newest(newest, sizeof newest)
+                          ? esc_session_read(newest, name)
+                          : NULL;
     if (!t || !*t)
         t = from_file;
     if (!t) {
@@ -194,33 +214,32 @@ static int make_token(start_ctx *s)
     return 0;
 }
 
-/* Makes the session directory, its token and the session_latest link. A joining node
- * takes over session_latest only when it does not point at a running session, so a
- * second raylet on the head's machine leaves `escher stop` and `status` aimed at the
- * head. */
+/* Makes the session directory and its secrets. Nothing points at it: commands find
+ * it as the newest live session under the user's runtime root (session.h) once its
+ * daemons run, so a start that fails changes no other command's default. */
 static int make_session(start_ctx *s)
 {
     const char *explicit_dir = s->g->session_dir ? s->g->session_dir
                                                  : getenv("ESCHER_SESSION_DIR");
     if (explicit_dir && !*explicit_dir)
         explicit_dir = NULL;
-    if (s->head && !explicit_dir && cli_session_live(ESC_SESSION_LATEST))
+    char live[PATH_MAX], pidfile[PATH_MAX + 16];
+    if (s->head && !explicit_dir && esc_session_newest(live, sizeof live) &&
+        cli_pathf(pidfile, sizeof pidfile, "%s/pids/gcs.pid", live) &&
+        access(pidfile, F_OK) == 0)
         return cli_fail("a cluster is already running here (%s); stop it with `escher stop` "
                         "or give another --session-dir",
-                        ESC_SESSION_LATEST);
-    int rc = cli_session_create(explicit_dir, s->dir, sizeof s->dir);
-    if (!rc)
-        rc = cli_session_write_secret(s->dir, "token", s->token);
+                        live);
+    int rc = cli_session_create(explicit_dir, s->dir, sizeof s->dir, &s->dir_created);
+    if (rc)
+        return rc;
+    s->dir_made = true;
+    rc = cli_session_write_secret(s->dir, "token", s->token);
     if (!rc)
         rc = cli_session_write_secret(s->dir, "daemon_key", s->daemon_key);
     if (!rc && s->head)
         rc = cli_session_write_secret(s->dir, "operator", s->operator_key);
-    if (rc)
-        return rc;
-    if ((s->head || !cli_session_live(ESC_SESSION_LATEST)) &&
-        cli_session_link_latest(s->dir) != 0)
-        cli_warn("cannot point %s at %s: %s", ESC_SESSION_LATEST, s->dir, strerror(errno));
-    return 0;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ output */
@@ -228,9 +247,12 @@ static int make_session(start_ctx *s)
 /* Commands printed as next steps name the session unless it is the default one. */
 static const char *session_flag(const start_ctx *s, char *buf, size_t len)
 {
-    char latest[PATH_MAX];
+    char newest[PATH_MAX], real[PATH_MAX];
     buf[0] = '\0';
-    if (!realpath(ESC_SESSION_LATEST, latest) || strcmp(latest, s->dir) != 0)
+    /* The default: $ESCHER_SESSION_DIR, else the newest live session (session.h). */
+    const char *env = getenv("ESCHER_SESSION_DIR");
+    const char *dflt = env && *env ? env : esc_session_newest(newest, sizeof newest);
+    if (!dflt || !realpath(dflt, real) || strcmp(real, s->dir) != 0)
         snprintf(buf, len, " --session-dir %s", s->dir);
     return buf;
 }
@@ -329,8 +351,14 @@ static int start(start_ctx *s)
         rc = prepare_join(s);
     if (!rc)
         rc = run_daemons(s);
-    if (rc)
+    if (rc) {
+        /* A failed start leaves nothing behind: no directory (or, in one that was
+         * there before, none of the files it wrote). */
+        if (s->dir_made)
+            cli_session_discard(s->dir, s->dir_created);
         return rc;
+    }
+    s->started = true;
     print_started(s);
     return s->block ? block(s) : CLI_EXIT_OK;
 }
@@ -352,6 +380,10 @@ int cmd_start(const cli_globals *g, int argc, char **argv)
         {"--storage", &s->storage, NULL},
         {"--node-timeout-ms", &s->node_timeout_ms, NULL},
         {"--node-ip", &s->node_ip, NULL},
+        {"--bind", &s->bind, NULL},
+        {"--raylet-port", &s->raylet_port, NULL},
+        {"--object-port", &s->object_port, NULL},
+        {"--keep", NULL, &s->keep},
         {"--daemon-key", &s->daemon_key_opt, NULL},
         {NULL, NULL, NULL},
     };
@@ -359,8 +391,15 @@ int cmd_start(const cli_globals *g, int argc, char **argv)
     int npos;
     int rc = cli_parse(argc, argv, opts, pos, 0, &npos, usage);
     if (rc == 0) {
-        snprintf(s->ip, sizeof s->ip, "%s", s->node_ip ? s->node_ip : "");
-        if (!s->node_ip)
+        /* The advertised address: --node-ip; else the one address the daemons listen
+         * on (--bind); else, joining, the local address that reaches the GCS (a GCS on
+         * 127.0.0.1 gives 127.0.0.1); else the interface that routes outward. */
+        if (s->node_ip)
+            snprintf(s->ip, sizeof s->ip, "%s", s->node_ip);
+        else if (cli_bind_specific(s->bind))
+            snprintf(s->ip, sizeof s->ip, "%s", s->bind);
+        else if (s->head || !g->address ||
+                 cli_node_ip_toward(g->address, s->ip, sizeof s->ip) != 0)
             cli_node_ip(s->ip, sizeof s->ip);
         /* Signals are taken synchronously (sigtimedwait) so that Ctrl-C during start-up
          * or under --block stops what was started instead of leaving it behind. */

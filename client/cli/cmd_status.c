@@ -63,7 +63,11 @@ static json_t *node_json(const esc_node_status *n)
     json_object_set_new(o, "cpu_shares", json_pack("{s:b, s:s}", "enforced",
                                                    n->cpu_shares_enforced, "detail",
                                                    n->cpu_shares ? n->cpu_shares : ""));
-    /* Only when tasks wait: an idle node keeps the five keys of the documented shape. */
+    json_t *labels = json_object();
+    for (size_t i = 0; i < n->nlabels; i++)
+        json_object_set_new(labels, n->labels[i].key, json_string(n->labels[i].value));
+    json_object_set_new(o, "labels", labels);
+    /* Only when tasks wait: an idle node keeps the six keys of the documented shape. */
     if (n->ndemand) {
         json_t *demand = json_array();
         for (size_t i = 0; i < n->ndemand; i++)
@@ -211,6 +215,12 @@ static void print_node(const esc_node_status *n)
            n->applied_seq);
     printf("  CPU shares %s (%s)\n", n->cpu_shares_enforced ? "enforced" : "not enforced",
            n->cpu_shares && *n->cpu_shares ? n->cpu_shares : "not reported");
+    if (n->nlabels) {
+        printf("  labels");
+        for (size_t i = 0; i < n->nlabels; i++)
+            printf("%s%s=%s", i ? "," : " ", n->labels[i].key, n->labels[i].value);
+        putchar('\n');
+    }
     int w = name_width(n);
     printf("  %-*s %12s %12s %12s  %-16s %s\n", w, "RESOURCE", "TOTAL", "HELD", "AVAILABLE",
            "OWNER", "NAMESPACE");

@@ -144,10 +144,15 @@ const char *cli_last_line(const char *path, char *buf, size_t len)
     if (!f)
         return buf;
     char line[1024];
+    bool error_seen = false;
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = '\0';
-        if (line[0])
+        /* The reason a daemon failed is its last error; the lines after it (shutting
+         * down, ...) say less. */
+        bool error = strstr(line, " ERROR ") != NULL;
+        if (line[0] && (error || !error_seen))
             snprintf(buf, len, "%s", line);
+        error_seen |= error;
     }
     fclose(f);
     return buf;

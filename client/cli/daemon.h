@@ -22,5 +22,7 @@ pid_t cli_daemon_spawn(char *const argv[], const char *log_path, cli_proc *p);
 
 /* The last non-empty line of a file (a daemon's last words in its log), "" when none. */
 const char *cli_last_line(const char *path, char *buf, size_t len);
+/* (cli_last_line: the last line that logs an ERROR when there is one, else the last
+ * line.) */
 
 #endif

@@ -5,13 +5,15 @@
 #include <string.h>
 
 #include "log.h"
+#include "version.h"
 
 static const char usage[] =
     "usage: escher [--address HOST:PORT] [--session-dir DIR] [--token TOKEN] COMMAND ...\n"
+    "       escher --help | --version\n"
     "\n"
     "commands:\n"
     "  start     start a head node (--head) or join a cluster (--address)\n"
-    "  stop      stop the processes this machine's session started\n"
+    "  stop      stop the processes this machine's session started (--all: the cluster)\n"
     "  status    show nodes and their resources (--json for a machine-readable form)\n"
     "  resource  set, add, delete and list ephemeral resources\n"
     "  job       submit a command as a job, list, inspect and stop jobs\n"
@@ -20,7 +22,8 @@ static const char usage[] =
     "global options (accepted anywhere on the line):\n"
     "  --address HOST:PORT  the GCS (default: the session directory's gcs_address)\n"
     "  --session-dir DIR    the session directory (default: $ESCHER_SESSION_DIR, else\n"
-    "                       /tmp/escher/session_latest)\n"
+    "                       your newest live session under $XDG_RUNTIME_DIR/escher,\n"
+    "                       else under /tmp/escher-<uid>)\n"
     "  --token TOKEN        the cluster token (default: $ESCHER_TOKEN, else the session's)\n"
     "\n"
     "Run `escher COMMAND --help` for the options of a command.\n";
@@ -96,6 +99,10 @@ int main(int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (argc < 2)
         return cli_usage("no command given (see escher --help)");
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("escher %s\n", ESC_VERSION);
+        return CLI_EXIT_OK;
+    }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         fputs(usage, stdout);
         return CLI_EXIT_OK;

@@ -1,6 +1,7 @@
 /* session_new.c: making, cleaning and linking session directories. */
 #include "session_new.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,6 +15,7 @@
 #include "cli.h"
 #include "ids.h"
 #include "procs.h"
+#include "user_dirs.h"
 
 /* Files of a previous run that would mislead readiness checks or clients. */
 static const char *const stale_files[] = {"token", "daemon_key", "operator", "gcs.port",
@@ -74,12 +76,17 @@ static int make_subdir(const char *dir, const char *sub)
     return CLI_EXIT_OK;
 }
 
-int cli_session_create(const char *dir, char *out, size_t len)
+int cli_session_create(const char *dir, char *out, size_t len, bool *created)
 {
-    char fresh[PATH_MAX];
+    char fresh[PATH_MAX], root[PATH_MAX], err[PATH_MAX + 160];
+    *created = false;
     if (!dir) {
-        snprintf(fresh, sizeof fresh, "%s/session_%llu_%d", ESC_SESSION_ROOT,
-                 (unsigned long long)esc_wall_ms(), (int)getpid());
+        /* The user's own runtime root (made 0700, checked to be the user's). */
+        if (esc_user_dir_make(esc_runtime_root(root, sizeof root), err, sizeof err) != 0)
+            return cli_fail("%s", err);
+        if (!cli_pathf(fresh, sizeof fresh, "%s/session_%llu_%d", root,
+                       (unsigned long long)esc_wall_ms(), (int)getpid()))
+            return cli_fail("runtime directory path too long: %s", root);
         dir = fresh;
     }
     if (cli_session_live(dir))
@@ -87,6 +94,8 @@ int cli_session_create(const char *dir, char *out, size_t len)
                         "--session-dir %s`)",
                         dir, dir);
     /* The session directory holds the token: only its owner may look inside. */
+    struct stat st;
+    *created = stat(dir, &st) != 0;
     if (make_dirs(dir, 0700) != 0)
         return cli_fail("cannot create session directory %s: %s", dir, strerror(errno));
     if (!realpath(dir, out) || strlen(out) >= len)
@@ -126,16 +135,33 @@ int cli_session_write(const char *dir, const char *name, const char *content)
     return rename(tmp, path);
 }
 
-int cli_session_link_latest(const char *dir)
+/* rm -r of what a failed start made; nothing in it is followed through a link. */
+static void remove_tree(int parent, const char *name)
 {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s.%d", ESC_SESSION_LATEST, (int)getpid());
-    unlink(tmp);
-    if (make_dirs(ESC_SESSION_ROOT, 0755) != 0 || symlink(dir, tmp) != 0)
-        return -1;
-    if (rename(tmp, ESC_SESSION_LATEST) != 0) {
-        unlink(tmp);
-        return -1;
+    int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        DIR *d = fdopendir(fd);
+        struct dirent *e;
+        while (d && (e = readdir(d)))
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, ".."))
+                remove_tree(fd, e->d_name);
+        if (d)
+            closedir(d);
+        else
+            close(fd);
+        unlinkat(parent, name, AT_REMOVEDIR);
+        return;
     }
-    return 0;
+    unlinkat(parent, name, 0);
+}
+
+void cli_session_discard(const char *dir, bool created)
+{
+    if (created) {
+        remove_tree(AT_FDCWD, dir);
+        return;
+    }
+    /* A directory that was there before keeps what was in it; only the files this
+     * start wrote go. */
+    remove_stale(dir);
 }

@@ -19,6 +19,10 @@ typedef struct {
     const char *port, *num_cpus, *num_gpus, *memory, *object_store_memory;
     const char *resources, *labels, *storage, *node_timeout_ms, *node_ip;
     const char *daemon_key_opt;   /* --daemon-key (joining) */
+    const char *bind, *raylet_port, *object_port;
+    bool keep;                    /* --keep: the raylet outlives a stopped head */
+    bool dir_made, dir_created;   /* the session directory: made by this start; new */
+    bool started;                 /* every daemon is ready (a failure now keeps the dir) */
     const cli_globals *g;
 
     /* derived */

@@ -77,6 +77,24 @@ static const char *log_path(const start_ctx *s, const cli_proc *p, char *buf, si
     return buf;
 }
 
+/* A daemon that could not listen because its port is taken says "port N is in use"
+ * (runtime/port_probe.c): relayed as one line that says what to do. */
+static bool port_in_use(const cli_proc *p, const char *last)
+{
+    const char *at = strstr(last, "port ");
+    long port;
+    char *end;
+    if (!at || !strstr(at, " is in use"))
+        return false;
+    port = strtol(at + 5, &end, 10);
+    if (end == at + 5 || strncmp(end, " is in use", 10) != 0)
+        return false;
+    bool gcs = !strcmp(p->name, "escher-gcs");
+    cli_fail("port %ld is in use; pass %s 0 for any free port", port,
+             gcs ? "--port" : "--raylet-port");
+    return true;
+}
+
 int start_check_children(start_ctx *s)
 {
     for (size_t i = 0; i < s->nprocs; i++) {
@@ -87,6 +105,13 @@ int start_check_children(start_ctx *s)
         describe_exit(status, how, sizeof how);
         log_path(s, &s->procs[i], log, sizeof log);
         cli_last_line(log, last, sizeof last);
+        if (port_in_use(&s->procs[i], last))
+            return CLI_EXIT_FAIL;
+        /* A start that fails removes its session directory, log included: the line
+         * says what went wrong. */
+        if (!s->started)
+            return cli_fail("%s %s; last log line: %s", s->procs[i].name, how,
+                            last[0] ? last : "(none)");
         return cli_fail("%s %s; last log line: %s (log: %s)", s->procs[i].name, how,
                         last[0] ? last : "(none)", log);
     }
@@ -128,9 +153,8 @@ static int wait_ready(start_ctx *s, const cli_proc *p, ready_fn ready, const cha
             char log[PATH_MAX + 16], last[512];
             log_path(s, p, log, sizeof log);
             cli_last_line(log, last, sizeof last);
-            return cli_fail("%s did not %s within %d s%s%s (log: %s)", p->name, what,
-                            START_TIMEOUT_MS / 1000, last[0] ? "; last log line: " : "", last,
-                            log);
+            return cli_fail("%s did not %s within %d s%s%s", p->name, what,
+                            START_TIMEOUT_MS / 1000, last[0] ? "; last log line: " : "", last);
         }
         if (nap(s))
             return cli_fail("interrupted while waiting for %s", p->name);
@@ -180,6 +204,7 @@ int start_gcs(start_ctx *s)
     memset(&a, 0, sizeof a);
     arg(&a, s->gcs_bin);
     opt(&a, "--port", s->port ? s->port : "6380");
+    opt(&a, "--bind", s->bind);
     opt_file(&a, "--port-file", s->dir, "gcs.port");
     opt_file(&a, "--token-file", s->dir, "token");
     opt_file(&a, "--daemon-key-file", s->dir, "daemon_key");
@@ -199,6 +224,11 @@ int start_raylet(start_ctx *s)
     opt_file(&a, "--token-file", s->dir, "token");
     opt_file(&a, "--daemon-key-file", s->dir, "daemon_key");
     opt(&a, "--node-ip", s->ip);
+    opt(&a, "--bind", s->bind);
+    opt(&a, "--port", s->raylet_port);
+    /* A head's clean stop ends this raylet too, unless it is to outlast the head. */
+    if (!s->keep)
+        opt(&a, "--exit-on-cluster-stop", "3000");
     opt_file(&a, "--node-id-file", s->dir, "node_id");
     opt_file(&a, "--log-dir", s->dir, "logs/tasks");
     opt(&a, "--num-cpus", s->num_cpus);

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "escher/escher.h"
+#include "version.h"
 
 static double wall_ms(void)
 {
@@ -68,6 +69,16 @@ static void wait_go(esc_client *c, const char *go, double deadline)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("escher-gang-ghost %s\n", ESC_VERSION);
+        return 0;
+    }
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: escher-gang-ghost NAME INDEX DEADLINE_WALL_MS\n"
+               "The ghost task of a gang reservation (started as a task by the ESL); it is\n"
+               "not meant to be run by hand.\n");
+        return 0;
+    }
     if (argc != 4) {
         fprintf(stderr, "usage: escher-gang-ghost NAME INDEX DEADLINE_WALL_MS\n");
         return 2;

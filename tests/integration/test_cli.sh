@@ -5,8 +5,8 @@
 # sessions with nothing left running.
 #
 # Every session lives in a fresh temporary directory (ESCHER_SESSION_DIR and --session-dir);
-# nothing here reads /tmp/escher/session_latest (`start --head` still points it at our head,
-# as documented). Only pids of our own sessions are ever signalled, by `escher stop`.
+# nothing here looks for the user's newest session (test_cli_cluster.sh does, in a runtime
+# directory of its own). Only pids of our own sessions are ever signalled, by `escher stop`.
 set -euo pipefail
 
 BIN_DIR=${ESCHER_BIN_DIR:?ESCHER_BIN_DIR must name the build directory}
@@ -85,7 +85,7 @@ def check_status_shape(d):
     assert isinstance(d["seq"], int) and not isinstance(d["seq"], bool) and d["seq"] > 0, d["seq"]
     assert isinstance(d["nodes"], list) and d["nodes"], d["nodes"]
     for n in d["nodes"]:
-        assert set(n) == {"id", "address", "state", "resources", "cpu_shares"}, sorted(n)
+        assert set(n) == {"id", "address", "state", "resources", "cpu_shares", "labels"}, sorted(n)
         assert set(n["cpu_shares"]) == {"enforced", "detail"}, n["cpu_shares"]
         assert isinstance(n["id"], str) and len(n["id"]) == 16, n["id"]
         int(n["id"], 16)
@@ -297,8 +297,9 @@ step "join a second raylet"
 run start --address "$GCS_ADDR" --token "$TOKEN" --daemon-key "not-the-key" \
   --session-dir "$T/badjoin" --num-cpus 1 --num-gpus 0 --node-ip 127.0.0.1
 [ "$RC" -ne 0 ] || fail "a join with a wrong daemon key succeeded"
-grep -q "PERMISSION_DENIED" "$T/badjoin/logs/raylet.log" ||
+grep -q "PERMISSION_DENIED" "$T/err" ||
   fail "the refused raylet does not say why: $(cat "$T/err")"
+[ ! -e "$T/badjoin" ] || fail "a failed start left its session directory: $(ls -R "$T/badjoin")"
 ok start --address "$GCS_ADDR" --token "$TOKEN" --daemon-key "$DAEMON_KEY" \
   --session-dir "$JOIN_DIR" --resources zone=1 --num-cpus 1 --num-gpus 0 --node-ip 127.0.0.1
 grep -q "Started escher node" "$T/out" || fail "no join banner: $(cat "$T/out")"

@@ -40,7 +40,8 @@ typedef struct {
     const char *address;
     /* Cluster token. NULL: $ESCHER_TOKEN, else "token" in the session directory. */
     const char *token;
-    /* NULL: $ESCHER_SESSION_DIR, else /tmp/escher/session_latest. */
+    /* NULL: $ESCHER_SESSION_DIR, else the newest live session of the user under
+       $XDG_RUNTIME_DIR/escher or /tmp/escher-<uid> (docs/deploy.md). */
     const char *session_dir;
     /* The job's namespace. NULL: "job-<job id>". */
     const char *namespace_;
@@ -140,7 +141,16 @@ typedef enum {
     ESC_TARGET_NODE = 1,     /* node_id */
     ESC_TARGET_SELECTOR = 2, /* num_nodes nodes (default 1) with `where` available */
     ESC_TARGET_ALL = 3,      /* every alive node */
+    ESC_TARGET_LABELS = 4,   /* every alive node carrying all of `labels` (and having
+                                `where` available, when given); num_nodes 0: all of
+                                them (at least one), K: K of them */
 } esc_target_kind;
+
+/* A node label (escher start --labels K=V,...). */
+typedef struct {
+    const char *key;
+    const char *value;
+} esc_label;
 
 typedef struct {
     esc_target_kind kind;
@@ -151,6 +161,8 @@ typedef struct {
                                  namespace */
     size_t nwhere;
     unsigned num_nodes;
+    const esc_label *labels;  /* ESC_TARGET_LABELS: key=value pairs a node must carry */
+    size_t nlabels;
 } esc_target;
 
 /* Targets built in place: ESC_LOCAL, ESC_NODE("id"), ESC_ALL_NODES. */
@@ -260,6 +272,8 @@ typedef struct {
                                     task holds (cgroups; docs/workers.md) */
     char *cpu_shares;            /* enforced: how ("cgroup v1", "cgroup v2"); else why not;
                                     "" from a node that does not say */
+    esc_label *labels;           /* the node's labels (strings owned by the status) */
+    size_t nlabels;
 } esc_node_status;
 
 /* Tasks waiting on a node that ask for the same resources. */
