@@ -3,6 +3,12 @@
 # "Installing the SDK", describes the layout and how the programs find each other.
 include(CMakePackageConfigHelpers)
 
+# Installing and packaging do not build: `make install` and `make package` at the top
+# (Makefile) build first, and cmake --install never does. Without this, cpack's
+# "preinstall" step checks the whole tree, tests and benchmarks included (tens of
+# seconds on a busy machine), which test_install_deb.sh would pay at every run.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
 # Programs: all in bin/. The CLI finds escher-gcs and escher-raylet next to itself, the
 # raylet finds escher-worker next to itself, the worker finds the CLI next to itself and
 # libescher.so in ../<libdir> (raylet/worker_main.c); escher-gang-ghost is run by name,
@@ -60,4 +66,6 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_COMPRESSION_TYPE gzip)
+# A shlibs file and the ldconfig trigger, for libescher.so.0.
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 include(CPack)
