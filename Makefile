@@ -3,11 +3,15 @@
 #            the 5-minute chaos run only in the plain pass (sanitized daemons are several
 #            times slower, so its latency bounds would measure the sanitizer).
 # make chaos: the chaos run alone (tests/integration/test_chaos.c, docs/benchmarks.md).
+# make install [PREFIX=/usr/local]: build, then install the programs and the SDK under PREFIX.
+# make package: build, then the .deb (build/escher_<version>_<arch>.deb).
+#               Both: docs/deploy.md, "Installing the SDK".
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
 
-.PHONY: all deps build build-asan test test-plain test-asan chaos demo bench clean
+.PHONY: all deps build build-asan test test-plain test-asan chaos demo bench install package clean
 
 all: build
 
@@ -42,6 +46,12 @@ demo: build
 
 bench: build
 	$(BUILD_DIR)/bench/ephemeral
+
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+package: build
+	cd $(BUILD_DIR) && cpack -G DEB
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -347,8 +347,11 @@ static void set_dl_error(outcome *o, const char *what)
  * SDK's gRPC and friends loaded at every start (most tasks never call the SDK), and loads
  * libescher.so into the global scope the first time such a library comes; the library is
  * then opened again and finds them there. Found at $ESCHER_SDK_LIB, else next to this
- * executable's build (../client) or install (../lib) directory, else by the loader's
- * search path. */
+ * executable's build (../client) or install (../<libdir>, ../lib) directory, else by the
+ * loader's search path. */
+#ifndef ESCHER_INSTALL_LIBDIR
+#define ESCHER_INSTALL_LIBDIR "lib"
+#endif
 static bool g_sdk_loaded;
 
 static bool try_sdk(const char *path)
@@ -373,8 +376,10 @@ static bool load_sdk(void)
     char *slash = n > 0 ? (self[n] = 0, strrchr(self, '/')) : NULL;
     if (slash) {
         *slash = 0;
-        static const char *const rel[] = {"../client/libescher.so", "../lib/libescher.so"};
-        for (size_t i = 0; i < 2; i++) {
+        static const char *const rel[] = {"../client/libescher.so",
+                                          "../" ESCHER_INSTALL_LIBDIR "/libescher.so",
+                                          "../lib/libescher.so"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
             snprintf(path, sizeof path, "%s/%s", self, rel[i]);
             if (access(path, R_OK) == 0)
                 return try_sdk(path);
