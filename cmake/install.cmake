@@ -16,6 +16,34 @@ set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 install(TARGETS escher-cli escher-gcs escher-raylet escher-worker escher-gang-ghost
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
+# Man pages, one per program, generated from its --help and --version by help2man
+# (Debian's help2man; without it, or in a sanitized build whose programs would report
+# at exit, none are made and none installed).
+find_program(HELP2MAN help2man)
+if(HELP2MAN AND NOT ESCHER_SANITIZE)
+  set(ESCHER_MAN_PAGES
+    "escher-cli|escher|the escher cluster runtime's command line"
+    "escher-gcs|escher-gcs|the escher global control store"
+    "escher-raylet|escher-raylet|the escher node agent"
+    "escher-worker|escher-worker|runs tasks for escher-raylet"
+    "escher-gang-ghost|escher-gang-ghost|a ghost task of an escher gang reservation")
+  set(ESCHER_MAN_FILES)
+  foreach(entry IN LISTS ESCHER_MAN_PAGES)
+    string(REPLACE "|" ";" parts "${entry}")
+    list(GET parts 0 target)
+    list(GET parts 1 name)
+    list(GET parts 2 what)
+    set(page ${PROJECT_BINARY_DIR}/man/${name}.1)
+    add_custom_command(OUTPUT ${page}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+      COMMAND ${HELP2MAN} -N --no-discard-stderr -n "${what}" -o ${page} $<TARGET_FILE:${target}>
+      DEPENDS ${target} VERBATIM)
+    list(APPEND ESCHER_MAN_FILES ${page})
+  endforeach()
+  add_custom_target(man ALL DEPENDS ${ESCHER_MAN_FILES})
+  install(FILES ${ESCHER_MAN_FILES} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+endif()
+
 # The SDK: libescher.so.<version> with its soname and development links, libescher.a
 # (self-contained but for the system libraries), the public headers.
 install(TARGETS escher_shared escher_sdk_static EXPORT escherTargets
