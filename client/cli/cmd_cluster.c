@@ -97,8 +97,9 @@ typedef struct {
     cl_host *h;
     bool head;
     char *sd;          /* session directory there */
-    cl_str gcs_args;   /* shell words after the program */
-    cl_str raylet_args;
+    cl_str gcs_args[2]; /* the flags after the program: [0] shell-quoted, [1] plain (for
+                         * systemd's EnvironmentFile, which splits them on whitespace) */
+    cl_str raylet_args[2];
     cl_str env;        /* "export K='V'\n" lines */
     cl_str envfile;    /* "K=V\n" lines (systemd's EnvironmentFile) */
     char hash[17];
@@ -108,8 +109,9 @@ static void word(cl_str *b, const char *flag, const char *value)
 {
     if (!value)
         return;
-    cl_printf(b, " %s ", flag);
-    cl_quote(b, value);
+    cl_printf(&b[0], " %s ", flag);
+    cl_quote(&b[0], value);
+    cl_printf(&b[1], " %s %s", flag, value);
 }
 
 static void sd_word(cl_str *b, const char *flag, const char *sd, const char *file)
@@ -158,37 +160,39 @@ static void plan_host(cl_cluster *c, size_t i, const char *head_hash, host_plan 
     p->h = &c->hosts[i];
     p->head = i == 0;
     p->sd = cl_session_dir(c, p->h);
-    cl_puts(&p->gcs_args, "");
-    cl_puts(&p->raylet_args, "");
+    for (int k = 0; k < 2; k++) {
+        cl_puts(&p->gcs_args[k], "");
+        cl_puts(&p->raylet_args[k], "");
+    }
     cl_puts(&p->env, "");
     cl_puts(&p->envfile, "");
     char port[16], head_addr[600];
     snprintf(port, sizeof port, "%d", c->gcs_port);
     snprintf(head_addr, sizeof head_addr, "%s:%d", c->hosts[0].address, c->gcs_port);
     if (p->head) {
-        word(&p->gcs_args, "--port", port);
-        sd_word(&p->gcs_args, "--port-file", p->sd, "gcs.port");
-        sd_word(&p->gcs_args, "--token-file", p->sd, "token");
-        sd_word(&p->gcs_args, "--daemon-key-file", p->sd, "daemon_key");
-        sd_word(&p->gcs_args, "--operator-key-file", p->sd, "operator");
-        word(&p->gcs_args, "--storage", c->storage);
-        word(&p->gcs_args, "--node-timeout-ms", c->node_timeout_ms);
+        word(p->gcs_args, "--port", port);
+        sd_word(p->gcs_args, "--port-file", p->sd, "gcs.port");
+        sd_word(p->gcs_args, "--token-file", p->sd, "token");
+        sd_word(p->gcs_args, "--daemon-key-file", p->sd, "daemon_key");
+        sd_word(p->gcs_args, "--operator-key-file", p->sd, "operator");
+        word(p->gcs_args, "--storage", c->storage);
+        word(p->gcs_args, "--node-timeout-ms", c->node_timeout_ms);
     }
     cl_host *h = p->h;
-    word(&p->raylet_args, "--gcs-address", head_addr);
-    sd_word(&p->raylet_args, "--token-file", p->sd, "token");
-    sd_word(&p->raylet_args, "--daemon-key-file", p->sd, "daemon_key");
-    word(&p->raylet_args, "--node-ip", h->address);
-    sd_word(&p->raylet_args, "--node-id-file", p->sd, "node_id");
-    sd_word(&p->raylet_args, "--log-dir", p->sd, "logs/tasks");
+    word(p->raylet_args, "--gcs-address", head_addr);
+    sd_word(p->raylet_args, "--token-file", p->sd, "token");
+    sd_word(p->raylet_args, "--daemon-key-file", p->sd, "daemon_key");
+    word(p->raylet_args, "--node-ip", h->address);
+    sd_word(p->raylet_args, "--node-id-file", p->sd, "node_id");
+    sd_word(p->raylet_args, "--log-dir", p->sd, "logs/tasks");
     snprintf(port, sizeof port, "%d", c->raylet_port);
-    word(&p->raylet_args, "--port", port);
-    word(&p->raylet_args, "--num-cpus", h->num_cpus);
-    word(&p->raylet_args, "--num-gpus", h->num_gpus);
-    word(&p->raylet_args, "--memory", h->memory);
-    word(&p->raylet_args, "--object-store-memory", h->object_store_memory);
-    map_words(&p->raylet_args, "--resources", &h->resources);
-    map_words(&p->raylet_args, "--labels", &h->labels);
+    word(p->raylet_args, "--port", port);
+    word(p->raylet_args, "--num-cpus", h->num_cpus);
+    word(p->raylet_args, "--num-gpus", h->num_gpus);
+    word(p->raylet_args, "--memory", h->memory);
+    word(p->raylet_args, "--object-store-memory", h->object_store_memory);
+    map_words(p->raylet_args, "--resources", &h->resources);
+    map_words(p->raylet_args, "--labels", &h->labels);
     env_lines(p, &c->env);
     env_lines(p, &h->env);
     uint64_t hv = 1469598103934665603ULL;
@@ -196,8 +200,8 @@ static void plan_host(cl_cluster *c, size_t i, const char *head_hash, host_plan 
     fnv(&hv, c->prefix);
     fnv(&hv, p->sd);
     fnv(&hv, c->systemd ? "systemd" : "supervise");
-    fnv(&hv, p->gcs_args.s);
-    fnv(&hv, p->raylet_args.s);
+    fnv(&hv, p->gcs_args[0].s);
+    fnv(&hv, p->raylet_args[0].s);
     fnv(&hv, p->env.s);
     fnv(&hv, head_hash);
     snprintf(p->hash, sizeof p->hash, "%016llx", (unsigned long long)hv);
@@ -206,8 +210,10 @@ static void plan_host(cl_cluster *c, size_t i, const char *head_hash, host_plan 
 static void plan_free(host_plan *p)
 {
     free(p->sd);
-    free(p->gcs_args.s);
-    free(p->raylet_args.s);
+    for (int k = 0; k < 2; k++) {
+        free(p->gcs_args[k].s);
+        free(p->raylet_args[k].s);
+    }
     free(p->env.s);
     free(p->envfile.s);
 }
@@ -249,7 +255,7 @@ static void launch(cl_str *b, const host_plan *p, const char *name, const cl_str
     cl_printf(b, "if [ -n \"$use_systemd\" ]; then\n");
     cl_printf(b, "  { printf 'ESCHER_BIN=%%s\\n' \"$P/bin/escher-%s\"\n", name);
     cl_puts(b, "    printf 'ESCHER_FLAGS=%s\\n' ");
-    cl_quote(b, args->s + 1);
+    cl_quote(b, args[1].s + 1);
     cl_puts(b, "\n    printf '%s' ");
     cl_quote(b, p->envfile.s);
     cl_printf(b, "\n  } > /etc/escher/escher-%s.env\n", name);
@@ -262,7 +268,7 @@ static void launch(cl_str *b, const host_plan *p, const char *name, const cl_str
               name, name);
     cl_printf(b, "else\n  setsid sh \"$SD/supervise.sh\" %s \"$P/bin/escher-%s\"%s "
                  "</dev/null >/dev/null 2>&1 &\nfi\n",
-              name, name, args->s);
+              name, name, args[0].s);
 }
 
 static char *start_script(const host_plan *p, const char *token, const char *daemon_key)
@@ -294,10 +300,10 @@ static char *start_script(const host_plan *p, const char *token, const char *dae
                     "$SD/supervise.sh\" >&2\n"
                     "fi\n");
     if (p->head) {
-        launch(&b, p, "gcs", &p->gcs_args);
+        launch(&b, p, "gcs", p->gcs_args);
         cl_puts(&b, "wait_file gcs.port gcs\n");
     }
-    launch(&b, p, "raylet", &p->raylet_args);
+    launch(&b, p, "raylet", p->raylet_args);
     cl_puts(&b, "wait_file node_id raylet\n");
     cl_printf(&b, "printf %%s '%s' > \"$SD/config_hash\"\n", p->hash);
     return b.s;

@@ -218,7 +218,14 @@ STEP="up again"
 up >"$T/up2.out" 2>&1 || fail "escher up (again): $(cat "$T/up2.out")"
 for h in "${HOSTS[@]}"; do grep -q "^$h: unchanged" "$T/up2.out" || fail "$h: $(cat "$T/up2.out")"; done
 
-alive_count() { on_head escher status --json 2>/dev/null | grep -o '"ALIVE"' | wc -l; }
+STEP="config change"
+sed -i "/resources: {host2: 1}/a\\    labels: {zone: b}" "$T/cluster.yaml"
+up >"$T/up3.out" 2>&1 || fail "escher up (changed): $(cat "$T/up3.out")"
+grep -q "^${HOSTS[2]}: restarted (its configuration changed)" "$T/up3.out" || fail "$(cat "$T/up3.out")"
+for h in "${HOSTS[0]}" "${HOSTS[1]}"; do grep -q "^$h: unchanged" "$T/up3.out" || fail "$h: $(cat "$T/up3.out")"; done
+read -r rpid _ <"$T/hosts/${HOSTS[2]}/session/pids/raylet.pid"
+tr '\0' ' ' <"/proc/$rpid/cmdline" | grep -q -- "--labels zone=b" || fail "the raylet has not the new label"
+
 alive_at() { # alive_at ADDRESS NODE_ID: that node is listed ALIVE
   on_head escher status --json 2>/dev/null | tr -d ' \n' | grep -q "\"id\":\"$2\",\"address\":\"$1:[0-9]*\",\"state\":\"ALIVE\""
 }
