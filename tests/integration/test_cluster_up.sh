@@ -197,6 +197,10 @@ STEP="exec"
 on_head escher status --json >"$T/status.json" || fail "escher exec escher status"
 [ "$(grep -o '"ALIVE"' "$T/status.json" | wc -l)" -eq 3 ] || fail "exec status: $(cat "$T/status.json")"
 [ "$(on_head sh -c 'echo $ESCHER_TEST_CLUSTER')" = 1 ] || fail "the file's environment is not set"
+# attach without a terminal: ssh -t warns, and the shell reads these lines.
+echo 'escher status >/dev/null && echo "attached to $ESCHER_SESSION_DIR"' |
+  HOME="$T/home" "$ESCHER" attach "$T/cluster.yaml" >"$T/attach.out" 2>/dev/null || true
+grep -q "^attached to $T/hosts/${HOSTS[0]}/session" "$T/attach.out" || fail "attach: $(cat "$T/attach.out")"
 TOKEN=$(on_head sh -c 'cat "$ESCHER_SESSION_DIR/token"')
 # The driver in the root namespace: the head's raylet is its local node; no session of
 # this machine is looked at.
