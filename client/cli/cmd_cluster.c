@@ -603,8 +603,7 @@ static int up(cl_cluster *c)
                     free(script);
                     print_warnings(host, err);
                     if (src != 0) {
-                        rc = host_fail("up", host, p->head ? "start the head" : "start raylet",
-                                       src, err);
+                        rc = host_fail("up", host, "start", src, err);
                     } else {
                         record_write(c, p, p->hash);
                         printf("%s: %s (%s)\n", host, why, p->head ? "head" : "worker");

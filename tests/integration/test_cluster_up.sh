@@ -186,6 +186,19 @@ out=$(up 2>&1) && fail "up succeeded without escher on the hosts"
 echo "$out" | grep -q "escher up: host ${HOSTS[0]}: check escher: $T/nowhere/bin/escher is missing" ||
   fail "unexpected error: $out"
 
+STEP="broken raylet"
+# A prefix whose escher-raylet fails at once: up names the host and the step, and
+# leaves nothing running (the head's GCS it had started is stopped).
+mkdir -p "$T/broken/bin"
+ln -s "$BIN_DIR/client/escher" "$BIN_DIR/gcs/escher-gcs" "$BIN_DIR/raylet/escher-worker" "$T/broken/bin/"
+printf '#!/bin/sh\necho "escher-raylet: broken on purpose" >&2\nexit 1\n' >"$T/broken/bin/escher-raylet"
+chmod +x "$T/broken/bin/escher-raylet"
+write_file "$T/broken"
+out=$(up 2>&1) && fail "up succeeded with a broken raylet"
+echo "$out" | grep -q "^escher up: host ${HOSTS[0]}: start raylet: escher-raylet: broken on purpose" ||
+  fail "unexpected error: $out"
+down >/dev/null || fail "down after a failed up"
+
 STEP="up"
 write_file "$T/prefix"
 up >"$T/up1.out" 2>&1 || fail "escher up: $(cat "$T/up1.out")"
