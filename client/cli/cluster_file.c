@@ -120,6 +120,9 @@ static int each_pair(const ctx *x, yaml_node_t *map, const char *what, pair_fn f
         const char *ks = scalar(k);
         if (!ks)
             return err(x, k, "a key of %s is not a plain word", what);
+        for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++)
+            if (!strcmp(ks, scalar(yaml_document_get_node(x->doc, q->key))))
+                return err(x, k, "key \"%s\" of %s is given twice", ks, what);
         if (fn(x, ks, k, v, arg) != 0)
             return -1;
     }
