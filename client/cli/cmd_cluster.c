@@ -193,6 +193,8 @@ static void plan_host(cl_cluster *c, size_t i, const char *head_hash, host_plan 
     word(p->raylet_args, "--object-store-memory", h->object_store_memory);
     map_words(p->raylet_args, "--resources", &h->resources);
     map_words(p->raylet_args, "--labels", &h->labels);
+    cl_printf(&p->envfile, "PATH=%s/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n",
+              c->prefix);
     env_lines(p, &c->env);
     env_lines(p, &h->env);
     uint64_t hv = 1469598103934665603ULL;
@@ -225,7 +227,11 @@ static void prelude(cl_str *b, const char *sd, const char *prefix, const char *e
     cl_quote(b, sd);
     cl_puts(b, "\nP=");
     cl_quote(b, prefix);
-    cl_puts(b, "\n");
+    /* The installed layout (docs/deploy.md, "Installing the SDK"): every program in
+     * <prefix>/bin, found next to each other, and <prefix>/bin on the daemons' PATH
+     * (escher-gang-ghost is run by name). A build directory's ESCHER_BIN_DIR does not
+     * apply there. */
+    cl_puts(b, "\nunset ESCHER_BIN_DIR\nexport PATH=\"$P/bin:$PATH\"\n");
     if (env)
         cl_puts(b, env);
     cl_puts(b, "export ESCHER_SESSION_DIR=\"$SD\"\n");
@@ -692,7 +698,7 @@ static int to_head(cl_cluster *c, bool tty, int argc, char **argv)
     host_plan p;
     plan_host(c, 0, "", &p);
     cl_str b = {0};
-    cl_puts(&b, "cd && ");
+    cl_puts(&b, "cd && unset ESCHER_BIN_DIR && ");
     cl_puts(&b, "ESCHER_SESSION_DIR=");
     cl_quote(&b, p.sd);
     cl_puts(&b, " && export ESCHER_SESSION_DIR && PATH=");
