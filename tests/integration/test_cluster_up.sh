@@ -32,6 +32,7 @@ PIDS=()
 STEP="setup"
 START=$(date +%s)
 fail() { echo "test_cluster_up: FAIL [$STEP]: $*" >&2; exit 1; }
+step() { STEP=$1; echo "test_cluster_up: [+$(( $(date +%s) - START )) s] $STEP"; }
 ESCHER="$BIN_DIR/client/escher"
 
 cleanup() {
@@ -68,7 +69,7 @@ wait_for() {
 ip netns add "${TAG}probe" 2>/dev/null || skip "cannot create network namespaces"
 ip netns del "${TAG}probe"
 
-STEP="network"
+step "network"
 ip link add "${TAG}b" type bridge
 ip addr add "$NET.254/24" dev "${TAG}b"
 ip link set "${TAG}b" up
@@ -85,7 +86,7 @@ for i in 0 1 2; do
   HOSTS+=("$NET.$((i + 1))")
 done
 
-STEP="sshd"
+step "sshd"
 mkdir -p "$T/home" /run/sshd
 ssh-keygen -q -t ed25519 -N '' -f "$T/host_key"
 ssh-keygen -q -t ed25519 -N '' -f "$T/user_key"
@@ -162,7 +163,7 @@ up() { HOME="$T/home" "$ESCHER" up "$T/cluster.yaml"; }
 down() { HOME="$T/home" "$ESCHER" down "$T/cluster.yaml"; }
 on_head() { HOME="$T/home" "$ESCHER" exec "$T/cluster.yaml" -- "$@"; }
 
-STEP="file errors"
+step "file errors"
 expect_error() { # expect_error PATTERN: `escher up` fails with one line matching it
   local out
   if out=$(up 2>&1); then fail "up accepted a bad file: $out"; fi
@@ -180,13 +181,13 @@ write_file "$T/prefix"
 sed -i 's/gcs: 6380/gcs: 70000/' "$T/cluster.yaml"
 expect_error "cluster.yaml:[0-9]+: ports.gcs wants a port number 1..65535"
 
-STEP="missing install"
+step "missing install"
 write_file "$T/nowhere"
 out=$(up 2>&1) && fail "up succeeded without escher on the hosts"
 echo "$out" | grep -q "escher up: host ${HOSTS[0]}: check escher: $T/nowhere/bin/escher is missing" ||
   fail "unexpected error: $out"
 
-STEP="broken raylet"
+step "broken raylet"
 # A prefix whose escher-raylet fails at once: up names the host and the step, and
 # leaves nothing running (the head's GCS it had started is stopped).
 mkdir -p "$T/broken/bin"
@@ -199,14 +200,14 @@ echo "$out" | grep -q "^escher up: host ${HOSTS[0]}: start raylet: escher-raylet
   fail "unexpected error: $out"
 down >/dev/null || fail "down after a failed up"
 
-STEP="up"
+step "up"
 write_file "$T/prefix"
 up >"$T/up1.out" 2>&1 || fail "escher up: $(cat "$T/up1.out")"
 cat "$T/up1.out"
 for h in "${HOSTS[@]}"; do grep -q "^$h: started" "$T/up1.out" || fail "$h not started"; done
 grep -q "all 3 nodes are ALIVE" "$T/up1.out" || fail "not all ALIVE"
 
-STEP="exec"
+step "exec"
 on_head escher status --json >"$T/status.json" || fail "escher exec escher status"
 [ "$(grep -o '"ALIVE"' "$T/status.json" | wc -l)" -eq 3 ] || fail "exec status: $(cat "$T/status.json")"
 [ "$(on_head sh -c 'echo $ESCHER_TEST_CLUSTER')" = 1 ] || fail "the file's environment is not set"
@@ -220,7 +221,7 @@ TOKEN=$(on_head sh -c 'cat "$ESCHER_SESSION_DIR/token"')
 HEAD_NODE=$(on_head sh -c 'cat "$ESCHER_SESSION_DIR/node_id"')
 mkdir -p "$T/client"
 
-STEP="jobs"
+step "jobs"
 submit_on() { # submit_on I: a job whose entrypoint must run on host I
   ESCHER_SESSION_DIR="$T/client" ESCHER_NODE_ID="$HEAD_NODE" \
     "$ESCHER" --address "${HOSTS[0]}:6380" --token "$TOKEN" job submit --resources "host$1=1" \
@@ -231,11 +232,11 @@ for i in 0 1 2; do
   grep -q "inet ${HOSTS[$i]}/" "$T/job$i.out" || fail "job $i ran elsewhere: $(cat "$T/job$i.out")"
 done
 
-STEP="up again"
+step "up again"
 up >"$T/up2.out" 2>&1 || fail "escher up (again): $(cat "$T/up2.out")"
 for h in "${HOSTS[@]}"; do grep -q "^$h: unchanged" "$T/up2.out" || fail "$h: $(cat "$T/up2.out")"; done
 
-STEP="config change"
+step "config change"
 sed -i "/resources: {host2: 1}/a\\    labels: {zone: b}" "$T/cluster.yaml"
 up >"$T/up3.out" 2>&1 || fail "escher up (changed): $(cat "$T/up3.out")"
 grep -q "^${HOSTS[2]}: restarted (its configuration changed)" "$T/up3.out" || fail "$(cat "$T/up3.out")"
@@ -247,7 +248,7 @@ alive_at() { # alive_at ADDRESS NODE_ID: that node is listed ALIVE
   on_head escher status --json 2>/dev/null | tr -d ' \n' | grep -q "\"id\":\"$2\",\"address\":\"$1:[0-9]*\",\"state\":\"ALIVE\""
 }
 
-STEP="raylet kill -9"
+step "raylet kill -9"
 SD2="$T/hosts/${HOSTS[2]}/session"
 old_id=$(cat "$SD2/node_id")
 read -r pid _ <"$SD2/pids/raylet.pid"
@@ -259,7 +260,7 @@ wait_for 20 alive_at "${HOSTS[2]}" "$new_id" || fail "the restarted raylet is no
 grep -q "supervise.sh: raylet exited with status 137" "$SD2/logs/raylet.log" ||
   fail "no supervisor line in the raylet's log"
 
-STEP="gcs kill -9"
+step "gcs kill -9"
 SD0="$T/hosts/${HOSTS[0]}/session"
 read -r gpid _ <"$SD0/pids/gcs.pid"
 kill -KILL "$gpid"
@@ -269,7 +270,7 @@ wait_for 30 sh -c "[ \"\$(HOME='$T/home' '$ESCHER' exec '$T/cluster.yaml' -- esc
 submit_on 1 || fail "job after the GCS restart: $(cat "$T/job1.out")"
 grep -q "inet ${HOSTS[1]}/" "$T/job1.out" || fail "job ran elsewhere after the GCS restart"
 
-STEP="down"
+step "down"
 down >"$T/down.out" 2>&1 || fail "escher down: $(cat "$T/down.out")"
 for i in 0 1 2; do
   grep -q "^${HOSTS[$i]}: stopped" "$T/down.out" || fail "${HOSTS[$i]} not stopped: $(cat "$T/down.out")"
