@@ -265,8 +265,12 @@ SD0="$T/hosts/${HOSTS[0]}/session"
 read -r gpid _ <"$SD0/pids/gcs.pid"
 kill -KILL "$gpid"
 wait_for 20 sh -c "read p _ <'$SD0/pids/gcs.pid' && [ \"\$p\" != $gpid ]" || fail "the GCS was not restarted"
-wait_for 30 sh -c "[ \"\$(HOME='$T/home' '$ESCHER' exec '$T/cluster.yaml' -- escher status --json 2>/dev/null | grep -o '\"ALIVE\"' | wc -l)\" -ge 3 ]" ||
-  fail "not every node is ALIVE after the GCS restart: $(on_head escher status 2>&1)"
+# Each host's current raylet (its session's node_id) reconnected to the new GCS.
+for i in 0 1 2; do
+  id=$(cat "$T/hosts/${HOSTS[$i]}/session/node_id")
+  wait_for 30 alive_at "${HOSTS[$i]}" "$id" ||
+    fail "${HOSTS[$i]}'s node is not ALIVE after the GCS restart: $(on_head escher status 2>&1)"
+done
 submit_on 1 || fail "job after the GCS restart: $(cat "$T/job1.out")"
 grep -q "inet ${HOSTS[1]}/" "$T/job1.out" || fail "job ran elsewhere after the GCS restart"
 
