@@ -40,6 +40,10 @@ static const command commands[] = {
     {"resource", cmd_resource},
     {"job", cmd_job},
     {"logs", cmd_logs},
+    {"up", cmd_up},
+    {"down", cmd_down},
+    {"exec", cmd_exec},
+    {"attach", cmd_attach},
 };
 
 /* If argv[*i] is the global option `name` ("--name value" or "--name=value"), stores
