@@ -34,16 +34,23 @@ int esc_client_call(esc_client *c, const char *method, const ProtobufCMessage *r
 }
 
 /* The first non-NULL, non-empty of an explicit value and an environment variable,
- * copied; else the session file; else NULL. */
+ * copied; else the session file (a secret file read as one: runtime/token_file.h, a
+ * file that is there but holds no valid secret logged); else NULL. */
 static char *discover(const char *explicit_value, const char *env, const char *dir,
-                      const char *file)
+                      const char *file, bool secret)
 {
     if (explicit_value && *explicit_value)
         return strdup(explicit_value);
     const char *e = env ? getenv(env) : NULL;
     if (e && *e)
         return strdup(e);
-    return esc_session_read(dir, file);
+    if (!secret)
+        return esc_session_read(dir, file);
+    char err[1024];
+    char *s = esc_session_read_secret(dir, file, err, sizeof err);
+    if (!s && errno != ENOENT)
+        ESC_WARN("%s", err);
+    return s;
 }
 
 /* The process's command line, spaces between arguments, for the job table. */
@@ -118,7 +125,7 @@ static int probe_gcs(esc_client *c, esc_status *st)
 char *esc_client_operator_key(const esc_client *c)
 {
     return discover(NULL, "ESCHER_OPERATOR_KEY", c->session_dir ? c->session_dir : "",
-                    "operator");
+                    "operator", true);
 }
 
 /* Fills address, token and node id of c from opts, the environment and the session. */
@@ -129,15 +136,15 @@ static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **to
     c->session_dir = strdup(dir);
     /* $ESCHER_ADDRESS is how a job's entrypoint, run by a worker on any node, finds the
      * cluster that runs it (escher job submit sets it). */
-    c->address = discover(o->address, "ESCHER_ADDRESS", dir, "gcs_address");
+    c->address = discover(o->address, "ESCHER_ADDRESS", dir, "gcs_address", false);
     if (!c->address)
         return esc_status_set(st, ESC_UNAVAILABLE,
                               "no cluster address: cannot read %s/gcs_address (%s); start a "
                               "cluster or give its address",
                               dir, strerror(errno));
     /* No token is not an error here: the GCS answers UNAUTHENTICATED, which says more. */
-    *token = discover(o->token, "ESCHER_TOKEN", dir, "token");
-    c->node_id = discover(o->node_id, "ESCHER_NODE_ID", dir, "node_id");
+    *token = discover(o->token, "ESCHER_TOKEN", dir, "token", true);
+    c->node_id = discover(o->node_id, "ESCHER_NODE_ID", dir, "node_id", false);
     if (!c->node_id)
         c->node_id = strdup("");
     return ESC_OK;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "token_file.h"
 #include "user_dirs.h"
 
 /* Session files hold one short line (an address, a token, an id); anything larger is
@@ -149,4 +150,15 @@ char *esc_session_read(const char *dir, const char *name)
     }
     buf[n] = '\0';
     return buf;
+}
+
+char *esc_session_read_secret(const char *dir, const char *name, char *err, size_t errlen)
+{
+    char path[4096];
+    if (!esc_session_path(dir, name, path, sizeof path)) {
+        snprintf(err, errlen, "session path %s/%s is too long", dir, name);
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    return esc_token_file_read(path, err, errlen);
 }

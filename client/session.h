@@ -32,6 +32,11 @@ bool esc_session_is_live(const char *dir);
  * empty (errno ENODATA). */
 char *esc_session_read(const char *dir, const char *name);
 
+/* Reads the secret (token, daemon key, operator key) in dir/name the way every program
+ * reads one (runtime/token_file.h): trimmed, non-empty, bounded, printable. Returns a
+ * malloc'd string, or NULL with errno set and one line in err. */
+char *esc_session_read_secret(const char *dir, const char *name, char *err, size_t errlen);
+
 /* Writes "dir/name" into out; returns out, or NULL when it does not fit. */
 char *esc_session_path(const char *dir, const char *name, char *out, size_t outlen);
 

@@ -13,6 +13,7 @@
 #include "ids.h"
 #include "log.h"
 #include "port_probe.h"
+#include "token_file.h"
 #include "version.h"
 
 /* What parse_flags returns after --help or --version: exit 0. */
@@ -40,7 +41,8 @@ static int usage(const char *msg)
 }
 
 /* A secret from the file at path, else from the environment variable env (which is
- * then removed, so nothing this process starts inherits it). */
+ * then removed, so nothing this process starts inherits it). A file that cannot be read
+ * or holds no valid secret prints one line and gives NULL. */
 static char *read_secret(const char *path, const char *env_name)
 {
     const char *env = getenv(env_name);
@@ -51,15 +53,11 @@ static char *read_secret(const char *path, const char *env_name)
     if (from_env)
         memset(from_env, 0, strlen(from_env));
     free(from_env);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    char buf[256] = {0};
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-        buf[--n] = 0;
-    return n ? strdup(buf) : NULL;
+    char err[1024];
+    char *s = esc_token_file_read(path, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "escher-gcs: %s\n", err);
+    return s;
 }
 
 /* Files of the secrets (NULL: from the environment). */

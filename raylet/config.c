@@ -1,7 +1,6 @@
 /* config.c: the command line of escher-raylet (docs/processes.md) and its checks.
  * Every bad value is reported as one line; main exits 2 on it. */
 #include "config.h"
-#include "files.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -14,6 +13,7 @@
 
 #include "names.h"
 #include "qty.h"
+#include "token_file.h"
 
 #define LABEL_KEY_MAX 128
 #define LABEL_VALUE_MAX 256
@@ -401,7 +401,7 @@ static int read_secret(const char *path, const char *env, const char *what, cons
                        char **out, char *err, size_t errlen)
 {
     if (path) {
-        *out = files_read_token(path, err, errlen);
+        *out = esc_token_file_read(path, err, errlen);
         return *out ? 0 : -1;
     }
     const char *v = getenv(env);

@@ -1,14 +1,8 @@
-/* files.h: the token file and files written atomically (files.c). */
+/* files.h: files written atomically (files.c). */
 #ifndef RAYLET_FILES_H
 #define RAYLET_FILES_H
 
 #include <stddef.h>
-
-
-
-/* Reads a token file (trailing whitespace stripped) into a new string; NULL with a
- * reason in err when unreadable or empty. */
-char *files_read_token(const char *path, char *err, size_t errlen);
 
 /* Writes content to path atomically (temp file in the same folder, then rename), so
  * readers never see a partial file. Returns 0 or -1 with errno set. */

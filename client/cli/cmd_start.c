@@ -173,12 +173,15 @@ static int join_secret(const char *flag_value, const char *env, const char *name
 {
     const char *t = flag_value ? flag_value : getenv(env);
     char newest[PATH_MAX];
+    char err[1024] = "";
     char *from_file = t && *t ? NULL
                       : esc_session_newest(newest, sizeof newest)
-                          ? esc_session_read(newest, name)
+                          ? esc_session_read_secret(newest, name, err, sizeof err)
                           : NULL;
     if (!t || !*t)
         t = from_file;
+    if (!t && err[0] && errno != ENOENT)
+        return cli_usage("%s", err);
     if (!t) {
         free(from_file);
         return cli_usage("no %s: give %s (printed by `escher start --head`)", what, flag);

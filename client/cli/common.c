@@ -1,6 +1,7 @@
 /* common.c: error reporting and connecting, shared by the CLI's commands. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,5 +125,15 @@ char *cli_address(const cli_globals *g)
 
 char *cli_token(const cli_globals *g)
 {
-    return resolve(g->token, "ESCHER_TOKEN", g, "token");
+    if (g->token && *g->token)
+        return strdup(g->token);
+    const char *e = getenv("ESCHER_TOKEN");
+    if (e && *e)
+        return strdup(e);
+    /* The session's token file, read as every program reads one (runtime/token_file.h). */
+    char err[1024];
+    char *t = esc_session_read_secret(esc_session_dir(g->session_dir), "token", err, sizeof err);
+    if (!t && errno != ENOENT)
+        fprintf(stderr, "escher: %s\n", err);
+    return t;
 }

@@ -22,6 +22,13 @@ static int setup(void **state)
 {
     *state = &C;
     h_init(&C, 3000);
+    /* A token file with a trailing space and CRLF: the GCS, the raylet and the client all
+     * read it as the token (runtime/token_file.h), so the cluster starts and serves. */
+    FILE *f = fopen(C.token_file, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "%s \r\n", C.token);
+    fclose(f);
     return h_start_cluster(&C, 1, NULL);
 }
 
@@ -142,9 +149,27 @@ static void test_unknown_job_and_bad_namespace(void **state)
     daemons_alive();
 }
 
+/* The token file ends in a space (setup): the raylet registered with the GCS (one node),
+ * the GCS accepts the trimmed token, and a client reading the session's token file too. */
+static void test_token_file_trailing_space(void **state)
+{
+    (void)state;
+    daemons_alive();
+    esc_client *cl = NULL;
+    esc_status st = {0};
+    esc_connect_opts o = {.address = C.gcs_addr, .session_dir = C.dir};
+    assert_int_equal(esc_connect(&o, &cl, &st), ESC_OK);
+    esc_cluster_status *s = NULL;
+    assert_int_equal(esc_get_cluster_status(cl, &s, NULL), ESC_OK);
+    assert_int_equal(s->nnodes, 1);
+    esc_cluster_status_free(s);
+    esc_disconnect(cl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_token_file_trailing_space),
         cmocka_unit_test(test_token_required),
         cmocka_unit_test(test_malformed_messages),
         cmocka_unit_test(test_oversized_message),
