@@ -256,7 +256,7 @@ static int serve(gcs *g)
     }
     gcs_load_init(g);
     if (esc_rpc_server_start(g->server) != 0) {
-        fprintf(stderr, "escher-gcs: cannot start the server thread\n");
+        fprintf(stderr, "escher-gcs: cannot start the server\n");
         return 1;
     }
     int port = esc_rpc_server_port(g->server);

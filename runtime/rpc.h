@@ -59,7 +59,10 @@ int esc_rpc_server_port(const esc_rpc_server *s);
 
 /* Registers the handler of one method of a service (by its proto name, "Subscribe").
  * Must be called before esc_rpc_server_start. Returns 0, or -1 when the method is
- * unknown. ud is passed to the handler. */
+ * unknown to the service's descriptor, already registered, or refused by gRPC; ud is
+ * passed to the handler. A failure cannot pass unnoticed: it logs one error line naming
+ * the service and the method, and esc_rpc_server_start then refuses to serve (-1), so a
+ * daemon exits at startup instead of answering UNIMPLEMENTED. */
 int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *svc,
                           const char *method, esc_rpc_handler fn, void *ud);
 
@@ -68,7 +71,8 @@ int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *s
  * (utf8.h says why). Must be called before esc_rpc_server_start. */
 void esc_rpc_server_require_utf8(esc_rpc_server *s);
 
-/* Starts serving (spawns the completion-queue thread). Returns 0 or -1. */
+/* Starts serving (spawns the completion-queue thread). Returns 0, or -1 when the thread
+ * cannot start or an esc_rpc_server_handle failed. */
 int esc_rpc_server_start(esc_rpc_server *s);
 
 /* Stops accepting calls, cancels the calls in progress, joins the thread and frees the

@@ -18,6 +18,7 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/string_util.h>
 
+#include "log.h"
 #include "secret.h"
 #include "utf8.h"
 
@@ -95,6 +96,7 @@ struct esc_rpc_server {
     bool started;
     volatile int shutting_down;
     bool require_utf8;   /* requests with a string that is not UTF-8 are refused */
+    int failed_handles;  /* esc_rpc_server_handle calls that failed: start refuses */
     tag shutdown_tag;
     pthread_mutex_t live_mu;
     esc_rpc_ctx *live;   /* every call not yet freed, so shutdown can orphan them */
@@ -688,21 +690,47 @@ int esc_rpc_server_port(const esc_rpc_server *s)
     return s->port;
 }
 
+static method_reg *find_method(esc_rpc_server *s, const ProtobufCMethodDescriptor *md);
+
+/* Logs why method of svc cannot be registered and marks the server so that
+ * esc_rpc_server_start refuses to serve without it. -1. */
+static int handle_failed(esc_rpc_server *s, const ProtobufCServiceDescriptor *svc,
+                         const char *method, const char *why)
+{
+    ESC_ERROR("cannot register %s.%s: %s", svc ? svc->name : "(no service)",
+              method ? method : "(no method)", why);
+    s->failed_handles++;
+    return -1;
+}
+
 int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *svc,
                           const char *method, esc_rpc_handler fn, void *ud)
 {
+    if (!svc || !method || !fn)
+        return handle_failed(s, svc, method, "no service, method or handler");
+    if (s->started)
+        return handle_failed(s, svc, method, "the server is already serving");
     const ProtobufCMethodDescriptor *md;
     char *path = esc_rpc_method_path(svc, method, &md);
     if (!path)
-        return -1;
+        return handle_failed(s, svc, method, "the service has no such method");
+    if (find_method(s, md)) {
+        free(path);
+        return handle_failed(s, svc, method, "registered twice");
+    }
+    void *handle = grpc_server_register_method(s->server, path, NULL,
+                                               GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    if (!handle) {
+        free(path);
+        return handle_failed(s, svc, method, "gRPC refused the method");
+    }
     method_reg *m = calloc(1, sizeof *m);
     m->srv = s;
     m->md = md;
     m->path = path;
     m->fn = fn;
     m->ud = ud;
-    m->handle = grpc_server_register_method(s->server, path, NULL,
-                                            GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    m->handle = handle;
     s->methods = realloc(s->methods, (s->nmethods + 1) * sizeof *s->methods);
     s->methods[s->nmethods++] = m;
     return 0;
@@ -743,6 +771,10 @@ void esc_rpc_server_require_utf8(esc_rpc_server *s)
 
 int esc_rpc_server_start(esc_rpc_server *s)
 {
+    if (s->failed_handles) {
+        ESC_ERROR("not serving: %d method registration(s) failed", s->failed_handles);
+        return -1;
+    }
     grpc_server_start(s->server);
     for (size_t i = 0; i < s->nmethods; i++)
         arm(s->methods[i]);

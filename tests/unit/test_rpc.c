@@ -106,7 +106,6 @@ static esc_rpc_server *start_server(fixture *f, const char *addr)
     assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), 0);
     assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "Subscribe", on_subscribe, f), 0);
     assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "WaitApplied", on_wait, f), 0);
-    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "NoSuchMethod", on_wait, f), -1);
     static const esc_rpc_daemon_call typo[] = {{&escher__gcs__descriptor, "NoSuchMethod", NULL, NULL}};
     assert_int_equal(esc_rpc_server_daemon_calls(s, "dkey", typo, 1), -1);
     assert_int_equal(esc_rpc_server_daemon_calls(s, "", daemon_calls, 2), -1);
@@ -381,6 +380,30 @@ static void test_bind_conflict(void **state)
     assert_non_null(strstr(err, "cannot listen"));
 }
 
+/* A registration that fails (a method its service does not have, the same method twice)
+ * returns -1, and the server then refuses to start: no method silently UNIMPLEMENTED. */
+static void test_failed_registration_refuses_start(void **state)
+{
+    fixture *f = *state;
+    char err[256] = "";
+    esc_rpc_server *s = esc_rpc_server_new("127.0.0.1:0", NULL, esc_loop_post, f->loop, err,
+                                           sizeof err);
+    assert_non_null(s);
+    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), 0);
+    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "NoSuchMethod", on_wait, f), -1);
+    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), -1);
+    assert_int_equal(esc_rpc_server_start(s), -1);
+    esc_rpc_server_free(s);
+
+    /* Only the duplicate: refused too. */
+    s = esc_rpc_server_new("127.0.0.1:0", NULL, esc_loop_post, f->loop, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), 0);
+    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), -1);
+    assert_int_equal(esc_rpc_server_start(s), -1);
+    esc_rpc_server_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +415,7 @@ int main(void)
         cmocka_unit_test(test_deadline_and_cancel_reach_handler),
         cmocka_unit_test(test_malformed_request),
         cmocka_unit_test(test_bind_conflict),
+        cmocka_unit_test(test_failed_registration_refuses_start),
         cmocka_unit_test(test_retry_sends_the_request_again),
         cmocka_unit_test(test_unavailable_and_retry),
     };
