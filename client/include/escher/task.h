@@ -59,8 +59,11 @@ typedef int (*esc_task_fn)(esc_task_ctx *ctx, const void *arg, size_t len, esc_b
 
 /* Defines the exported task function `name` with the signature above; the body follows.
  * Default visibility keeps it loadable when the library is built with
- * -fvisibility=hidden. */
+ * -fvisibility=hidden. The definition comes after its own prototype, so a library built
+ * with -Wmissing-prototypes needs no header for its tasks. */
 #define ESC_TASK(name)                                                                   \
+    ESC_TASK_LINKAGE __attribute__((visibility("default"))) int name(                   \
+        esc_task_ctx *ctx, const void *arg, size_t len, esc_buf *ret);                   \
     ESC_TASK_LINKAGE __attribute__((visibility("default"))) int name(                   \
         esc_task_ctx *ctx, const void *arg, size_t len, esc_buf *ret)
 
