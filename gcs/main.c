@@ -72,12 +72,14 @@ static int read_secrets(gcs_config *c, const secret_files *f)
     c->token = read_secret(f->token, "ESCHER_TOKEN");
     c->daemon_key = read_secret(f->daemon_key, "ESCHER_DAEMON_KEY");
     c->operator_key = read_secret(f->operator_key, "ESCHER_OPERATOR_KEY");
+    /* A file given but not read: read_secret printed why, in one line. */
+    if ((f->token && !c->token) || (f->daemon_key && !c->daemon_key) ||
+        (f->operator_key && !c->operator_key))
+        return 2;
     const char *missing = !c->token ? "cluster token (give --token-file or set ESCHER_TOKEN)"
                           : !c->daemon_key ? "daemon key (give --daemon-key-file or set "
                                              "ESCHER_DAEMON_KEY)"
                           : NULL;
-    if (f->operator_key && !c->operator_key)
-        missing = "operator key (cannot read --operator-key-file)";
     if (!missing)
         return 0;
     fprintf(stderr, "escher-gcs: no %s\n", missing);
