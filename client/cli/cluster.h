@@ -57,7 +57,8 @@ char *cl_session_dir(const cl_cluster *c, const cl_host *h);
 int cl_state_dir(const cl_cluster *c, char *out, size_t len);
 
 /* Fills argv (at most 24 entries, NULL-terminated) with "ssh OPTIONS [-t] USER@HOST";
- * the strings live in store. Returns the count. */
+ * the strings live in store. Returns the count, or -1 (said on stderr) when an option
+ * does not fit its 512 bytes. */
 int cl_ssh_argv(const cl_cluster *c, const char *host, bool tty, char **argv,
                 char store[][512]);
 

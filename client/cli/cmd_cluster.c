@@ -722,6 +722,10 @@ static int to_head(cl_cluster *c, bool tty, int argc, char **argv)
     char *args[40];
     char store[8][512];
     int n = cl_ssh_argv(c, c->hosts[0].address, tty, args, store);
+    if (n < 0) {
+        free(b.s);
+        return CLI_EXIT_FAIL;
+    }
     args[n++] = b.s;
     args[n] = NULL;
     fflush(NULL);

@@ -105,7 +105,16 @@ int cl_ssh_argv(const cl_cluster *c, const char *host, bool tty, char **argv, ch
     if (cl_state_dir(c, state, sizeof state) != 0)
         state[0] = '\0';
 #define ADD(s) (argv[n++] = (s))
-#define ADDF(...) (snprintf(store[k], 512, __VA_ARGS__), argv[n++] = store[k++])
+    /* An option that does not fit its slot (a state path or user@host over 511 bytes)
+     * is refused, never cut short. */
+#define ADDF(...)                                                                      \
+    do {                                                                               \
+        if ((size_t)snprintf(store[k], 512, __VA_ARGS__) >= 512) {                     \
+            fprintf(stderr, "escher: an ssh option for %s is over 511 bytes\n", host); \
+            return -1;                                                                 \
+        }                                                                              \
+        argv[n++] = store[k++];                                                        \
+    } while (0)
     ADD("ssh");
     if (c->ssh_key) {
         ADD("-i");
@@ -166,6 +175,8 @@ int cl_ssh_script(const cl_cluster *c, const char *host, const char *script, cha
     char *argv[32];
     char store[8][512];
     int n = cl_ssh_argv(c, host, false, argv, store);
+    if (n < 0)
+        return -1;
     argv[n++] = "sh";
     argv[n++] = "-s";
     argv[n] = NULL;
