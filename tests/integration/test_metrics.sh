@@ -39,7 +39,7 @@ trap cleanup EXIT
 
 STEP="start"
 fail() { echo "test_metrics: FAIL [$STEP]: $*" >&2; exit 1; }
-step() { STEP=$*; echo "== $*"; }
+step() { STEP=$*; echo "== $(date +%T.%3N) $*"; }
 
 cat >"$T/check.py" <<'PY'
 """check.py FILE DOC: checks a Prometheus text exposition (format 0.0.4)."""
@@ -211,4 +211,4 @@ wait_value "$RAY_MPORT" escher_raylet_log_applied_seq "node=\"$NODE_ID\"" \
   "$(value "$T/g2" escher_gcs_log_committed_seq)"
 wait_value "$GCS_MPORT" escher_gcs_node_applied_seq "node=\"$NODE_ID\"" \
   "$(value "$T/g2" escher_gcs_log_committed_seq)"
-echo "test_metrics: ok"
+echo "test_metrics: ok ($(date +%T.%3N))"
