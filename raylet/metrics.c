@@ -70,6 +70,23 @@ static void fill(void *ud, esc_metrics_text *t)
     esc_metrics_sample(t, "escher_raylet_tasks_running", node,
                        r->tasks ? (double)task_manager_running(r->tasks) : 0);
 
+    static const char *const outcomes[TASK_OUTCOMES] = {"succeeded", "failed", "retried"};
+    esc_metrics_header(t, "escher_raylet_tasks_ended_total", "counter",
+                       "Runs of tasks that ended on this node, by outcome: succeeded, failed "
+                       "(an error result for the owner) or retried (a retryable failure, "
+                       "run again).");
+    for (int o = 0; o < TASK_OUTCOMES; o++)
+        esc_metrics_sample(t, "escher_raylet_tasks_ended_total",
+                           (const char *const[]){"node", r->node_id, "outcome", outcomes[o],
+                                                 NULL},
+                           r->tasks ? (double)task_manager_ended(r->tasks, (task_outcome)o)
+                                    : 0);
+
+    esc_metrics_header(t, "escher_raylet_workers_started_total", "counter",
+                       "Worker processes this node forked.");
+    esc_metrics_sample(t, "escher_raylet_workers_started_total", node,
+                       r->pool ? (double)worker_pool_started(r->pool) : 0);
+
     size_t size = r->pool ? worker_pool_size(r->pool) : 0;
     size_t busy = r->pool ? worker_pool_busy(r->pool) : 0;
     esc_metrics_header(t, "escher_raylet_workers", "gauge",

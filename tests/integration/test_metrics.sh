@@ -195,6 +195,11 @@ SEQ0=$(value "$T/g0" escher_gcs_log_committed_seq)
 JOBS0=$(value "$T/g0" escher_gcs_jobs 'state="finished"')
 REG0=$(value "$T/g0" escher_gcs_rpc_calls_total 'method="RegisterJob"')
 W0=$(value "$T/g0" escher_gcs_storage_write_seconds_count)
+fetch "$RAY_MPORT" /metrics "$T/r0"
+OK0=$(value "$T/r0" escher_raylet_tasks_ended_total 'outcome="succeeded"')
+FAILED0=$(value "$T/r0" escher_raylet_tasks_ended_total 'outcome="failed"')
+STARTED0=$(value "$T/r0" escher_raylet_workers_started_total)
+[ -n "$OK0" ] && [ -n "$FAILED0" ] && [ -n "$STARTED0" ] || fail "missing raylet samples"
 "$ESC" job submit -- true >"$T/out" 2>"$T/err" || fail "job submit: $(cat "$T/err")"
 fetch "$GCS_MPORT" /metrics "$T/g1"
 SEQ1=$(value "$T/g1" escher_gcs_log_committed_seq)
@@ -203,6 +208,14 @@ REG1=$(value "$T/g1" escher_gcs_rpc_calls_total 'method="RegisterJob"')
 [ "$REG1" -gt "$REG0" ] || fail "RegisterJob calls $REG0 -> $REG1"
 W1=$(value "$T/g1" escher_gcs_storage_write_seconds_count)
 [ "$W1" -gt "$W0" ] || fail "storage writes $W0 -> $W1"
+# The entrypoint ran as a task on this node's worker.
+wait_value "$RAY_MPORT" escher_raylet_tasks_ended_total 'outcome="succeeded"' $((OK0 + 1))
+STARTED1=$(value "$T/poll" escher_raylet_workers_started_total)
+[ "$STARTED1" -gt "$STARTED0" ] || fail "workers started $STARTED0 -> $STARTED1"
+RC=0
+"$ESC" job submit -- false >"$T/out" 2>"$T/err" || RC=$?
+[ "$RC" -ne 0 ] || fail "a job running false succeeded"
+wait_value "$RAY_MPORT" escher_raylet_tasks_ended_total 'outcome="failed"' $((FAILED0 + 1))
 JOBS1=$(value "$T/g1" escher_gcs_jobs 'state="finished"')
 [ "$JOBS1" -gt "$JOBS0" ] || fail "finished jobs $JOBS0 -> $JOBS1"
 # The raylet applies the log up to what the GCS committed (it reports that back).
