@@ -39,7 +39,8 @@ static int usage(const char *msg)
                     " [--daemon-key-file F] [--operator-key-file F]"
                     " [--storage memory|redis://HOST:PORT] [--node-timeout-ms N]"
                     " [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]"
-                    " [--storage-timeout-ms N] [--dead-node-retention-ms N]\n");
+                    " [--storage-timeout-ms N] [--dead-node-retention-ms N]"
+                    " [--metrics-port P] [--metrics-bind HOST] [--metrics-port-file F]\n");
     return 2;
 }
 
