@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
       libhiredis-dev redis-server libev-dev libjemalloc-dev libcmocka-dev libjansson-dev
       iproute2 procps openssl libssl-dev tar util-linux python3 zlib1g-dev dataset-fashion-mnist gnuplot-nox
-      help2man dpkg-dev file libyaml-dev openssh-client openssh-server)
+      help2man dpkg-dev file libyaml-dev openssh-client openssh-server
+      libmicrohttpd-dev curl prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

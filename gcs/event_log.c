@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "pbutil.h"
@@ -42,6 +43,7 @@ typedef struct {
     uint64_t seq;
     gcs_apply_fn apply;
     gcs_done_fn done;
+    struct timespec started;          /* when the batch went to storage (metrics) */
     void *ud;
 } commit_ctx;
 
@@ -53,6 +55,10 @@ static void commit_done(void *ud, const char *err)
 {
     commit_ctx *c = ud;
     gcs *g = c->g;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    gcs_metrics_write_done(g, (double)(now.tv_sec - c->started.tv_sec) +
+                                  (double)(now.tv_nsec - c->started.tv_nsec) / 1e9);
     if (err) {
         ESC_ERROR("storage write failed, change not committed: %s", err);
         if (c->ev)
@@ -79,6 +85,7 @@ static void start_commit(gcs *g, commit_ctx *c, esc_storage_batch *b)
         free(c);
         return;
     }
+    clock_gettime(CLOCK_MONOTONIC, &c->started);
     esc_storage_commit_async(g->store, b, gcs_write_time_left(g), commit_done, c);
 }
 
@@ -174,6 +181,6 @@ void gcs_commit(gcs *g, Escher__Event *ev, esc_storage_batch *b, gcs_apply_fn ap
     snprintf(text, sizeof text, "%" PRIu64, seq);
     esc_storage_put(b, GCS_T_META, "seq", text, strlen(text));
     commit_ctx *c = calloc(1, sizeof *c);
-    *c = (commit_ctx){g, ev, seq, apply, done, ud};
+    *c = (commit_ctx){.g = g, .ev = ev, .seq = seq, .apply = apply, .done = done, .ud = ud};
     start_commit(g, c, b);
 }

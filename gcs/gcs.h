@@ -20,6 +20,7 @@
  *   object_dir.c  the object directory (locations in memory only: objects die with their
  *                 raylet; lost objects stored, table "lost")
  *   persist.c     loading every table from storage at start
+ *   metrics.c     the Prometheus endpoint's samples (docs/observability.md)
  */
 #ifndef ESC_GCS_H
 #define ESC_GCS_H
@@ -30,6 +31,7 @@
 #include "gcs.pb-c.h"
 #include "object.pb-c.h"
 #include "loop.h"
+#include "metrics_http.h"
 #include "rpc.h"
 #include "storage.h"
 #include "strmap.h"
@@ -56,7 +58,14 @@ typedef struct {
     long max_resources_per_job;
     int storage_timeout_ms;           /* a write's deadline for reaching storage */
     int dead_node_retention_ms;       /* how long a dead node stays in the table */
+    const char *metrics_bind;         /* --metrics-bind (127.0.0.1) */
+    int metrics_port;                 /* --metrics-port; -1: no endpoint */
+    const char *metrics_port_file;    /* --metrics-port-file, or NULL */
 } gcs_config;
+
+/* Storage write latency buckets (seconds), metrics.c. */
+#define GCS_WRITE_BUCKETS 12
+extern const double gcs_write_bucket_le[GCS_WRITE_BUCKETS];
 
 typedef struct {
     Escher__NodeInfo *info;           /* owned */
@@ -122,6 +131,10 @@ typedef struct gcs {
     uint64_t stop_all_deadline_ms;
     bool clean_stop;        /* the loop ended on a signal: tell the raylets */
     bool stop_all;          /* ... that the whole cluster stops */
+    esc_metrics_http *metrics; /* the Prometheus endpoint, or NULL (metrics.c) */
+    uint64_t write_buckets[GCS_WRITE_BUCKETS]; /* storage writes per latency bucket */
+    uint64_t write_count;   /* storage writes that ended (success or failure) */
+    double write_sum_s;     /* their total latency */
 } gcs;
 
 /* ---- event_log.c ---- */
@@ -181,6 +194,13 @@ void gcs_pubsub_close_all(gcs *g);
 void gcs_pubsub_stopping(gcs *g);
 /* How many raylets are subscribed. */
 size_t gcs_pubsub_raylets(const gcs *g);
+
+/* ---- metrics.c ---- */
+/* Starts the endpoint when --metrics-port is given; 0, or 1 after printing why not. */
+int gcs_metrics_start(gcs *g);
+void gcs_metrics_stop(gcs *g);
+/* A storage write took `seconds` (event_log.c). */
+void gcs_metrics_write_done(gcs *g, double seconds);
 
 /* ---- load.c ---- */
 void gcs_load_init(gcs *g);

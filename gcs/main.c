@@ -25,9 +25,13 @@ static const char usage_text[] =
     "                  [--storage memory|redis://HOST:PORT] [--node-timeout-ms N]\n"
     "                  [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]\n"
     "                  [--storage-timeout-ms N] [--dead-node-retention-ms N]\n"
+    "                  [--metrics-port P] [--metrics-bind HOST] [--metrics-port-file F]\n"
     "                  [--help] [--version]\n"
     "  --bind HOST   listen address (default 0.0.0.0)\n"
-    "  --port P      port (default 6380; 0 picks a free one, written to --port-file)\n";
+    "  --port P      port (default 6380; 0 picks a free one, written to --port-file)\n"
+    "  --metrics-port P       serve Prometheus metrics on http://HOST:P/metrics (0 picks a\n"
+    "                         free port, written to --metrics-port-file; default: off)\n"
+    "  --metrics-bind HOST    the metrics listen address (default 127.0.0.1)\n";
 
 static int usage(const char *msg)
 {
@@ -36,7 +40,8 @@ static int usage(const char *msg)
                     " [--daemon-key-file F] [--operator-key-file F]"
                     " [--storage memory|redis://HOST:PORT] [--node-timeout-ms N]"
                     " [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]"
-                    " [--storage-timeout-ms N] [--dead-node-retention-ms N]\n");
+                    " [--storage-timeout-ms N] [--dead-node-retention-ms N]"
+                    " [--metrics-port P] [--metrics-bind HOST] [--metrics-port-file F]\n");
     return 2;
 }
 
@@ -123,6 +128,9 @@ static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files
         {"dead-node-retention-ms", required_argument, 0, 'r'},
         {"daemon-key-file", required_argument, 0, 'd'},
         {"operator-key-file", required_argument, 0, 'o'},
+        {"metrics-port", required_argument, 0, 'm'},
+        {"metrics-bind", required_argument, 0, 'M'},
+        {"metrics-port-file", required_argument, 0, 'F'},
         {"help", no_argument, 0, 'H'},                {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     int o;
@@ -134,6 +142,9 @@ static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files
         case 'b': c->bind = optarg; break;
         case 'p': if (!parse_int(optarg, 0, 65535, &v)) return usage("bad --port"); c->port = (int)v; break;
         case 'f': c->port_file = optarg; break;
+        case 'm': if (!parse_int(optarg, 0, 65535, &v)) return usage("bad --metrics-port"); c->metrics_port = (int)v; break;
+        case 'M': c->metrics_bind = optarg; break;
+        case 'F': c->metrics_port_file = optarg; break;
         case 't': files->token = optarg; break;
         case 'd': files->daemon_key = optarg; break;
         case 'o': files->operator_key = optarg; break;
@@ -257,6 +268,8 @@ static int serve(gcs *g)
         return 1;
     }
     gcs_load_init(g);
+    if (gcs_metrics_start(g) != 0)
+        return 1;
     if (esc_rpc_server_start(g->server) != 0) {
         fprintf(stderr, "escher-gcs: cannot start the server\n");
         return 1;
@@ -285,6 +298,7 @@ static int serve(gcs *g)
         ev_timer_stop(esc_loop_ev(g->loop), &g->stop_all_timer);
     ev_timer_stop(esc_loop_ev(g->loop), &g->sweep);
     gcs_load_stop(g);
+    gcs_metrics_stop(g);
     ESC_INFO("shutting down");
     return 0;
 }
@@ -297,7 +311,8 @@ int main(int argc, char **argv)
     g.cfg = (gcs_config){.bind = "0.0.0.0", .port = 6380, .storage_uri = "memory",
                          .node_timeout_ms = 10000, .heartbeat_ms = 1000,
                          .job_timeout_ms = 10000, .max_resources_per_job = 100000,
-                         .storage_timeout_ms = 5000, .dead_node_retention_ms = 60000};
+                         .storage_timeout_ms = 5000, .dead_node_retention_ms = 60000,
+                         .metrics_bind = "127.0.0.1", .metrics_port = -1};
     secret_files files = {0};
     int rc = parse_flags(argc, argv, &g.cfg, &files);
     if (rc == CLI_DONE)
@@ -335,6 +350,7 @@ int main(int argc, char **argv)
     gcs_pubsub_close_all(&g);
     gcs_wait_close_all(&g);
     gcs_objects_close_all(&g);
+    gcs_metrics_stop(&g); /* when serve failed after starting it */
     esc_rpc_server_free(g.server);
     esc_loop_drain(g.loop);
     gcs_free_tables(&g);

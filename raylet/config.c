@@ -46,6 +46,10 @@ static const char usage[] =
     "                              unless --keep). Default: keep retrying, as through a\n"
     "                              GCS restart. A stop of the whole cluster (escher stop\n"
     "                              --all) makes every raylet exit at once either way\n"
+    "  --metrics-port P            serve Prometheus metrics on http://HOST:P/metrics (0\n"
+    "                              picks a free port; default: off)\n"
+    "  --metrics-bind IP           the metrics listen address (127.0.0.1)\n"
+    "  --metrics-port-file F       write the metrics port here once listening\n"
     "  --help, --version\n";
 
 const char *config_usage(void)
@@ -281,6 +285,9 @@ enum {
     OPT_HELP,
     OPT_VERSION,
     OPT_EXIT_ON_STOP,
+    OPT_METRICS_PORT,
+    OPT_METRICS_BIND,
+    OPT_METRICS_PORT_FILE,
 };
 
 static const struct option long_opts[] = {
@@ -304,6 +311,9 @@ static const struct option long_opts[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {"exit-on-cluster-stop", required_argument, NULL, OPT_EXIT_ON_STOP},
+    {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
+    {"metrics-bind", required_argument, NULL, OPT_METRICS_BIND},
+    {"metrics-port-file", required_argument, NULL, OPT_METRICS_PORT_FILE},
     {NULL, 0, NULL, 0},
 };
 
@@ -392,6 +402,18 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
     case OPT_VERSION:
         cfg->version = true;
         return 0;
+    case OPT_METRICS_PORT:
+        return parse_port(flag, v, &cfg->metrics_port, err, errlen);
+    case OPT_METRICS_BIND:
+        if (!is_ip(v))
+            return fail(err, errlen, "%s: expected an IP address, got '%s'", flag, v);
+        set_str(&cfg->metrics_bind, v);
+        return 0;
+    case OPT_METRICS_PORT_FILE:
+        if (!*v)
+            return fail(err, errlen, "%s: empty path", flag);
+        set_str(&cfg->metrics_port_file, v);
+        return 0;
     }
     return fail(err, errlen, "unknown option");
 }
@@ -419,6 +441,8 @@ int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t er
     cfg->node_ip = strdup("127.0.0.1");
     cfg->forward_timeout_ms = RAYLET_FORWARD_TIMEOUT_MS;
     cfg->exit_on_stop_ms = -1;
+    cfg->metrics_port = -1;
+    cfg->metrics_bind = strdup("127.0.0.1");
     secret_files files = {0};
     int rc = 0;
 
@@ -483,5 +507,7 @@ void config_free(raylet_config *cfg)
     free(cfg->node_id_file);
     free(cfg->node_id);
     free(cfg->log_dir);
+    free(cfg->metrics_bind);
+    free(cfg->metrics_port_file);
     memset(cfg, 0, sizeof *cfg);
 }

@@ -47,6 +47,9 @@ typedef struct {
     bool help;
     bool version;                /* --version */
     int exit_on_stop_ms;         /* --exit-on-cluster-stop; -1: keep retrying */
+    int metrics_port;            /* --metrics-port; -1: no metrics endpoint */
+    char *metrics_bind;          /* --metrics-bind (127.0.0.1) */
+    char *metrics_port_file;     /* --metrics-port-file, or NULL */
 } raylet_config;
 
 /* Parses argv into cfg (token from --token-file or $ESCHER_TOKEN, daemon key from

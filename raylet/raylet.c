@@ -381,6 +381,8 @@ int raylet_start(raylet *r, char *err, size_t errlen)
     }
     host_port(r->address, sizeof r->address, r->cfg.node_ip, esc_rpc_server_port(r->server));
     log_node(r);
+    if (raylet_metrics_start(r, err, errlen) != 0)
+        return -1;
 
     struct ev_loop *ev = esc_loop_ev(r->loop);
     ev_prepare_init(&r->flush, on_prepare);
@@ -417,6 +419,7 @@ int raylet_shutdown(raylet *r)
     r->stopping = true;
     if (r->loop)
         ESC_INFO("shutting down");
+    raylet_metrics_stop(r);
     gcs_link_stop(r->link);
     esc_rpc_server_free(r->server);
     r->server = NULL;

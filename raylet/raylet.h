@@ -92,6 +92,7 @@ typedef struct raylet {
     ev_timer stop_timer;         /* the cluster stopped: exit when it fires */
     bool stopping;
     int exit_code;
+    struct esc_metrics_http *metrics; /* the Prometheus endpoint, or NULL (metrics.c) */
 } raylet;
 
 /* Sets up a raylet whose cfg is parsed: detection, accounting, loop, gRPC server,
@@ -117,6 +118,11 @@ void raylet_cluster_back(raylet *r);
  * requests are re-examined and the report thread is woken at the end of this loop
  * turn, once for however many changes happened in it. */
 void raylet_changed(raylet *r, bool may_admit);
+
+/* metrics.c: starts the endpoint when --metrics-port is given (0, or -1 with a reason
+ * in err), and stops it (loop thread; NULL-safe). */
+int raylet_metrics_start(raylet *r, char *err, size_t errlen);
+void raylet_metrics_stop(raylet *r);
 
 /* Runs the pending work at once: re-examines the queue, publishes a report. */
 void raylet_flush(raylet *r);

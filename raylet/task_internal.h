@@ -51,6 +51,7 @@ typedef struct task_entry {
 
 struct task_manager {
     raylet *r;
+    uint64_t ended[TASK_OUTCOMES];  /* runs ended here, by task_outcome (metrics) */
     size_t nqueued;                 /* tasks in the node's queue (r->admission) */
     /* The queue's demand, kept as tasks come and go (shape key -> queued_shape), so a
      * report of it costs one pass over the shapes, not over the queue; queue_version

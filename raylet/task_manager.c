@@ -136,11 +136,13 @@ static void on_done(void *ud, const Escher__TaskResult *res)
     esc_strmap_del(tm->running, e->spec->task_id);
     if (retryable(res) && e->spec->attempt < e->spec->max_retries && !r->stopping) {
         e->spec->attempt++;
+        tm->ended[TASK_RETRIED]++;
         ESC_WARN("task %s (%s): %s; retrying (attempt %u of %u)", e->spec->task_id,
                  e->spec->name, res->error, e->spec->attempt, e->spec->max_retries);
         task_schedule(tm, e);
         return;
     }
+    tm->ended[res->ok ? TASK_SUCCEEDED : TASK_FAILED]++;
     results_store(tm->r->results, e->spec, res);
     task_entry_free(e);
 }
@@ -507,6 +509,11 @@ void task_manager_job_finished(task_manager *tm, const char *job_id)
 size_t task_manager_queued(const task_manager *tm)
 {
     return tm->nqueued;
+}
+
+uint64_t task_manager_ended(const task_manager *tm, task_outcome o)
+{
+    return (unsigned)o < TASK_OUTCOMES ? tm->ended[o] : 0;
 }
 
 size_t task_manager_running(const task_manager *tm)

@@ -59,6 +59,10 @@ void task_manager_demand_free(Escher__Demand **d, size_t n);
 /* Counts changes of the queue (tasks in and out): demand moved when it did. */
 uint64_t task_manager_queue_version(const task_manager *tm);
 size_t task_manager_running(const task_manager *tm);
+/* How runs of tasks on this node ended (counted since start; metrics): with a result,
+ * with an error result (stored for the owner), or retried after a retryable failure. */
+typedef enum { TASK_SUCCEEDED, TASK_FAILED, TASK_RETRIED, TASK_OUTCOMES } task_outcome;
+uint64_t task_manager_ended(const task_manager *tm, task_outcome o);
 /* Whether the task waits or runs on this node (queued, fetching its arguments, or
  * running; not forwarded): its output may still grow here (task_state.c). */
 bool task_manager_holds(task_manager *tm, const char *task_id);

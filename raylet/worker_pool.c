@@ -108,6 +108,7 @@ typedef struct worker {
 
 struct worker_pool {
     struct ev_loop *loop;
+    uint64_t started;             /* worker processes forked, ever (metrics) */
     char *exe, *socket_path, *log_dir, *package_root;
     int max_workers;
     double idle_timeout;
@@ -718,6 +719,7 @@ static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errle
         p->workers->prev = w;
     p->workers = w;
     p->nworkers++;
+    p->started++;
     set_state(w, W_STARTING);
     ESC_DEBUG("worker %d started for job %s", (int)w->pid, w->job_id);
     return w;
@@ -1173,6 +1175,11 @@ void worker_pool_on_actor_lost(worker_pool *p, worker_actor_lost_fn fn, void *ud
 size_t worker_pool_size(const worker_pool *p)
 {
     return p->nworkers;
+}
+
+uint64_t worker_pool_started(const worker_pool *p)
+{
+    return p->started;
 }
 
 size_t worker_pool_busy(const worker_pool *p)

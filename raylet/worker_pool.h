@@ -132,6 +132,8 @@ void worker_pool_job_ended(worker_pool *p, const char *job_id);
  * running a task (or starting for one). */
 size_t worker_pool_size(const worker_pool *p);
 size_t worker_pool_busy(const worker_pool *p);
+/* Worker processes forked since the pool started. */
+uint64_t worker_pool_started(const worker_pool *p);
 
 /* Kills every worker and reaps it (waits for it), fails running and queued tasks with
  * "raylet shutting down", removes the socket file, frees the pool. NULL is a no-op.

@@ -70,6 +70,10 @@ int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *s
  * field (nested ones included) that is not valid UTF-8, before its handler runs
  * (utf8.h says why). Must be called before esc_rpc_server_start. */
 void esc_rpc_server_require_utf8(esc_rpc_server *s);
+/* The i-th registered method's name and how many calls of it arrived (any outcome);
+ * false past the last. Any thread. */
+bool esc_rpc_server_method_calls(const esc_rpc_server *s, size_t i, const char **method,
+                                 uint64_t *calls);
 
 /* Starts serving (spawns the completion-queue thread). Returns 0, or -1 when the thread
  * cannot start or an esc_rpc_server_handle failed. */

@@ -37,6 +37,7 @@ typedef struct method_reg {
     esc_rpc_handler fn;
     void *ud;
     const esc_rpc_daemon_call *daemon; /* which calls need the daemon key; NULL: none */
+    uint64_t calls;                    /* calls received (atomic: the CQ thread counts) */
 } method_reg;
 
 /* One armed request: grpc fills it when a call for the method arrives. */
@@ -484,6 +485,7 @@ static void on_new_call(pending *p, bool ok)
         free(p);
         return;
     }
+    __atomic_fetch_add(&m->calls, 1, __ATOMIC_RELAXED);
     esc_rpc_ctx *c = call_from_pending(p);
     grpc_byte_buffer *payload = p->payload;
     free(p);
@@ -734,6 +736,16 @@ int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *s
     s->methods = realloc(s->methods, (s->nmethods + 1) * sizeof *s->methods);
     s->methods[s->nmethods++] = m;
     return 0;
+}
+
+bool esc_rpc_server_method_calls(const esc_rpc_server *s, size_t i, const char **method,
+                                 uint64_t *calls)
+{
+    if (i >= s->nmethods)
+        return false;
+    *method = s->methods[i]->md->name;
+    *calls = __atomic_load_n(&s->methods[i]->calls, __ATOMIC_RELAXED);
+    return true;
 }
 
 /* The registration of method md of svc, or NULL. */

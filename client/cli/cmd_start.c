@@ -260,6 +260,19 @@ static const char *session_flag(const start_ctx *s, char *buf, size_t len)
     return buf;
 }
 
+/* The metrics endpoints the daemons wrote (docs/observability.md), one line each. */
+static void print_metrics(const start_ctx *s)
+{
+    static const char *const files[][2] = {{"gcs.metrics_port", "GCS"},
+                                           {"raylet.metrics_port", "raylet"}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *port = esc_session_read(s->dir, files[i][0]);
+        if (port && *port)
+            printf("  metrics   http://127.0.0.1:%s/metrics (%s)\n", port, files[i][1]);
+        free(port);
+    }
+}
+
 static void print_started(const start_ctx *s)
 {
     char flag[PATH_MAX + 16];
@@ -269,6 +282,7 @@ static void print_started(const start_ctx *s)
     printf("  GCS       %s\n", s->gcs_addr);
     printf("  node      %s%s%s%s\n", s->node_id, s->raylet_addr[0] ? " (raylet " : "",
            s->raylet_addr, s->raylet_addr[0] ? ")" : "");
+    print_metrics(s);
     if (s->head) {
         printf("\nTo add a node to this cluster, run on it:\n");
         printf("  escher start --address %s --token %s --daemon-key %s\n", s->gcs_addr,

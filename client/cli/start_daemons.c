@@ -206,6 +206,8 @@ int start_gcs(start_ctx *s)
     opt(&a, "--port", s->port ? s->port : "6380");
     opt(&a, "--bind", s->bind);
     opt_file(&a, "--port-file", s->dir, "gcs.port");
+    opt(&a, "--metrics-port", "0");
+    opt_file(&a, "--metrics-port-file", s->dir, "gcs.metrics_port");
     opt_file(&a, "--token-file", s->dir, "token");
     opt_file(&a, "--daemon-key-file", s->dir, "daemon_key");
     opt_file(&a, "--operator-key-file", s->dir, "operator");
@@ -231,6 +233,8 @@ int start_raylet(start_ctx *s)
         opt(&a, "--exit-on-cluster-stop", "3000");
     opt_file(&a, "--node-id-file", s->dir, "node_id");
     opt_file(&a, "--log-dir", s->dir, "logs/tasks");
+    opt(&a, "--metrics-port", "0");
+    opt_file(&a, "--metrics-port-file", s->dir, "raylet.metrics_port");
     opt(&a, "--num-cpus", s->num_cpus);
     opt(&a, "--num-gpus", s->num_gpus);
     opt(&a, "--memory", s->memory);
