@@ -334,7 +334,10 @@ int esl_share_submit(esl_share *s, size_t u, const esc_task_spec *spec, esc_ref 
     }
     ut->out[ut->n++] = esc_ref_from_id(esc_ref_id(refs[0]));
     pthread_mutex_unlock(&s->mu);
-    esl_monitor_poke(s->monitor);
+    /* No poke: the task waits for its user's unit, and the raylets' next demand report
+     * wakes the monitor (within their 20 ms report and the GCS's 50 ms advertisement),
+     * so a burst of submissions is seen in one step and grants the nodes it needs at
+     * once, not one node for the first task and more later. */
     return ESC_OK;
 }
 
