@@ -56,11 +56,6 @@ int esl_monitor_start(esc_client *c, const char *prefix, bool follow_owner,
     return ESC_OK;
 }
 
-void esl_monitor_poke(esl_monitor *m)
-{
-    esc_changes_poke(m->changes);
-}
-
 void esl_monitor_stop(esl_monitor *m)
 {
     if (!m)

@@ -19,9 +19,6 @@ typedef struct esl_monitor esl_monitor;
 int esl_monitor_start(esc_client *c, const char *prefix, bool follow_owner,
                       void (*step)(void *ud), void *ud, esl_monitor **out, esc_status *st);
 
-/* Runs a step soon (a submission the policy must see). */
-void esl_monitor_poke(esl_monitor *m);
-
 /* Stops it: a step in progress finishes, none starts after this returns. NULL: no-op. */
 void esl_monitor_stop(esl_monitor *m);
 
