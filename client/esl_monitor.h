@@ -2,7 +2,7 @@
  * on may have changed (ESL internal): the policies that adapt capacities to demand
  * (bin-packing, dynamic load balancing, fair sharing). No period: a step runs at start,
  * after every event of a watch on the policy's resources and the nodes' availability and
- * demand (changes.h), and when poked. */
+ * demand (changes.h), and (follow_owner) after each end of the client's tasks. */
 #ifndef ESL_MONITOR_H
 #define ESL_MONITOR_H
 
