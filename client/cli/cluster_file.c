@@ -354,6 +354,7 @@ int cl_load(const char *path, cl_cluster *c)
     FILE *f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, "escher: %s: %s\n", path, strerror(errno));
+        cl_free(c);
         return -1;
     }
     yaml_parser_t parser;
@@ -367,6 +368,7 @@ int cl_load(const char *path, cl_cluster *c)
                 parser.context ? parser.context : "");
         yaml_parser_delete(&parser);
         fclose(f);
+        cl_free(c);
         return -1;
     }
     ctx x = {path, &doc};
@@ -384,8 +386,10 @@ int cl_load(const char *path, cl_cluster *c)
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
     fclose(f);
-    if (rc)
+    if (rc) {
+        cl_free(c); /* what was read before the error */
         return -1;
+    }
     if (!c->prefix)
         c->prefix = strdup("/usr/local");
     if (!c->storage)
