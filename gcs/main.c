@@ -10,6 +10,7 @@
 
 #include "daemon_calls.h"
 #include "gcs.h"
+#include "metrics_http.h"
 #include "ids.h"
 #include "log.h"
 #include "port_probe.h"
@@ -173,20 +174,6 @@ static void on_sweep(struct ev_loop *ev, ev_timer *t, int revents)
     gcs_jobs_sweep(g, now);
 }
 
-/* Written through a temporary file and a rename, so readers never see half a port. */
-static int write_port_file(const char *path, int port)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return -1;
-    fprintf(f, "%d\n", port);
-    if (fclose(f) != 0)
-        return -1;
-    return rename(tmp, path);
-}
-
 /* SIGUSR1 (`escher stop --all`): every raylet is told to exit now; the GCS itself
  * stops once they hung up (or after STOP_ALL_WAIT_MS), so raylets go first. */
 #define STOP_ALL_WAIT_MS 5000
@@ -275,7 +262,7 @@ static int serve(gcs *g)
         return 1;
     }
     int port = esc_rpc_server_port(g->server);
-    if (g->cfg.port_file && write_port_file(g->cfg.port_file, port) != 0) {
+    if (g->cfg.port_file && esc_metrics_write_port_file(g->cfg.port_file, port) != 0) {
         fprintf(stderr, "escher-gcs: cannot write %s: %s\n", g->cfg.port_file, strerror(errno));
         return 1;
     }
