@@ -46,10 +46,15 @@ static void spec_msg_free(spec_msg *m)
     esc_update_msg_free(m->ops);
 }
 
-static int build_spec(esc_client *c, const esc_task_spec *in, spec_msg *m, esc_status *st)
+/* An actor's creation may name only a library: its init symbol is optional (an actor
+ * without an init is ready at once, raylet/actor_manager.c), so `creation` lets a
+ * function spec have no symbol. */
+static int build_spec(esc_client *c, const esc_task_spec *in, bool creation, spec_msg *m,
+                      esc_status *st)
 {
     memset(m, 0, sizeof *m);
-    bool is_fn = in->symbol && *in->symbol, is_cmd = in->argv && in->argv[0];
+    bool is_fn = (in->symbol && *in->symbol) || (creation && in->library && *in->library);
+    bool is_cmd = in->argv && in->argv[0];
     if (is_fn == is_cmd)
         return esc_status_set(st, ESC_INVALID_ARGUMENT,
                               "a task is exactly one of a function (library, symbol) or a command");
@@ -67,7 +72,7 @@ static int build_spec(esc_client *c, const esc_task_spec *in, spec_msg *m, esc_s
     if (is_fn) {
         escher__function_ref__init(&m->fn);
         m->fn.library = (char *)(in->library ? in->library : "");
-        m->fn.symbol = (char *)in->symbol;
+        m->fn.symbol = (char *)(in->symbol ? in->symbol : "");
         m->spec.function = &m->fn;
     } else {
         escher__command_ref__init(&m->cmd);
@@ -166,7 +171,7 @@ int esc_client_submit(esc_client *c, const esc_task_spec *in, const esc_actor_cr
                       esc_ref **refs, char *task_id, esc_status *st)
 {
     spec_msg m;
-    int rc = build_spec(c, in, &m, st);
+    int rc = build_spec(c, in, actor != NULL, &m, st);
     esc_rpc_channel *ch = rc == ESC_OK ? local_raylet(c, st) : NULL;
     if (rc == ESC_OK && !ch)
         rc = st ? st->code : ESC_UNAVAILABLE;
@@ -187,7 +192,7 @@ int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec
                          const char *actor_id, uint64_t seq, esc_ref **refs, esc_status *st)
 {
     spec_msg m;
-    int rc = build_spec(c, in, &m, st);
+    int rc = build_spec(c, in, false, &m, st);
     if (rc == ESC_OK) {
         m.spec.actor_id = (char *)actor_id;
         m.spec.actor_call_seq = seq;
@@ -230,7 +235,7 @@ int esc_task_submit(esc_client *c, const esc_task_spec *in, esc_ref **refs, char
     spec_msg m;
     if (check_request(in, st) != ESC_OK)
         return st->code;
-    if (build_spec(c, in, &m, st) != ESC_OK) {
+    if (build_spec(c, in, false, &m, st) != ESC_OK) {
         spec_msg_free(&m);
         return st->code;
     }
@@ -319,7 +324,7 @@ esc_prepared *esc_task_prepare(esc_client *c, const esc_task_spec *in, esc_ref *
     spec_msg m;
     if (check_request(in, st) != ESC_OK)
         return NULL;
-    if (build_spec(c, in, &m, st) != ESC_OK) {
+    if (build_spec(c, in, false, &m, st) != ESC_OK) {
         spec_msg_free(&m);
         return NULL;
     }

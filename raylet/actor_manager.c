@@ -12,6 +12,7 @@
 #include "rpc_async.h"
 #include "strmap.h"
 #include "results.h"
+#include "spec_args.h"
 #include "worker_pool.h"
 
 #define LOCATION_TIMEOUT_MS 5000
@@ -231,6 +232,13 @@ static void on_worker_lost(void *ud, const char *actor_id, const char *why)
  * (the pool copies the spec; the call keeps its own for its results). */
 static void run_call(actor *a, call *c)
 {
+    char why[600];
+    if (spec_args_lend(a->am->r, c->spec, why, sizeof why)) {
+        spec_args_unlend(c->spec);
+        results_store_error(a->am->r->results, c->spec, why);
+        call_free(a, c);
+        return;
+    }
     c->a = a;
     c->next = a->running;
     a->running = c;
@@ -241,8 +249,10 @@ static void run_call(actor *a, call *c)
     as_actor.resources = a->creation->resources;
     as_actor.n_resources = a->creation->n_resources;
     as_actor.max_concurrency = concurrency(a);
-    if (worker_pool_run(a->am->r->pool, &as_actor, (const char *const *)a->env, a->nenv,
-                        worker_pool_spec_cpu(a->creation), on_call_done, c) != 0) {
+    int rc = worker_pool_run(a->am->r->pool, &as_actor, (const char *const *)a->env, a->nenv,
+                             worker_pool_spec_cpu(a->creation), on_call_done, c);
+    spec_args_unlend(c->spec); /* the pool copied the spec, objects included */
+    if (rc != 0) {
         unlink_running(a, c);
         call_free(a, c);
         actor_die(a, "cannot start its worker");
@@ -272,12 +282,14 @@ static bool start_init(actor *a)
 }
 
 /* Runs the init (when not done), else the waiting calls, in arrival order, while fewer
- * than max_concurrency run. */
+ * than max_concurrency run. A call whose argument objects are not all here yet holds back
+ * the calls behind it (they start in the order made). */
 static void dispatch(actor *a)
 {
     if (a->dead || !start_init(a))
         return;
-    while (!a->dead && a->head && a->nrunning < concurrency(a)) {
+    while (!a->dead && a->head && a->nrunning < concurrency(a) &&
+           !spec_args_missing(a->am->r, a->head->spec)) {
         call *c = a->head;
         a->head = c->next;
         if (!a->head)
@@ -326,7 +338,55 @@ void actor_manager_call(actor_manager *am, const Escher__TaskSpec *spec)
     else
         a->head = c;
     a->tail = c;
+    spec_args_fetch(am->r, c->spec);
     dispatch(a);
+}
+
+void actor_manager_object_arrived(actor_manager *am, const char *id)
+{
+    (void)id;
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(am->actors, &pos, &k, &v)) {
+        actor *a = v;
+        if (a->head && !a->dead)
+            dispatch(a);
+    }
+}
+
+/* Drops the waiting calls of a that need object id, which could not be fetched. */
+static void fail_waiting(actor *a, const char *id, const char *why)
+{
+    call **pp = &a->head, *prev = NULL;
+    while (*pp) {
+        call *c = *pp;
+        if (!spec_args_waits_for(a->am->r, c->spec, id)) {
+            prev = c;
+            pp = &c->next;
+            continue;
+        }
+        *pp = c->next;
+        char msg[700];
+        snprintf(msg, sizeof msg, "cannot fetch argument %.80s: %.500s", id, why);
+        results_store_error(a->am->r->results, c->spec, msg);
+        call_free(a, c);
+    }
+    a->tail = prev;
+}
+
+void actor_manager_object_failed(actor_manager *am, const char *id, const char *why)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(am->actors, &pos, &k, &v)) {
+        actor *a = v;
+        if (a->head && !a->dead) {
+            fail_waiting(a, id, why);
+            dispatch(a);
+        }
+    }
 }
 
 /* ------------------------------------------------------------ start, kill */

@@ -43,8 +43,15 @@ void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, co
                  size_t nenv, actor_manager_ended_fn ended, void *ud);
 
 /* Queues a method call (spec copied; actor_id set, actor_creation not). A call for an
- * actor this raylet never hosted or that died ends at once as error objects. */
+ * actor this raylet never hosted or that died ends at once as error objects. Argument
+ * objects not here are fetched; the call (and those behind it) waits for them. */
 void actor_manager_call(actor_manager *am, const Escher__TaskSpec *call);
+
+/* An object arrived here: calls that waited for it as an argument may run. */
+void actor_manager_object_arrived(actor_manager *am, const char *id);
+
+/* Fetching an object failed: the waiting calls that need it end as error objects. */
+void actor_manager_object_failed(actor_manager *am, const char *id, const char *why);
 
 /* The actor was resized: its later calls (and a restart's init) run on holding's
  * resources, which are copied. */

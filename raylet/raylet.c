@@ -315,15 +315,19 @@ static int start_workers(raylet *r, char *err, size_t errlen)
     return r->pool ? 0 : -1;
 }
 
-/* Objects arriving here wake the tasks that wait for them as arguments. */
-static void on_object_arrived(void *tasks, const char *id)
+/* Objects arriving here wake the tasks and actor calls that wait for them as arguments. */
+static void on_object_arrived(void *ud, const char *id)
 {
-    task_manager_object_arrived(tasks, id);
+    raylet *r = ud;
+    task_manager_object_arrived(r->tasks, id);
+    actor_manager_object_arrived(r->actors, id);
 }
 
-static void on_fetch_failed(void *tasks, const char *id, const char *why)
+static void on_fetch_failed(void *ud, const char *id, const char *why)
 {
-    task_manager_object_failed(tasks, id, why);
+    raylet *r = ud;
+    task_manager_object_failed(r->tasks, id, why);
+    actor_manager_object_failed(r->actors, id, why);
 }
 
 int raylet_start(raylet *r, char *err, size_t errlen)
@@ -357,7 +361,7 @@ int raylet_start(raylet *r, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start the object fetch threads");
         return -1;
     }
-    object_waiters waiters = {on_object_arrived, on_fetch_failed, r->tasks};
+    object_waiters waiters = {on_object_arrived, on_fetch_failed, r};
     object_service_set_waiters(r->objects, &waiters);
     if (start_workers(r, err, errlen) != 0)
         return -1;

@@ -7,56 +7,18 @@
 #include <string.h>
 
 #include "task_internal.h"
-#include "job_mirror.h"
-#include "object_fetch.h"
-#include "object_service.h"
 #include "packages.h"
 #include "results.h"
+#include "spec_args.h"
 
-/* Object arguments become inline bytes for the worker: views into this node's store,
- * lent to the spec only while worker_pool_run copies it. Returns NULL, or why the task
- * cannot run. */
 const char *task_args_lend(task_manager *tm, task_entry *e, char *why, size_t len)
 {
-    for (size_t i = 0; i < e->spec->n_args; i++) {
-        Escher__TaskArg *a = e->spec->args[i];
-        if (!*a->object_id)
-            continue;
-        object_view v;
-        if (!object_service_get(tm->r, a->object_id, &v)) {
-            snprintf(why, len, "argument object %.80s is not on this node (arguments from "
-                     "other nodes are not fetched yet)", a->object_id);
-            return why;
-        }
-        /* A copy here is no licence: the object's job must be the task's or grant it
-         * (the same rule as Pull, docs/security.md, "Objects"). */
-        if (*v.job_id && !job_mirror_may_use(tm->r->jobs, e->spec->job_id, v.job_id)) {
-            snprintf(why, len, "PERMISSION_DENIED: argument %.80s belongs to job %.40s, which did "
-                     "not grant its namespace to job %.40s", a->object_id, v.job_id,
-                     e->spec->job_id);
-            return why;
-        }
-        if (v.is_error) {
-            snprintf(why, len, "argument %.80s is a failed task's: %.300s", a->object_id, v.error);
-            return why;
-        }
-        a->data = (ProtobufCBinaryData){(size_t)v.size, (uint8_t *)v.data};
-    }
-    return NULL;
+    return spec_args_lend(tm->r, e->spec, why, len);
 }
 
 void task_args_unlend(task_entry *e)
 {
-    for (size_t i = 0; i < e->spec->n_args; i++)
-        if (*e->spec->args[i]->object_id)
-            e->spec->args[i]->data = (ProtobufCBinaryData){0, NULL};
-}
-
-/* True when an argument object is not on this node yet. */
-static bool arg_missing(task_manager *tm, const Escher__TaskArg *a)
-{
-    object_view v;
-    return *a->object_id && !object_service_get(tm->r, a->object_id, &v);
+    spec_args_unlend(e->spec);
 }
 
 /* True when the task's package is not unpacked here yet. */
@@ -72,13 +34,7 @@ bool task_args_wait(task_manager *tm, task_entry *e)
 {
     bool waiting = *e->spec->package &&
                    !packages_use(tm->r->packages, e->spec->package, e->spec->job_id);
-    for (size_t i = 0; i < e->spec->n_args; i++) {
-        if (arg_missing(tm, e->spec->args[i])) {
-            object_fetch_start(tm->r->fetcher, e->spec->args[i]->object_id, e->spec->job_id,
-                               e->spec->job_credential);
-            waiting = true;
-        }
-    }
+    waiting = spec_args_fetch(tm->r, e->spec) || waiting;
     if (waiting)
         esc_strmap_put(tm->fetching, e->spec->task_id, e);
     return waiting;
@@ -106,18 +62,12 @@ static task_entry **take_fetching(task_manager *tm, bool (*done)(task_manager *,
 static bool all_args_here(task_manager *tm, task_entry *e, const char *id)
 {
     (void)id;
-    for (size_t i = 0; i < e->spec->n_args; i++)
-        if (arg_missing(tm, e->spec->args[i]))
-            return false;
-    return !package_missing(tm, e);
+    return !spec_args_missing(tm->r, e->spec) && !package_missing(tm, e);
 }
 
 static bool needs_missing(task_manager *tm, task_entry *e, const char *id)
 {
-    for (size_t i = 0; i < e->spec->n_args; i++)
-        if (!strcmp(e->spec->args[i]->object_id, id) && arg_missing(tm, e->spec->args[i]))
-            return true;
-    return false;
+    return spec_args_waits_for(tm->r, e->spec, id);
 }
 
 void task_manager_object_arrived(task_manager *tm, const char *id)

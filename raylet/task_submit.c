@@ -48,7 +48,9 @@ static int check_spec(const Escher__TaskSpec *s, esc_status *st)
 {
     if (!esc_name_valid(s->task_id) || !esc_name_valid(s->job_id))
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "task and job ids must be set");
-    bool fn = s->function && *s->function->symbol, cmd = s->command && s->command->n_argv;
+    /* An actor's creation names its library and may have no init symbol. */
+    bool fn = s->function && (*s->function->symbol || (s->actor_creation && *s->function->library));
+    bool cmd = s->command && s->command->n_argv;
     if (fn == cmd)
         return esc_status_set(st, ESC_INVALID_ARGUMENT,
                               "a task is exactly one of a function or a command");

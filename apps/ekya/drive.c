@@ -125,14 +125,10 @@ int ekya_samples_per_window(double length, double interval)
     return (int)ceil(length / interval - 1e-6);
 }
 
-int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya_params *prm,
-               const ekya_scheduler *sched, const ekya_executor *ex, FILE *decisions,
-               ekya_window_decision *log, ekya_sched_stats *stats, char *err, size_t errlen)
+/* The bounds that keep unit counts and per-second samples within int range. */
+static int check_params(const ekya_params *prm, char *err, size_t errlen)
 {
-    memset(stats, 0, sizeof *stats);
-    double delta = ekya_params_delta(prm);
-    /* Bounds that keep unit counts and per-second samples within int range. */
-    double sample = ekya_params_sample(prm);
+    double delta = ekya_params_delta(prm), sample = ekya_params_sample(prm);
     if (!(prm->gpus > 0 && delta > 0 && prm->rmax > 0 && prm->length > 0 && sample > 0) ||
         prm->gpus / delta > 1e6 || prm->length / sample > 1e7) {
         snprintf(err, errlen, "need 0 < gpus/delta <= 1e6 and 0 < window/sample <= 1e7 "
@@ -140,19 +136,54 @@ int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya
                  sample);
         return -1;
     }
+    return 0;
+}
+
+/* One window w of p through sched and ex, its steps recorded in d. */
+static int drive_one(const ekya_profiles *p, const ekya_infer_profile *inf,
+                     const ekya_params *prm, const ekya_scheduler *sched,
+                     const ekya_executor *ex, int w, drive_bufs *b, ekya_window_decision *d,
+                     ekya_sched_stats *stats, char *err, size_t errlen)
+{
+    ekya_sched_state st = {p,          inf,       w,           prm->length,      0,
+                           prm->gpus,  ekya_params_delta(prm), prm->rmax, b->model_acc,
+                           b->training_cfg, b->progress, b->completed};
+    return run_window(sched, &st, ex, b, d, stats, err, errlen);
+}
+
+int ekya_drive_window(const ekya_profiles *p, const ekya_infer_profile *inf,
+                      const ekya_params *prm, const ekya_scheduler *sched,
+                      const ekya_executor *ex, int w, ekya_window_decision *d,
+                      ekya_sched_stats *stats, char *err, size_t errlen)
+{
+    if (check_params(prm, err, errlen) != 0)
+        return -1;
+    drive_bufs b = {0};
+    int rc = -1;
+    if (bufs_alloc(&b, p->nstreams) != 0)
+        snprintf(err, errlen, "out of memory");
+    else
+        rc = drive_one(p, inf, prm, sched, ex, w, &b, d, stats, err, errlen);
+    bufs_free(&b);
+    return rc;
+}
+
+int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya_params *prm,
+               const ekya_scheduler *sched, const ekya_executor *ex, FILE *decisions,
+               ekya_window_decision *log, ekya_sched_stats *stats, char *err, size_t errlen)
+{
+    memset(stats, 0, sizeof *stats);
+    if (check_params(prm, err, errlen) != 0)
+        return -1;
     drive_bufs b = {0};
     int rc = -1;
     if (bufs_alloc(&b, p->nstreams) != 0) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    ekya_sched_state st = {p,     inf,        0,          prm->length,   0,
-                           prm->gpus, delta,      prm->rmax, b.model_acc, b.training_cfg,
-                           b.progress, b.completed};
     for (int w = 0; w < p->nwindows; w++) {
         ekya_window_decision local = {0}, *d = log ? &log[w] : &local;
-        st.window = w;
-        int wrc = run_window(sched, &st, ex, &b, d, stats, err, errlen);
+        int wrc = drive_one(p, inf, prm, sched, ex, w, &b, d, stats, err, errlen);
         if (wrc == 0 && decisions && ekya_window_decision_write_json(decisions, p, d) != 0) {
             snprintf(err, errlen, "cannot write decisions");
             wrc = -1;

@@ -16,6 +16,7 @@
 
 #include "ekya/cli.h"
 #include "ekya/config.h"
+#include "ekya/live.h"
 #include "ekya/profiler.h"
 #include "ekya/retrain.h"
 #include "ekya/rng.h"
@@ -30,6 +31,8 @@ typedef struct {
     uint64_t seed;
     const char *configs, *scheduler, *decisions;
     ekya_params prm;
+    int cluster;        /* --cluster: run live (ekya/live.h) */
+    ekya_live_opts live;/* its own options */
 } run_opts;
 
 /* One stream's models: one per width (the set's widths), the index of the deployed
@@ -59,7 +62,14 @@ static const char usage[] =
     "usage: ekya run --streams V --windows W --gpus G --window T [--scheduler S]\n"
     "         [--configs small|full] [--images-per-window N] [--seed S] [--delta D|FG]\n"
     "         [--rmax R] [--sample S] [--json] [--decisions FILE]\n"
-    "  T and the costs are CPU-seconds of a full device (GPU-seconds with a GPU).\n";
+    "       ekya run --cluster [ADDRESS] --streams V --windows W --window T\n"
+    "         [--node-devices D] [--device-cpus C] [--profile-cpus P] [--latency L]\n"
+    "         [--max-nodes N] [--namespace NS] [same options as above, without --gpus]\n"
+    "  T and the costs are CPU-seconds of a full device (GPU-seconds with a GPU).\n"
+    "  --cluster runs live on an escher cluster (the local one without ADDRESS): each\n"
+    "  node's devices are its GPUs, else D devices of C CPUs each (defaults 1 and 1);\n"
+    "  micro-profiling tasks hold P CPUs (0.25); an answer counts for its frame when\n"
+    "  ready within L seconds (0.01). Progress goes to stderr. See docs/ekya.md.\n";
 
 static int width_index(const ekya_workload *wl, int hidden)
 {
@@ -174,13 +184,16 @@ static int build_table(run_ctx *c)
     return 0;
 }
 
-/* Inference multipliers measured with stream 0's base model on its first window. */
-static int measure_inference(run_ctx *c, ekya_infer_profile *inf, char *err, size_t errlen)
+int ekya_run_inference_profile(const ekya_workload *wl, ekya_infer_profile *inf,
+                               double *frame_seconds, char *err, size_t errlen)
 {
     ekya_window w;
-    if (ekya_window_make(&c->wl.live, &c->wl.stream, 0, 0, &w, err, errlen) != 0)
+    if (ekya_window_make(&wl->live, &wl->stream, 0, 0, &w, err, errlen) != 0)
         return -1;
-    const ekya_mlp *m = &c->wl.base[0];
+    int widest = 0;
+    for (int i = 0; i < wl->n_widths; i++)
+        widest = wl->base[i].hidden > wl->base[widest].hidden ? i : widest;
+    const ekya_mlp *m = &wl->base[widest];
     ekya_infer_config ic[RUN_SUBS];
     int rc = ekya_infer_measure(&m, 1, &w, run_subsamplings, RUN_SUBS, ic, err, errlen);
     ekya_window_free(&w);
@@ -192,6 +205,8 @@ static int measure_inference(run_ctx *c, ekya_infer_profile *inf, char *err, siz
         double v = ic[0].accuracy > 0 ? ic[k].accuracy / ic[0].accuracy : 0;
         mult[k] = v > 1 ? 1 : v;
     }
+    if (frame_seconds)
+        *frame_seconds = ic[0].cpu_seconds_per_frame;
     if (ekya_infer_from_arrays(inf, RUN_SUBS, sub, mult) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -299,8 +314,13 @@ static int parse(int argc, char **argv, run_opts *o)
         {"configs", required_argument, 0, 'c'}, {"images-per-window", required_argument, 0, 'n'},
         {"seed", required_argument, 0, 'S'},    {"json", no_argument, 0, 'j'},
         {"decisions", required_argument, 0, 'D'}, {"help", no_argument, 0, 'h'},
+        {"cluster", optional_argument, 0, 'C'}, {"node-devices", required_argument, 0, 'N'},
+        {"device-cpus", required_argument, 0, 'U'}, {"profile-cpus", required_argument, 0, 'P'},
+        {"latency", required_argument, 0, 'L'}, {"max-nodes", required_argument, 0, 'M'},
+        {"namespace", required_argument, 0, 'A'},
         EKYA_CLI_PARAM_OPTIONS,                 {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
+    ekya_live_opts_default(&o->live);
     ekya_cli_params_default(&o->prm);
     o->images = 1000;
     o->seed = 1;
@@ -322,6 +342,19 @@ static int parse(int argc, char **argv, run_opts *o)
         case 'c': o->configs = optarg; break;
         case 'D': o->decisions = optarg; break;
         case 'j': o->json = 1; break;
+        case 'C':
+            o->cluster = 1;
+            /* `--cluster ADDRESS` as well as `--cluster=ADDRESS` */
+            if (!optarg && optind < argc && argv[optind][0] != '-')
+                optarg = argv[optind++];
+            o->live.address = optarg;
+            break;
+        case 'N': bad = ekya_cli_number("--node-devices", optarg, 0, &o->live.node_devices); break;
+        case 'U': bad = ekya_cli_number("--device-cpus", optarg, 0, &o->live.device_cpus); break;
+        case 'P': bad = ekya_cli_number("--profile-cpus", optarg, 0, &o->live.profile_cpus); break;
+        case 'L': bad = ekya_cli_number("--latency", optarg, 1, &o->live.latency); break;
+        case 'M': bad = parse_int("--max-nodes", optarg, 1, 10000, &o->live.max_nodes); break;
+        case 'A': o->live.namespace_ = optarg; break;
         case 'h': fputs(usage, stdout); return 1;
         default:
             if ((bad = ekya_cli_param(ch, optarg, &o->prm)) <= 0)
@@ -333,8 +366,14 @@ static int parse(int argc, char **argv, run_opts *o)
             return -1;
     }
     o->seed = (uint64_t)seed;
+    if (o->cluster && o->prm.gpus) {
+        fprintf(stderr, "ekya run: --gpus: with --cluster each node's devices come from the "
+                        "node (its GPUs, or --node-devices)\n");
+        return -1;
+    }
     const char *missing = !o->streams ? "--streams" : !o->windows ? "--windows"
-                        : !o->prm.gpus ? "--gpus" : !o->prm.length ? "--window" : NULL;
+                        : !o->prm.gpus && !o->cluster ? "--gpus"
+                        : !o->prm.length ? "--window" : NULL;
     if (missing || optind < argc) {
         fprintf(stderr, "ekya run: %s%s (see ekya run --help)\n",
                 missing ? "missing " : "unexpected argument ", missing ? missing : argv[optind]);
@@ -349,7 +388,7 @@ static int run(run_ctx *c, char *err, size_t errlen)
     ekya_scheduler sched = {0};
     FILE *dec = NULL;
     int rc = -1;
-    if (open_run(c, err, errlen) != 0 || measure_inference(c, &inf, err, errlen) != 0 ||
+    if (open_run(c, err, errlen) != 0 || ekya_run_inference_profile(&c->wl, &inf, NULL, err, errlen) != 0 ||
         ekya_scheduler_create(c->o->scheduler, &c->prof, &sched, err, errlen) != 0)
         goto out;
     c->prune = sched.plans_with_predictions;
@@ -377,12 +416,43 @@ out:
     return rc;
 }
 
+/* `ekya run --cluster`: the options of a run handed to the live driver. */
+static int run_live(run_opts *o)
+{
+    ekya_live_opts *lo = &o->live;
+    lo->streams = o->streams;
+    lo->windows = o->windows;
+    lo->images = o->images;
+    lo->seed = o->seed;
+    lo->configs = o->configs;
+    lo->scheduler = o->scheduler;
+    lo->prm = o->prm;
+    lo->json = o->json;
+    char err[512] = "";
+    if (o->decisions && !(lo->decisions = fopen(o->decisions, "w"))) {
+        fprintf(stderr, "ekya run: %s: cannot open for writing\n", o->decisions);
+        return 1;
+    }
+    int rc = ekya_live_run(lo, err, sizeof err);
+    if (lo->decisions && fclose(lo->decisions) != 0 && rc == 0) {
+        snprintf(err, sizeof err, "%s: write failed", o->decisions);
+        rc = -1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "ekya run: %s\n", err[0] ? err : "failed");
+        return 1;
+    }
+    return 0;
+}
+
 int ekya_cmd_run(int argc, char **argv)
 {
     run_opts o;
     int prc = parse(argc, argv, &o);
     if (prc != 0)
         return prc > 0 ? 0 : 2;
+    if (o.cluster)
+        return run_live(&o);
     run_ctx c;
     memset(&c, 0, sizeof c);
     c.o = &o;

@@ -12,8 +12,18 @@ set_target_properties(ekya_sched PROPERTIES POSITION_INDEPENDENT_CODE ON)
 # The command joins both layers: `profile` and `run` use the workload layer.
 add_executable(ekya ${EKYA_SCHED_DIR}/main.c ${EKYA_SCHED_DIR}/cli.c
   ${EKYA_SCHED_DIR}/simulate_cmd.c ${EKYA_SCHED_DIR}/plot_cmd.c ${EKYA_SCHED_DIR}/synth_cmd.c
-  ${EKYA_SCHED_DIR}/run_cmd.c)
-target_link_libraries(ekya PRIVATE ekya_sched ekya_workload)
+  ${EKYA_SCHED_DIR}/run_cmd.c ${EKYA_SCHED_DIR}/live.c ${EKYA_SCHED_DIR}/live_wire.c)
+target_link_libraries(ekya PRIVATE ekya_sched ekya_workload escher Threads::Threads)
+
+# The code a live run (`ekya run --cluster`) runs on the nodes: a task library that
+# escher-worker loads, so it links no escher library (the worker provides the SDK). It
+# sits alone in ekya-live/ next to the ekya binary: that directory is the job's package.
+add_library(ekya_live SHARED ${EKYA_SCHED_DIR}/live_tasks.c ${EKYA_SCHED_DIR}/live_wire.c)
+target_include_directories(ekya_live PRIVATE ${PROJECT_SOURCE_DIR}/client/include)
+target_link_libraries(ekya_live PRIVATE ekya_workload Threads::Threads)
+set_target_properties(ekya_live PROPERTIES
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/ekya-live)
+add_dependencies(ekya ekya_live)
 
 set(EKYA_SCHED_DATA ${EKYA_SCHED_DIR}/data)
 foreach(t profiles thief sim toy)

@@ -51,4 +51,14 @@ int ekya_drive(const ekya_profiles *p, const ekya_infer_profile *inf, const ekya
                const ekya_scheduler *sched, const ekya_executor *ex, FILE *decisions,
                ekya_window_decision *log, ekya_sched_stats *stats, char *err, size_t errlen);
 
+/* One window: window index w of p (0-based) through sched and ex, its steps recorded in
+ * *d (zeroed by the caller; free with ekya_window_decision_free). The scheduler time
+ * adds to *stats (not reset), so a caller driving windows one by one, or several
+ * schedulers side by side (one per node), sums them. Same checks and return as
+ * ekya_drive. */
+int ekya_drive_window(const ekya_profiles *p, const ekya_infer_profile *inf,
+                      const ekya_params *prm, const ekya_scheduler *sched,
+                      const ekya_executor *ex, int w, ekya_window_decision *d,
+                      ekya_sched_stats *stats, char *err, size_t errlen);
+
 #endif
