@@ -106,6 +106,14 @@ static void full_name(const live_run *r, int s, const char *role, char *buf, siz
     snprintf(buf, len, "%s/s%d.%s", esc_client_namespace(r->c), s, role);
 }
 
+/* Forgets a reference without releasing its object: for calls on a dead node, whose
+ * results no node holds (a release would wait on that node for nothing). */
+static void forget_ref(esc_ref **ref)
+{
+    esc_ref_free(*ref);
+    *ref = NULL;
+}
+
 static void drop_ref(live_run *r, esc_ref **ref)
 {
     if (*ref) {
@@ -656,16 +664,23 @@ static int ex_end(void *ctx, char *err, size_t errlen)
     live_run *r = nw->r;
     (void)err;
     (void)errlen;
+    int dead = atomic_load(&r->nodes[nw->node].dead);
     for (int i = 0; i < nw->n; i++) {
         live_stream *ls = local(nw, i);
         int s = nw->streams[i];
-        drop_ref(r, &ls->epoch);
+        if (dead)
+            forget_ref(&ls->epoch);
+        else
+            drop_ref(r, &ls->epoch);
         ls->cfg = EKYA_NO_RETRAIN;
         void *data = NULL;
         size_t len = 0;
         esc_status st;
         double acc = 0, first = -1;
-        if (ls->serve && esc_get(r->c, ls->serve, CALL_TIMEOUT_MS, &data, &len, &st) == ESC_OK) {
+        /* on a dead node the call's answer never comes: the window is lost for it */
+        int wait_ms = dead ? 0 : CALL_TIMEOUT_MS;
+        st.message[0] = '\0';
+        if (ls->serve && esc_get(r->c, ls->serve, wait_ms, &data, &len, &st) == ESC_OK) {
             ekya_rbuf rd = ekya_rbuf_of(data, len);
             ekya_r_tag(&rd, "EKV1");
             int64_t frames = ekya_r_i64(&rd), correct = ekya_r_i64(&rd);
@@ -678,7 +693,10 @@ static int ex_end(void *ctx, char *err, size_t errlen)
                     st.message);
         }
         free(data);
-        drop_ref(r, &ls->serve);
+        if (dead)
+            forget_ref(&ls->serve);
+        else
+            drop_ref(r, &ls->serve);
         r->acc[(size_t)s * (size_t)r->o->windows + (size_t)nw->w] = acc;
         if (ls->failed_over_at > 0 && first >= 0) {
             pthread_mutex_lock(&r->mu);
@@ -872,8 +890,8 @@ static int move_orphans(live_run *r, char *err, size_t errlen)
             return snprintf(err, errlen, "every node of the cluster is dead"), -1;
         ls->node = k;
         ls->failed_over_at = died;
-        drop_ref(r, &ls->serve);
-        drop_ref(r, &ls->epoch);
+        forget_ref(&ls->serve);
+        forget_ref(&ls->epoch);
     }
     return 0;
 }

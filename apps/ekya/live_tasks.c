@@ -390,6 +390,10 @@ ESC_TASK(ekya_infer_serve)
     pthread_mutex_unlock(&inf.mu);
     double cpu = ekya_thread_seconds() - cpu0;
     int64_t correct = score(a, na, w.y, w.n, frames, fps, latency);
+    /* the measurement in the actor's own log, where it can be checked against the summary */
+    printf("ekya_infer_serve: stream %d window %d frames %lld correct %lld processed %lld\n",
+           w.stream, w.window, (long long)frames, (long long)correct, (long long)na);
+    fflush(stdout);
     ekya_wbuf b = {0};
     ekya_w_bytes(&b, "EKV1", 4);
     ekya_w_i64(&b, frames);
