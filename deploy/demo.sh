@@ -24,6 +24,21 @@ step "$BUILD/examples/placement"
 step "$BUILD/examples/actor"
 step "$ESC" resource delete queue
 step "$ESC" status --json
+# Ekya live (docs/ekya.md, "Live runs"): two video streams retrained and served by actors
+# whose shares are ephemeral resources; `escher status` mid-run shows them with their owner.
+echo; printf '\033[1m$ %s\033[0m\n' "$BUILD/apps/ekya/ekya run --cluster --streams 2 --windows 3 --window 4 --device-cpus 0.5 &"
+"$BUILD/apps/ekya/ekya" run --cluster --streams 2 --windows 3 --window 4 --device-cpus 0.5 \
+  2>"$SESSION/ekya.err" &
+ekya=$!
+deadline=$((SECONDS + 60))
+until grep -q "window 1/" "$SESSION/ekya.err" 2>/dev/null; do
+  kill -0 "$ekya" 2>/dev/null || break
+  [ "$SECONDS" -lt "$deadline" ] || { echo "demo: ekya made no progress in 60 s" >&2; exit 1; }
+  sleep 0.2
+done
+step "$ESC" status
+wait "$ekya" || { cat "$SESSION/ekya.err" >&2; echo "demo: ekya run failed" >&2; exit 1; }
+cat "$SESSION/ekya.err"
 pids=$(cut -d" " -f1 "$SESSION"/pids/*.pid)   # "PID START_TICKS EXE" (docs/cli.md)
 step "$ESC" stop
 for p in $pids; do
