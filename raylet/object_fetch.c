@@ -92,8 +92,10 @@ static int pull(fetch *x, const char *address, const char *node_id)
             x->owner = strdup(*c->job_id ? c->job_id : x->job_id);
             sized = true;
         }
-        if (c->offset + c->data.len <= x->len)
-            memcpy(x->data + c->offset, c->data.data, c->data.len);
+        if (c->offset + c->data.len <= x->len) {
+            if (c->data.len) /* an empty chunk (an error object) has no data pointer */
+                memcpy(x->data + c->offset, c->data.data, c->data.len);
+        }
         else
             rc = ESC_INTERNAL;
         protobuf_c_message_free_unpacked(m, NULL);

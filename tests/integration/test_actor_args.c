@@ -111,6 +111,8 @@ static void test_failed_task_argument_fails_call(void **state)
     void *v = NULL;
     size_t len;
     assert_int_equal(esc_get(cl, r, WAIT_MS, &v, &len, &st), ESC_ABORTED);
+    if (!strstr(st.message, "failed task"))
+        fprintf(stderr, "call error: %s\n", st.message);
     assert_non_null(strstr(st.message, "failed task"));
     esc_ref_free(r);
     /* the actor is fine: a plain call still runs */
