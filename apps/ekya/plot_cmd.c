@@ -22,12 +22,13 @@ typedef struct {
     int nscheds;
     double target;
     ekya_params prm;
+    ekya_acc_unit unit;
 } plot_opts;
 
 static const char usage[] =
     "usage: ekya plot --profiles F --inference-profile F --window T --gpus 1,2,4,8 --out DIR\n"
     "         [--target ACC] [--schedulers S1,S2,..] [--delta D|FG] [--rmax R] [--no-carry]\n"
-    "         [--sample S]\n";
+    "         [--sample S] [--accuracy-unit fraction|percent]\n";
 
 static int parse_gpus(plot_opts *o, const char *arg)
 {
@@ -59,6 +60,7 @@ static int parse(int argc, char **argv, plot_opts *o)
         {"gpus", required_argument, 0, 'g'},     {"out", required_argument, 0, 'o'},
         {"target", required_argument, 0, 't'},   {"schedulers", required_argument, 0, 's'},
         {"no-carry", no_argument, 0, 'n'},       {"help", no_argument, 0, 'h'},
+        {"accuracy-unit", required_argument, 0, 'U'},
         EKYA_CLI_PARAM_OPTIONS,                  {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     ekya_cli_params_default(&o->prm);
@@ -76,6 +78,7 @@ static int parse(int argc, char **argv, plot_opts *o)
         case 's': snprintf(o->sched_arg, sizeof o->sched_arg, "%s", optarg); break;
         case 'g': bad = parse_gpus(o, optarg); break;
         case 't': bad = ekya_cli_number("--target", optarg, 1, &o->target); break;
+        case 'U': bad = ekya_cli_acc_unit(optarg, &o->unit); break;
         case 'h': fputs(usage, stdout); return 1;
         default:
             if ((bad = ekya_cli_param(ch, optarg, &o->prm)) <= 0)
@@ -217,7 +220,7 @@ int ekya_cmd_plot(int argc, char **argv)
     ekya_infer_profile inf;
     if (prc == 0) {
         rc = 1;
-        if (ekya_cli_load(o->profiles, o->inference, &p, &inf) == 0) {
+        if (ekya_cli_load_unit(o->profiles, o->unit, o->inference, &p, &inf) == 0) {
             rc = run(o, &p, &inf);
             if (rc == 0)
                 ekya_cli_note_sampling(&o->prm);
