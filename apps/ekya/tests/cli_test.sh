@@ -121,13 +121,21 @@ acc() { "$EKYA" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --rmax 1 --sched
 "$EKYA" "${SIM[@]}" --profiles "$DATA/toy_profiles.csv" --scheduler noretrain >"$TMP/text" || fail "text run"
 grep -q "stream A" "$TMP/text" && grep -q "window 2" "$TMP/text" && grep -q "scheduler time" "$TMP/text" || fail "text report"
 
-# plot: data, script and, with gnuplot, two svg files
+# plot: data, script and, with gnuplot, two svg files and (pngcairo or png) two png files
 if command -v gnuplot >/dev/null; then
     "$EKYA" plot --profiles "$DATA/toy_profiles.csv" --inference-profile "$DATA/inference_paper.csv" \
-        --window 120 --gpus 1,2,3 --rmax 1 --out "$TMP/plot" --target 70 >"$TMP/plotout" 2>&1 || fail "plot: $(cat "$TMP/plotout")"
+        --window 120 --gpus 0.5,1,2,3 --rmax 1 --out "$TMP/plot" --target 70 >"$TMP/plotout" 2>&1 || fail "plot: $(cat "$TMP/plotout")"
     for f in results.dat plot.gp accuracy_vs_gpus.svg streams_above_target.svg; do
         [ -s "$TMP/plot/$f" ] || fail "plot did not write $f"
     done
+    grep -q "set logscale x 2" "$TMP/plot/plot.gp" && grep -qF "set xtics ('0.5' 0.5, '1' 1, '2' 2, '3' 3)" "$TMP/plot/plot.gp" ||
+        fail "plot.gp: no log2 GPU axis with ticks at the given G"
+    if gnuplot -e 'set terminal' 2>&1 </dev/null | grep -qE '^ *(pngcairo|png) '; then
+        for f in accuracy_vs_gpus.png streams_above_target.png; do
+            [ "$(head -c 8 "$TMP/plot/$f" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+                fail "plot did not write $f with the PNG signature"
+        done
+    fi
 fi
 
 [ "$fails" -eq 0 ] && echo "cli: all passed"
