@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages escher builds and tests with, when they are missing.
 set -euo pipefail
+# gnuplot-nox: `ekya plot` writes svg and png; Debian 12's gnuplot-nox has both (its
+# pngcairo terminal comes with its cairo/pango dependencies), no X or Qt needed.
 pkgs=(build-essential cmake pkg-config libgrpc-dev libprotobuf-c-dev protobuf-c-compiler
       libhiredis-dev redis-server libev-dev libjemalloc-dev libcmocka-dev libjansson-dev
       iproute2 procps openssl libssl-dev tar util-linux python3 zlib1g-dev dataset-fashion-mnist gnuplot-nox

@@ -64,11 +64,26 @@ void ekya_cli_note_sampling(const ekya_params *prm)
                 "--sample %g gives 200\n", n, prm->length, prm->length / 200);
 }
 
+int ekya_cli_acc_unit(const char *s, ekya_acc_unit *out)
+{
+    if (ekya_acc_unit_parse(s, out) != 0) {
+        fprintf(stderr, "ekya: --accuracy-unit: '%s' is not fraction or percent\n", s);
+        return -1;
+    }
+    return 0;
+}
+
 int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,
                   ekya_infer_profile *inf)
 {
+    return ekya_cli_load_unit(profiles, EKYA_ACC_AUTO, inference, p, inf);
+}
+
+int ekya_cli_load_unit(const char *profiles, ekya_acc_unit unit, const char *inference,
+                       ekya_profiles *p, ekya_infer_profile *inf)
+{
     char err[512];
-    if (ekya_profiles_load(profiles, p, err, sizeof err) != 0) {
+    if (ekya_profiles_load_unit(profiles, unit, p, err, sizeof err) != 0) {
         fprintf(stderr, "ekya: %s\n", err);
         return -1;
     }

@@ -31,7 +31,9 @@ static const char help[] =
     "\n"
     "--delta D|FG: the GPU quantum, D GPUs or the fraction F of G (default 0.1).\n"
     "--sample S: accuracy is sampled every S seconds of a window (default 1).\n"
-    "Accuracies in profile files are percent (0..100); reports are fractions (0..1).\n"
+    "Profile accuracy columns name their unit: start_pct,end_pct,pred_end_pct percent\n"
+    "(0..100, what synth and profile write), start_acc,end_acc,pred_end_acc fractions\n"
+    "(0..1); --accuracy-unit fraction|percent overrides. Reports are fractions (0..1).\n"
     "See docs/ekya.md.\n";
 
 int main(int argc, char **argv)

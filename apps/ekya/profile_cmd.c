@@ -42,8 +42,8 @@ int ekya_cmd_profile_usage(FILE *out)
           "                    [--out FILE] [--configs small|full] [--infer-out FILE]\n"
           "                    [--infer-configs-out FILE] [--quiet]\n"
           "  Runs the Fashion-MNIST retraining workload and writes the profiles CSV\n"
-          "  (accuracies in percent): stream,window,config,epochs,start_acc,end_acc,\n"
-          "  gpu_seconds,pred_end_acc,pred_gpu_seconds. Data: $EKYA_DATA_DIR or\n"
+          "  (accuracies in percent): stream,window,config,epochs,start_pct,end_pct,\n"
+          "  gpu_seconds,pred_end_pct,pred_gpu_seconds. Data: $EKYA_DATA_DIR or\n"
           "  /usr/share/datasets/fashion-mnist. Defaults: seed 1, 1000 images per window,\n"
           "  full configurations (18), output to stdout.\n",
           out);
@@ -333,7 +333,7 @@ static int run(const cmd_args *a, char *err, size_t errlen)
     else if (!t.abs_err)
         snprintf(err, errlen, "out of memory");
     if (rc == 0)
-        fprintf(c.csv, "stream,window,config,epochs,start_acc,end_acc,gpu_seconds,pred_end_acc,pred_gpu_seconds\n");
+        fprintf(c.csv, "stream,window,config,epochs,start_pct,end_pct,gpu_seconds,pred_end_pct,pred_gpu_seconds\n");
     for (int s = 0; rc == 0 && s < a->streams; s++)
         rc = run_stream(&c, &wl, s, a->windows, &t, err, errlen) == 0 ? 0 : 1;
     if (c.csv && c.csv != stdout && fclose(c.csv) != 0 && rc == 0)

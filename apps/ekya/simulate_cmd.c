@@ -10,6 +10,7 @@
 typedef struct {
     const char *profiles, *inference, *scheduler, *decisions;
     ekya_params prm;
+    ekya_acc_unit unit;
     int json;
 } sim_opts;
 
@@ -17,7 +18,10 @@ static const char usage[] =
     "usage: ekya simulate --profiles FILE --inference-profile FILE --gpus G --window T\n"
     "         --scheduler thief|noretrain|fixedres|uniform:CONFIG:EPOCHS:SHARE|"
     "fixedconfig:CONFIG:EPOCHS\n"
-    "         [--delta D|FG] [--rmax R] [--sample S] [--no-carry] [--json] [--decisions FILE]\n";
+    "         [--delta D|FG] [--rmax R] [--sample S] [--no-carry] [--json] [--decisions FILE]\n"
+    "         [--accuracy-unit fraction|percent]\n"
+    "  Profile accuracies: start_pct,end_pct,pred_end_pct percent 0..100, start_acc,end_acc,\n"
+    "  pred_end_acc fractions 0..1; --accuracy-unit reads them in that unit whatever the names.\n";
 
 static int parse(int argc, char **argv, sim_opts *o)
 {
@@ -26,6 +30,7 @@ static int parse(int argc, char **argv, sim_opts *o)
         {"gpus", required_argument, 0, 'g'},     {"scheduler", required_argument, 0, 's'},
         {"json", no_argument, 0, 'j'},           {"decisions", required_argument, 0, 'D'},
         {"no-carry", no_argument, 0, 'n'},       {"help", no_argument, 0, 'h'},
+        {"accuracy-unit", required_argument, 0, 'U'},
         EKYA_CLI_PARAM_OPTIONS,                  {0, 0, 0, 0}};
     memset(o, 0, sizeof *o);
     ekya_cli_params_default(&o->prm);
@@ -42,6 +47,7 @@ static int parse(int argc, char **argv, sim_opts *o)
         case 'j': o->json = 1; break;
         case 'n': o->prm.no_carry = 1; break;
         case 'g': bad = ekya_cli_number("--gpus", optarg, 0, &o->prm.gpus); break;
+        case 'U': bad = ekya_cli_acc_unit(optarg, &o->unit); break;
         case 'h': fputs(usage, stdout); return 1;
         default:
             if ((bad = ekya_cli_param(ch, optarg, &o->prm)) <= 0)
@@ -131,7 +137,7 @@ int ekya_cmd_simulate(int argc, char **argv)
         return prc > 0 ? 0 : 2;
     ekya_profiles p;
     ekya_infer_profile inf;
-    if (ekya_cli_load(o.profiles, o.inference, &p, &inf) != 0)
+    if (ekya_cli_load_unit(o.profiles, o.unit, o.inference, &p, &inf) != 0)
         return 1;
     int rc = run(&o, &p, &inf);
     if (rc == 0)

@@ -64,8 +64,8 @@ int ekya_profiles_synth(ekya_profiles *out, int nstreams, int nwindows, int ncon
 
 int ekya_profiles_write_csv(FILE *f, const ekya_profiles *p)
 {
-    fprintf(f, "stream,window,config,epochs,start_acc,end_acc,gpu_seconds%s\n",
-            p->has_pred ? ",pred_end_acc,pred_gpu_seconds" : "");
+    fprintf(f, "stream,window,config,epochs,start_pct,end_pct,gpu_seconds%s\n",
+            p->has_pred ? ",pred_end_pct,pred_gpu_seconds" : "");
     for (int s = 0; s < p->nstreams; s++)
         for (int w = 0; w < p->nwindows; w++)
             for (int c = 0; c < p->nconfigs; c++) {

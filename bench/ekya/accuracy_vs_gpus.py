@@ -35,7 +35,7 @@ def simulate(ekya, profiles, inference, gpus, window, sample, scheduler):
 def oracle_copy(profiles, directory):
     """The profile without its prediction columns: schedulers then plan with the truth."""
     path = os.path.join(directory, "oracle.csv")
-    keep = ["stream", "window", "config", "epochs", "start_acc", "end_acc", "gpu_seconds"]
+    keep = ["stream", "window", "config", "epochs", "start_pct", "end_pct", "gpu_seconds"]
     with open(profiles) as src, open(path, "w", newline="") as dst:
         w = csv.DictWriter(dst, fieldnames=keep, extrasaction="ignore")
         w.writeheader()

@@ -190,8 +190,8 @@ static void command_end_to_end(void **state)
     assert_int_equal(ekya_cmd_profile(14, argv), 0);
     /* 1 stream x 2 windows x 4 configurations x 3 epoch counts, plus the header */
     assert_int_equal(count_lines(out, first, sizeof first), 1 + 1 * 2 * 4 * 3);
-    assert_string_equal(first, "stream,window,config,epochs,start_acc,end_acc,gpu_seconds,"
-                               "pred_end_acc,pred_gpu_seconds\n");
+    assert_string_equal(first, "stream,window,config,epochs,start_pct,end_pct,gpu_seconds,"
+                               "pred_end_pct,pred_gpu_seconds\n");
     assert_int_equal(count_lines(infer, first, sizeof first), 1 + 8);
     assert_string_equal(first, "subsampling,accuracy_multiplier\n");
 

@@ -52,8 +52,8 @@ static void test_toy_file(void **state)
 static void test_pred_columns_any_order(void **state)
 {
     (void)state;
-    char *path = temp_file("gpu_seconds,pred_gpu_seconds,stream,end_acc,window,config,"
-                           "pred_end_acc,epochs,start_acc,extra\n"
+    char *path = temp_file("gpu_seconds,pred_gpu_seconds,stream,end_pct,window,config,"
+                           "pred_end_pct,epochs,start_pct,extra\n"
                            "10,12,x,80,0,c,75,3,40,ignored\n");
     ekya_profiles p;
     char err[512];
@@ -90,18 +90,21 @@ static void expect_error(const char *text, int line, const char *want, int infer
     free(path);
 }
 
-#define HDR "stream,window,config,epochs,start_acc,end_acc,gpu_seconds\n"
+#define HDR "stream,window,config,epochs,start_pct,end_pct,gpu_seconds\n"
+#define HDR_FRAC "stream,window,config,epochs,start_acc,end_acc,gpu_seconds\n"
 
 static void test_errors(void **state)
 {
     (void)state;
-    expect_error("stream,window,config,epochs,start_acc,end_acc\nA,1,c,1,50,60\n", 1,
+    expect_error("stream,window,config,epochs,start_pct,end_pct\nA,1,c,1,50,60\n", 1,
                  "lacks column 'gpu_seconds'", 0);
+    expect_error("stream,window,config,epochs,end_pct,gpu_seconds\nA,1,c,1,60,10\n", 1,
+                 "lacks column 'start_pct' (percent 0..100) or 'start_acc' (fraction 0..1)", 0);
     expect_error(HDR "A,1,c,1,50,60,10\nA,1,d,1,50,60,-3\n", 3, "must not be negative", 0);
     expect_error(HDR "A,1,c,1,50,sixty,10\n", 2, "'sixty' is not a number", 0);
     expect_error(HDR "A,1,c,1,50,160,10\n", 2, "percentage", 0);
     expect_error(HDR "A,1,c,1,50,60,10\n\n# comment\nA,1,c,1,50,70,20\n", 5, "duplicate row", 0);
-    expect_error(HDR "A,1,c,1,50,60,10\nA,1,d,1,55,60,10\n", 3, "start_acc 55 differs", 0);
+    expect_error(HDR "A,1,c,1,50,60,10\nA,1,d,1,55,60,10\n", 3, "start_pct 55 differs", 0);
     expect_error(HDR "A,1,c,1.5,50,60,10\n", 2, "epochs must be an integer", 0);
     expect_error(HDR "A,1,c,1,50,60\n", 2, "gpu_seconds is missing", 0);
     expect_error(HDR "A,1,c,1,50,60,10\nB,2,c,1,50,60,10\n", 1, "stream 'A' has no rows for "
@@ -121,8 +124,87 @@ static void test_errors_column_and_pred(void **state)
     assert_true(strncmp(err, want, strlen(want)) == 0);
     unlink(path);
     free(path);
-    expect_error("stream,window,config,epochs,start_acc,end_acc,gpu_seconds,pred_end_acc\n"
-                 "A,1,c,1,50,60,10,55\n", 1, "only one of pred_end_acc", 0);
+    expect_error("stream,window,config,epochs,start_pct,end_pct,gpu_seconds,pred_end_pct\n"
+                 "A,1,c,1,50,60,10,55\n", 1, "only one of pred_end_pct", 0);
+    expect_error("stream,window,config,epochs,start_acc,end_acc,gpu_seconds,pred_gpu_seconds\n"
+                 "A,1,c,1,0.5,0.6,10,5\n", 1, "only one of pred_end_acc", 0);
+}
+
+/* The unit is in the column names: _acc fractions 0..1, _pct percent 0..100. */
+static void test_fraction_file(void **state)
+{
+    (void)state;
+    char *fpath = temp_file("# fractions, as the Ekya authors' tables\n" HDR_FRAC
+                            "A,1,c,1,0.65,0.75,85\nA,2,c,1,0.5,0.8,10\n");
+    char *ppath = temp_file(HDR "A,1,c,1,65,75,85\nA,2,c,1,50,80,10\n");
+    ekya_profiles f, p;
+    char err[512];
+    assert_int_equal(ekya_profiles_load(fpath, &f, err, sizeof err), 0);
+    assert_int_equal(ekya_profiles_load(ppath, &p, err, sizeof err), 0);
+    for (int w = 0; w < 2; w++) {
+        /* integral percents divided by 100 round to the same double as the fraction */
+        assert_true(f.start_acc[w] == p.start_acc[w]);
+        assert_true(ekya_profiles_cell(&f, 0, w, 0)->end_acc ==
+                    ekya_profiles_cell(&p, 0, w, 0)->end_acc);
+    }
+    assert_true(f.start_acc[0] == 0.65 && ekya_profiles_cell(&f, 0, 0, 0)->end_acc == 0.75);
+    ekya_profiles_free(&f);
+    ekya_profiles_free(&p);
+    /* --accuracy-unit overrides the names: a percent file named _acc, and the reverse */
+    char *legacy = temp_file(HDR_FRAC "A,1,c,1,65,75,85\nA,2,c,1,50,80,10\n");
+    assert_int_equal(ekya_profiles_load_unit(legacy, EKYA_ACC_PERCENT, &f, err, sizeof err), 0);
+    assert_true(f.start_acc[0] == 0.65);
+    ekya_profiles_free(&f);
+    assert_int_equal(ekya_profiles_load_unit(fpath, EKYA_ACC_AUTO, &f, err, sizeof err), 0);
+    ekya_profiles_free(&f);
+    char *pfrac = temp_file(HDR "A,1,c,1,0.65,0.75,85\nA,2,c,1,0.5,0.8,10\n");
+    assert_int_equal(ekya_profiles_load_unit(pfrac, EKYA_ACC_FRACTION, &f, err, sizeof err), 0);
+    assert_true(f.start_acc[0] == 0.65);
+    ekya_profiles_free(&f);
+    /* ... and checks the values against the unit it was given */
+    assert_int_equal(ekya_profiles_load_unit(ppath, EKYA_ACC_FRACTION, &f, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--accuracy-unit fraction"));
+    assert_int_equal(ekya_profiles_load_unit(fpath, EKYA_ACC_PERCENT, &f, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--accuracy-unit percent"));
+    ekya_acc_unit u;
+    assert_int_equal(ekya_acc_unit_parse("fraction", &u), 0);
+    assert_int_equal(u, EKYA_ACC_FRACTION);
+    assert_int_equal(ekya_acc_unit_parse("percent", &u), 0);
+    assert_int_equal(u, EKYA_ACC_PERCENT);
+    assert_int_equal(ekya_acc_unit_parse("pct", &u), -1);
+    const char *paths[] = {fpath, ppath, legacy, pfrac};
+    for (int i = 0; i < 4; i++) {
+        unlink(paths[i]);
+        free((char *)paths[i]);
+    }
+}
+
+/* Files whose values contradict their names are refused at the field that shows it. */
+static void test_unit_errors(void **state)
+{
+    (void)state;
+    /* "A,1,c,1," is 8 characters: start is column 9 */
+    expect_error(HDR_FRAC "A,1,c,1,65,75,85\n", 2,
+                 "2:9: start_acc is a fraction 0..1 but holds 65; did you mean start_pct?", 0);
+    expect_error(HDR_FRAC "A,1,c,1,0.5,80,85\n", 2,
+                 "2:13: end_acc is a fraction 0..1 but holds 80; did you mean end_pct?", 0);
+    expect_error("stream,window,config,epochs,start_acc,end_acc,gpu_seconds,pred_end_acc,"
+                 "pred_gpu_seconds\nA,1,c,1,0.5,0.8,85,75,80\n", 2,
+                 "pred_end_acc is a fraction 0..1 but holds 75", 0);
+    expect_error("stream,window,config,epochs,start_pct,end_acc,gpu_seconds\n"
+                 "A,1,c,1,50,0.6,10\n", 1, "1:39: header mixes start_pct (percent) with "
+                 "end_acc (fraction)", 0);
+    expect_error("stream,window,config,epochs,start_pct,end_pct,gpu_seconds,pred_end_acc,"
+                 "pred_gpu_seconds\nA,1,c,1,50,60,10,0.5,9\n", 1, "header mixes", 0);
+    expect_error("stream,window,config,epochs,start_acc,start_pct,end_pct,gpu_seconds\n"
+                 "A,1,c,1,50,50,60,10\n", 1, "header has both start_acc (fraction 0..1) and "
+                 "start_pct (percent 0..100); keep one", 0);
+    /* every accuracy <= 1 in a percent file: fractions under the wrong name */
+    expect_error(HDR "\nA,1,c,1,0.65,0.75,85\nA,1,d,1,0.65,1,85\n", 3,
+                 "3:9: every accuracy is <= 1, but _pct columns hold percent 0..100; these "
+                 "look like fractions: name the columns start_acc, end_acc, pred_end_acc", 0);
+    expect_error(HDR "A,1,c,1,0,0,85\n", 2, "every accuracy is <= 1", 0);
+    expect_error(HDR "A,1,c,1,65,160,10\n", 2, "end_pct is a percentage, 0..100 (got 160)", 0);
 }
 
 static void test_inference_errors(void **state)
@@ -169,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_toy_file),          cmocka_unit_test(test_pred_columns_any_order),
         cmocka_unit_test(test_errors),            cmocka_unit_test(test_errors_column_and_pred),
         cmocka_unit_test(test_inference_errors),  cmocka_unit_test(test_inference_step_up),
+        cmocka_unit_test(test_fraction_file),     cmocka_unit_test(test_unit_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

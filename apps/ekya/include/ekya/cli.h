@@ -44,6 +44,13 @@ void ekya_cli_note_sampling(const ekya_params *prm);
 int ekya_cli_load(const char *profiles, const char *inference, ekya_profiles *p,
                   ekya_infer_profile *inf);
 
+/* The same with --accuracy-unit's value (EKYA_ACC_AUTO: the column names decide). */
+int ekya_cli_load_unit(const char *profiles, ekya_acc_unit unit, const char *inference,
+                       ekya_profiles *p, ekya_infer_profile *inf);
+
+/* Parses --accuracy-unit fraction|percent; on failure prints one line, returns -1. */
+int ekya_cli_acc_unit(const char *s, ekya_acc_unit *out);
+
 /* Defaults of --delta and --rmax. */
 #define EKYA_DEFAULT_DELTA 0.1
 #define EKYA_DEFAULT_RMAX 0.25

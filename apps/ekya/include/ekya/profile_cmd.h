@@ -6,7 +6,7 @@
  *                [--infer-configs-out FILE] [--quiet]
  *
  * Profiles CSV (FILE, default stdout), accuracies in percent (0..100):
- *   stream,window,config,epochs,start_acc,end_acc,gpu_seconds,pred_end_acc,pred_gpu_seconds
+ *   stream,window,config,epochs,start_pct,end_pct,gpu_seconds,pred_end_pct,pred_gpu_seconds
  * one row per (stream, window, configuration, epochs in {5,15,30}); gpu_seconds are
  * measured CPU-seconds of the retraining (the cost on a full device), the pred_ columns
  * are the micro-profiler's predictions. Inference CSV (--infer-out, default

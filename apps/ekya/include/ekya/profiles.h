@@ -2,11 +2,13 @@
  * schedulers and the simulator read.
  *
  * Retraining profile CSV (columns located by header name, any order, extra columns
- * ignored): stream,window,config,epochs,start_acc,end_acc,gpu_seconds and optionally
- * pred_end_acc,pred_gpu_seconds. One row per (stream, window, config, epochs).
- * Accuracies are percent (0..100) in the file and 0..1 in memory. When the pred_
- * columns are present the schedulers plan with them and the simulator scores with the
- * actual end_acc/gpu_seconds; otherwise both see the actual values.
+ * ignored): stream,window,config,epochs,start_pct,end_pct,gpu_seconds and optionally
+ * pred_end_pct,pred_gpu_seconds. One row per (stream, window, config, epochs).
+ * The accuracy columns name their unit: start_pct,end_pct,pred_end_pct hold percent
+ * (0..100), start_acc,end_acc,pred_end_acc fractions (0..1); a file uses one kind.
+ * In memory accuracies are 0..1. When the pred_ columns are present the schedulers
+ * plan with them and the simulator scores with the actual end/gpu_seconds; otherwise
+ * both see the actual values.
  *
  * Inference profile CSV: subsampling,accuracy_multiplier (subsampling >= 1, multiplier
  * in 0..1): the accuracy factor when one frame in `subsampling` is processed.
@@ -41,13 +43,28 @@ typedef struct {
     int has_pred;            /* the file had pred_ columns */
 } ekya_profiles;
 
+/* The unit of the accuracy values in a profile file. AUTO: the one the column names
+ * say (_acc fraction, _pct percent). */
+typedef enum { EKYA_ACC_AUTO = 0, EKYA_ACC_FRACTION = 1, EKYA_ACC_PERCENT = 2 } ekya_acc_unit;
+
+/* "fraction" or "percent" (the --accuracy-unit values) into *out; 0, or -1. */
+int ekya_acc_unit_parse(const char *s, ekya_acc_unit *out);
+
 /* Loads a retraining profile CSV into *out (owned by the caller; release with
  * ekya_profiles_free). Returns 0, or -1 with a one-line "path:line:col: message" in
- * err for missing columns, non-numeric or negative values, accuracies above 100,
- * duplicate rows, start_acc differing between rows of one (stream, window), or a
+ * err for missing columns, a header with both or mixed _acc/_pct names, non-numeric or
+ * negative values, an accuracy above its unit's range (1 for fractions, 100 for
+ * percent), a percent file whose every accuracy is <= 1 (fractions, surely),
+ * duplicate rows, start accuracy differing between rows of one (stream, window), or a
  * stream without rows for some window. Lines that are blank or start with '#' are
  * skipped; fields are not quoted. */
 int ekya_profiles_load(const char *path, ekya_profiles *out, char *err, size_t errlen);
+
+/* The same with the unit given: FRACTION or PERCENT read every accuracy column in that
+ * unit whatever its name says (for files named in the other convention); AUTO is
+ * ekya_profiles_load. */
+int ekya_profiles_load_unit(const char *path, ekya_acc_unit unit, ekya_profiles *out,
+                            char *err, size_t errlen);
 
 /* Allocates an empty profile set of the given shape (all cells absent, names NULL).
  * Used by the loader and the synthetic generator. Returns 0 or -1 (out of memory). */
