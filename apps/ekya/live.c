@@ -904,7 +904,11 @@ static int put_frames(live_run *r, int w, char *err, size_t errlen)
         if (ekya_window_make(&r->wl.live, &r->wl.stream, s, w, &win, err, errlen) != 0)
             return -1;
         ekya_wbuf b = {0};
-        ekya_wire_put_window(&b, &win);
+        int *pos = malloc(sizeof(int) * (size_t)(win.n_test > 0 ? win.n_test : 1));
+        if (!pos || ekya_window_test_positions(&r->wl.stream, &win, pos) != 0)
+            b.bad = 1;
+        ekya_wire_put_window(&b, &win, pos);
+        free(pos);
         ekya_window_free(&win);
         drop_ref(r, &r->st[s].frames);
         esc_status st;
@@ -1056,7 +1060,7 @@ static int open_streams(live_run *r, char *err, size_t errlen)
         r->set = NULL;
         return -1;
     }
-    if (ekya_run_inference_profile(&r->wl, &r->inf, &r->frame_seconds, err, errlen) != 0)
+    if (ekya_run_inference_profile(&r->wl, 1, &r->inf, &r->frame_seconds, err, errlen) != 0)
         return -1;
     r->st = calloc((size_t)o->streams, sizeof *r->st);
     r->acc = calloc((size_t)o->streams * (size_t)o->windows, sizeof *r->acc);

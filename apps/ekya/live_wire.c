@@ -118,7 +118,7 @@ int ekya_wire_get_model(ekya_rbuf *r, ekya_mlp *m)
     return 0;
 }
 
-void ekya_wire_put_window(ekya_wbuf *b, const ekya_window *w)
+void ekya_wire_put_window(ekya_wbuf *b, const ekya_window *w, const int *test_pos)
 {
     ekya_w_bytes(b, "EKW1", 4);
     ekya_w_i32(b, w->stream);
@@ -132,6 +132,7 @@ void ekya_wire_put_window(ekya_wbuf *b, const ekya_window *w)
     ekya_w_bytes(b, w->train_y, (size_t)w->n_train);
     ekya_w_bytes(b, w->test_x, sizeof(float) * EKYA_PIXELS * (size_t)w->n_test);
     ekya_w_bytes(b, w->test_y, (size_t)w->n_test);
+    ekya_w_bytes(b, test_pos, sizeof(int) * (size_t)w->n_test);
 }
 
 /* Allocates and reads `count` frames and their labels. */
@@ -147,9 +148,11 @@ static void get_frames(ekya_rbuf *r, int count, float **x, uint8_t **y)
     ekya_r_bytes(r, *y, (size_t)count);
 }
 
-int ekya_wire_get_window(ekya_rbuf *r, ekya_window *w)
+int ekya_wire_get_window(ekya_rbuf *r, ekya_window *w, int **test_pos)
 {
     memset(w, 0, sizeof *w);
+    if (test_pos)
+        *test_pos = NULL;
     ekya_r_tag(r, "EKW1");
     w->stream = ekya_r_i32(r);
     w->window = ekya_r_i32(r);
@@ -164,10 +167,22 @@ int ekya_wire_get_window(ekya_rbuf *r, ekya_window *w)
     get_frames(r, w->n, &w->x, &w->y);
     get_frames(r, w->n_train, &w->train_x, &w->train_y);
     get_frames(r, w->n_test, &w->test_x, &w->test_y);
+    int *pos = malloc(sizeof(int) * (size_t)(w->n_test > 0 ? w->n_test : 1));
+    if (!pos)
+        r->bad = 1;
+    ekya_r_bytes(r, pos, sizeof(int) * (size_t)w->n_test);
+    for (int i = 0; !r->bad && i < w->n_test; i++)
+        if (pos[i] < 0 || pos[i] >= w->n)
+            r->bad = 1;
     if (r->bad) {
+        free(pos);
         ekya_window_free(w);
         return -1;
     }
+    if (test_pos)
+        *test_pos = pos;
+    else
+        free(pos);
     return 0;
 }
 

@@ -184,12 +184,43 @@ static int build_table(run_ctx *c)
     return 0;
 }
 
-int ekya_run_inference_profile(const ekya_workload *wl, ekya_infer_profile *inf,
+/* The test frames of w in stream order, as a window of their own (x, y and n only). */
+static int test_sequence(const ekya_workload *wl, ekya_window *w, char *err, size_t errlen)
+{
+    int *pos = malloc(sizeof(int) * (size_t)(w->n_test > 0 ? w->n_test : 1));
+    float *x = malloc(sizeof(float) * EKYA_PIXELS * (size_t)(w->n_test > 0 ? w->n_test : 1));
+    uint8_t *y = malloc((size_t)(w->n_test > 0 ? w->n_test : 1));
+    if (!pos || !x || !y || ekya_window_test_positions(&wl->stream, w, pos) != 0) {
+        free(pos);
+        free(x);
+        free(y);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < w->n_test; i++) {
+        memcpy(x + (size_t)i * EKYA_PIXELS, w->x + (size_t)pos[i] * EKYA_PIXELS,
+               sizeof(float) * EKYA_PIXELS);
+        y[i] = w->y[pos[i]];
+    }
+    free(pos);
+    free(w->x);
+    free(w->y);
+    w->x = x;
+    w->y = y;
+    w->n = w->n_test;
+    return 0;
+}
+
+int ekya_run_inference_profile(const ekya_workload *wl, int test_frames, ekya_infer_profile *inf,
                                double *frame_seconds, char *err, size_t errlen)
 {
     ekya_window w;
     if (ekya_window_make(&wl->live, &wl->stream, 0, 0, &w, err, errlen) != 0)
         return -1;
+    if (test_frames && test_sequence(wl, &w, err, errlen) != 0) {
+        ekya_window_free(&w);
+        return -1;
+    }
     int widest = 0;
     for (int i = 0; i < wl->n_widths; i++)
         widest = wl->base[i].hidden > wl->base[widest].hidden ? i : widest;
@@ -388,7 +419,7 @@ static int run(run_ctx *c, char *err, size_t errlen)
     ekya_scheduler sched = {0};
     FILE *dec = NULL;
     int rc = -1;
-    if (open_run(c, err, errlen) != 0 || ekya_run_inference_profile(&c->wl, &inf, NULL, err, errlen) != 0 ||
+    if (open_run(c, err, errlen) != 0 || ekya_run_inference_profile(&c->wl, 0, &inf, NULL, err, errlen) != 0 ||
         ekya_scheduler_create(c->o->scheduler, &c->prof, &sched, err, errlen) != 0)
         goto out;
     c->prune = sched.plans_with_predictions;

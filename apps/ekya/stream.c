@@ -224,21 +224,47 @@ static int alloc_window(ekya_window *w)
     return w->x && w->y && w->train_x && w->train_y && w->test_x && w->test_y ? 0 : -1;
 }
 
-/* Seeded permutation of frames: the first n_train go to retraining, the rest to test. */
-static int split_frames(ekya_window *w, const ekya_stream_opts *o)
+/* The seeded permutation of a window's frames: the first n_train go to retraining, the
+ * rest to test. NULL when memory runs out. */
+static int *split_perm(const ekya_window *w, uint64_t seed)
 {
     int *perm = malloc(sizeof(int) * (size_t)w->n);
     if (!perm)
-        return -1;
+        return NULL;
     for (int i = 0; i < w->n; i++)
         perm[i] = i;
     ekya_rng r;
-    ekya_rng_seed(&r, ekya_seed_mix(o->seed, (uint64_t)w->stream, (uint64_t)w->window, P_SPLIT));
+    ekya_rng_seed(&r, ekya_seed_mix(seed, (uint64_t)w->stream, (uint64_t)w->window, P_SPLIT));
     for (int i = w->n - 1; i > 0; i--) {
         int j = (int)ekya_rng_below(&r, (uint32_t)i + 1), t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;
     }
+    return perm;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+int ekya_window_test_positions(const ekya_stream_opts *o, const ekya_window *w, int *pos)
+{
+    int *perm = split_perm(w, o->seed);
+    if (!perm)
+        return -1;
+    memcpy(pos, perm + w->n_train, sizeof(int) * (size_t)w->n_test);
+    qsort(pos, (size_t)w->n_test, sizeof *pos, cmp_int);
+    free(perm);
+    return 0;
+}
+
+static int split_frames(ekya_window *w, const ekya_stream_opts *o)
+{
+    int *perm = split_perm(w, o->seed);
+    if (!perm)
+        return -1;
     for (int i = 0; i < w->n; i++) {
         int k = perm[i];
         float *dst = i < w->n_train ? w->train_x + (size_t)i * EKYA_PIXELS

@@ -53,10 +53,13 @@ void ekya_wire_put_model(ekya_wbuf *b, const ekya_mlp *m);
 int ekya_wire_get_model(ekya_rbuf *r, ekya_mlp *m);
 
 /* A window's frames: "EKW1", stream, window, n, n_train, n_test, then x, y (stream
- * order) and the train and test splits. */
-void ekya_wire_put_window(ekya_wbuf *b, const ekya_window *w);
-/* Reads a window into *w (allocated; ekya_window_free). Returns 0, or -1. */
-int ekya_wire_get_window(ekya_rbuf *r, ekya_window *w);
+ * order), the train and test splits, and the stream positions of the test frames
+ * (ekya_window_test_positions; n_test of them). */
+void ekya_wire_put_window(ekya_wbuf *b, const ekya_window *w, const int *test_pos);
+/* Reads a window into *w (allocated; ekya_window_free) and, when test_pos is not NULL,
+ * the test positions into *test_pos (malloc'd, n_test entries, each < n). Returns 0, or
+ * -1. */
+int ekya_wire_get_window(ekya_rbuf *r, ekya_window *w, int **test_pos);
 
 /* A retraining configuration: hidden, train_all, batch, data_frac. */
 void ekya_wire_put_config(ekya_wbuf *b, const ekya_retrain_config *c);

@@ -15,9 +15,11 @@
 int ekya_cmd_run(int argc, char **argv);
 
 /* The inference profile of a workload: accuracy multipliers at each subsampling,
- * measured with the widest base model on stream 0's first window, and (frame_seconds,
- * may be NULL) the CPU-seconds that model takes per frame. Returns 0, or -1 with err. */
-int ekya_run_inference_profile(const ekya_workload *wl, ekya_infer_profile *inf,
+ * measured with the widest base model on stream 0's first window (all its frames, or with
+ * test_frames only its test frames in stream order, what a live run serves), and
+ * (frame_seconds, may be NULL) the CPU-seconds that model takes per frame. Returns 0, or
+ * -1 with err. */
+int ekya_run_inference_profile(const ekya_workload *wl, int test_frames, ekya_infer_profile *inf,
                                double *frame_seconds, char *err, size_t errlen);
 
 #endif

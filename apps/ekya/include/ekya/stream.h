@@ -77,6 +77,11 @@ int ekya_window_make(const ekya_pool *pool, const ekya_stream_opts *o, int strea
                      int window, ekya_window *w, char *err, size_t errlen);
 void ekya_window_free(ekya_window *w);
 
+/* The positions in stream order (ascending, into w->x) of w's n_test test frames: the
+ * frames no retraining of the window sees, in the order a camera shows them. w must come
+ * from ekya_window_make with o. pos has room for w->n_test. Returns 0, or -1 (memory). */
+int ekya_window_test_positions(const ekya_stream_opts *o, const ekya_window *w, int *pos);
+
 /* Pretraining data: all frames of windows 0..windows-1 of held-out streams
  * EKYA_HELDOUT_STREAM_BASE + 0..streams-1 drawn from `pool` (the t10k pool).
  * Returns 0 with *x (n*EKYA_PIXELS floats) and *y (n labels) malloc'd for the caller,
