@@ -456,6 +456,19 @@ double cil_job_load(const cil_job *j, double t_s)
     return cil_trace_at(j->trace, t_s) * j->load;
 }
 
+double cil_job_mean_load(const cil_job *j, double t0, double t1)
+{
+    if (!j->trace)
+        return j->load;
+    double s = cil_job_load(j, t0);
+    size_t n = 1;
+    for (double t = floor(t0) + 1; t < t1; t += 1) {
+        s += cil_job_load(j, t);
+        n++;
+    }
+    return s / (double)n;
+}
+
 double cil_job_utility(const cil_job *j, double p)
 {
     double v = p / j->slo;

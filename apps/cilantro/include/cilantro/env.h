@@ -120,6 +120,9 @@ const char *cil_env_data_dir(void);
 double cil_job_perf(const cil_job *j, double a, double load);
 /* Load at time t seconds: the constant, or trace row floor(t) mod n times scale. */
 double cil_job_load(const cil_job *j, double t_s);
+/* Mean load over [t0, t1): the load at t0 and at every later whole second before t1
+ * (the load at t0 when t1 <= t0; the constant for a constant load). */
+double cil_job_mean_load(const cil_job *j, double t0, double t1);
 /* Utility g(min(1, p / slo)), g = v, v^2 or sqrt(v); p < 0 counts as 0. */
 double cil_job_utility(const cil_job *j, double p);
 
