@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "bl_internal.h"
-#include "cilantro/sim.h"
+#include "cilantro/policy.h"
 
 #define ERNEST_K 4          /* features: 1, 1/z, log z, z */
 #define ERNEST_Z_SPAN 16.0  /* z = 1 + 16 x / x_hi: Ernest's "machines" from 1 to 17 */
@@ -117,7 +117,7 @@ int bl_models_init(cil_baseline *b)
         return -1;
     for (size_t j = 0; j < n; j++) {
         double lo, hi, lip, p_hi;
-        cil_sim_learner_domain(b->env, j, &lo, &hi, &lip, &p_hi);
+        cil_policy_learner_domain(b->env, j, &lo, &hi, &lip, &p_hi);
         b->xhi[j] = hi > 0 ? hi : 1;
         size_t t = 0;
         while (t < j && !same_workload(&b->env->jobs[t], &b->env->jobs[j]))

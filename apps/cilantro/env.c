@@ -3,15 +3,26 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cilantro/common.h"
 
+/* Where "data:" files are read from when $CILANTRO_DATA_DIR is unset (CMakeLists.txt):
+ * programs under the build directory read the source tree's apps/cilantro/data, other
+ * programs (installed ones) the data installed relative to their own folder. */
 #ifndef CILANTRO_DEFAULT_DATA_DIR
-#define CILANTRO_DEFAULT_DATA_DIR "../shared/data/cilantro"
+#define CILANTRO_DEFAULT_DATA_DIR "apps/cilantro/data"
+#endif
+#ifndef CILANTRO_BUILD_DIR
+#define CILANTRO_BUILD_DIR ""
+#endif
+#ifndef CILANTRO_DATA_FROM_BIN
+#define CILANTRO_DATA_FROM_BIN "../share/escher/cilantro"
 #endif
 
 /* ---------------------------------------------------------------- PRNG */
@@ -445,6 +456,19 @@ double cil_job_load(const cil_job *j, double t_s)
     return cil_trace_at(j->trace, t_s) * j->load;
 }
 
+double cil_job_mean_load(const cil_job *j, double t0, double t1)
+{
+    if (!j->trace)
+        return j->load;
+    double s = cil_job_load(j, t0);
+    size_t n = 1;
+    for (double t = floor(t0) + 1; t < t1; t += 1) {
+        s += cil_job_load(j, t);
+        n++;
+    }
+    return s / (double)n;
+}
+
 double cil_job_utility(const cil_job *j, double p)
 {
     double v = p / j->slo;
@@ -491,10 +515,44 @@ int cil_job_report(const cil_job *j, cil_rng *r, double p, double load, double s
 
 /* ---------------------------------------------------------------- env files */
 
+/* The default data folder: the source tree's for a program inside the build directory,
+ * else <the program's folder>/CILANTRO_DATA_FROM_BIN (the installed copy). */
+static const char *default_data_dir(void)
+{
+    static char dir[PATH_MAX + sizeof CILANTRO_DATA_FROM_BIN + 1];
+    if (dir[0])
+        return dir;
+    char exe[PATH_MAX], build[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || !*CILANTRO_BUILD_DIR || !realpath(CILANTRO_BUILD_DIR, build)) {
+        snprintf(dir, sizeof dir, "%s", CILANTRO_DEFAULT_DATA_DIR);
+        return dir;
+    }
+    exe[n] = 0;
+    size_t bl = strlen(build);
+    char *slash = strrchr(exe, '/');
+    if ((strncmp(exe, build, bl) == 0 && exe[bl] == '/') || !slash)
+        snprintf(dir, sizeof dir, "%s", CILANTRO_DEFAULT_DATA_DIR);
+    else
+        snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - exe), exe, CILANTRO_DATA_FROM_BIN);
+    return dir;
+}
+
 const char *cil_env_data_dir(void)
 {
     const char *d = getenv("CILANTRO_DATA_DIR");
-    return d && *d ? d : CILANTRO_DEFAULT_DATA_DIR;
+    return d && *d ? d : default_data_dir();
+}
+
+/* For a "data:" file that cannot be read: where it was looked for and how to point
+ * elsewhere, appended to the loader's message ("" otherwise). */
+static const char *data_hint(const char *file, const char *path, char *buf, size_t len)
+{
+    if (strncmp(file, "data:", 5) != 0 || access(path, R_OK) == 0)
+        return "";
+    snprintf(buf, len, " (data: files are read from %s; set CILANTRO_DATA_DIR to the folder "
+                       "that holds them)", cil_env_data_dir());
+    return buf;
 }
 
 void cil_env_free(cil_env *env)
@@ -554,7 +612,7 @@ static char *resolve(const ctx *c, const char *p)
 
 /* Loaded file for a resolved path, loading it on first use. */
 static const cil_profile *get_profile(cil_env *env, const ctx *c, const char *job,
-                                      const char *path)
+                                      const char *file, const char *path)
 {
     for (size_t i = 0; i < env->nprofiles; i++)
         if (strcmp(env->profile_paths[i], path) == 0)
@@ -562,7 +620,9 @@ static const cil_profile *get_profile(cil_env *env, const ctx *c, const char *jo
     char e[512];
     cil_profile *p = cil_profile_load(path, e, sizeof e);
     if (!p) {
-        cil_errorf(c->err, c->errlen, "%s: job '%s': curve.file: %s", c->name, job, e);
+        char h[PATH_MAX + 128];
+        cil_errorf(c->err, c->errlen, "%s: job '%s': curve.file: %s%s", c->name, job, e,
+                   data_hint(file, path, h, sizeof h));
         return NULL;
     }
     cil_profile **np = realloc(env->profiles, (env->nprofiles + 1) * sizeof *np);
@@ -583,7 +643,8 @@ static const cil_profile *get_profile(cil_env *env, const ctx *c, const char *jo
     return p;
 }
 
-static const cil_trace *get_trace(cil_env *env, const ctx *c, const char *job, const char *path)
+static const cil_trace *get_trace(cil_env *env, const ctx *c, const char *job, const char *file,
+                                  const char *path)
 {
     for (size_t i = 0; i < env->ntraces; i++)
         if (strcmp(env->trace_paths[i], path) == 0)
@@ -591,7 +652,9 @@ static const cil_trace *get_trace(cil_env *env, const ctx *c, const char *job, c
     char e[512];
     cil_trace *t = cil_trace_load(path, e, sizeof e);
     if (!t) {
-        cil_errorf(c->err, c->errlen, "%s: job '%s': load.trace: %s", c->name, job, e);
+        char h[PATH_MAX + 128];
+        cil_errorf(c->err, c->errlen, "%s: job '%s': load.trace: %s%s", c->name, job, e,
+                   data_hint(file, path, h, sizeof h));
         return NULL;
     }
     cil_trace **nt = realloc(env->traces, (env->ntraces + 1) * sizeof *nt);
@@ -706,7 +769,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
             cil_errorf(c->err, c->errlen, "%s: out of memory", c->name);
             return -1;
         }
-        j->profile = get_profile(env, c, name, path);
+        j->profile = get_profile(env, c, name, file, path);
         free(path);
         if (!j->profile)
             return -1;
@@ -758,7 +821,7 @@ static int parse_job(cil_env *env, const ctx *c, size_t idx, json_t *jj)
             cil_errorf(c->err, c->errlen, "%s: out of memory", c->name);
             return -1;
         }
-        j->trace = get_trace(env, c, name, path);
+        j->trace = get_trace(env, c, name, file, path);
         free(path);
         if (!j->trace)
             return -1;

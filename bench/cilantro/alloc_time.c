@@ -22,7 +22,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "alloc_time: %s\n", err);
         return 1;
     }
-    static const cil_policy pols[] = {CIL_POL_CILANTRO_NJC, CIL_POL_CILANTRO_SW,
+    static const cil_policy_kind pols[] = {CIL_POL_CILANTRO_NJC, CIL_POL_CILANTRO_SW,
                                       CIL_POL_CILANTRO_EW, CIL_POL_ORACLE_SW,
                                       CIL_POL_ORACLE_EW};
     printf("{\"env\": \"%s\", \"jobs\": %zu, \"cpus\": %d, \"hours\": %g, \"policies\": {", path,

@@ -11,7 +11,7 @@ int cmd_alloc(int argc, char **argv)
     cli_opts o;
     if (cli_parse("alloc", argc - 1, argv + 1, OPT_ENV | OPT_POLICY | OPT_AT | OPT_JSON, &o) != 0)
         return 2;
-    cil_policy pol;
+    cil_policy_kind pol;
     if (cil_policy_parse(o.policy, &pol) != 0) {
         fprintf(stderr, "cilantro alloc: unknown policy '%s' (see cilantro --help)\n", o.policy);
         return 2;

@@ -35,13 +35,13 @@ cil_env *cli_load_env(const char *cmd, const char *path);
 
 /* Parses a comma-separated policy list ("all" for every policy) into p (room for
  * CIL_POL_COUNT). Returns how many, or -1 after one line on stderr naming the bad one. */
-int cli_policy_list(const char *cmd, const char *list, cil_policy *p);
+int cli_policy_list(const char *cmd, const char *list, cil_policy_kind *p);
 
 /* Median of the n values (n > 0), which it sorts in place. */
 double cli_median(double *v, size_t n);
 
 /* Runs policy on env with the options' hours and seed. 0, or -1 after one line. */
-int cli_run(const char *cmd, const cil_env *env, cil_policy pol, const cli_opts *o,
+int cli_run(const char *cmd, const cil_env *env, cil_policy_kind pol, const cli_opts *o,
             cil_sim_result *r);
 
 /* The subcommands: argv[0] is the subcommand's name, options follow. Each returns the

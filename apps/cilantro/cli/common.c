@@ -112,11 +112,11 @@ cil_env *cli_load_env(const char *cmd, const char *path)
     return env;
 }
 
-int cli_policy_list(const char *cmd, const char *list, cil_policy *p)
+int cli_policy_list(const char *cmd, const char *list, cil_policy_kind *p)
 {
     if (strcmp(list, "all") == 0) {
         for (int k = 0; k < CIL_POL_COUNT; k++)
-            p[k] = (cil_policy)k;
+            p[k] = (cil_policy_kind)k;
         return CIL_POL_COUNT;
     }
     int n = 0;
@@ -154,7 +154,7 @@ double cli_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int cli_run(const char *cmd, const cil_env *env, cil_policy pol, const cli_opts *o,
+int cli_run(const char *cmd, const cil_env *env, cil_policy_kind pol, const cli_opts *o,
             cil_sim_result *r)
 {
     cil_sim_params prm;

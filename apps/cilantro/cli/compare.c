@@ -24,7 +24,7 @@ int cmd_compare(int argc, char **argv)
     if (cli_parse("compare", argc - 1, argv + 1, OPT_ENV | OPT_POLICIES | OPT_HOURS | OPT_SEED | OPT_JSON,
                   &o) != 0)
         return 2;
-    cil_policy pols[CIL_POL_COUNT];
+    cil_policy_kind pols[CIL_POL_COUNT];
     int np = cli_policy_list("compare", o.policies, pols);
     if (np < 0)
         return 2;

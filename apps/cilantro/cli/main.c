@@ -25,7 +25,7 @@ static void usage(FILE *f)
 #endif
             "policies:");
     for (int k = 0; k < CIL_POL_COUNT; k++)
-        fprintf(f, " %s", cil_policy_name((cil_policy)k));
+        fprintf(f, " %s", cil_policy_name((cil_policy_kind)k));
     fprintf(f, "\n");
 }
 

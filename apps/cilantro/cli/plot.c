@@ -19,7 +19,7 @@ static double field(const cil_metrics *m, int f)
 }
 
 /* series.tsv: hour, then per policy its three smoothed metrics. */
-static int write_table(const char *path, int np, const cil_policy *pols,
+static int write_table(const char *path, int np, const cil_policy_kind *pols,
                        cil_sim_result *res, double round_h)
 {
     FILE *f = fopen(path, "w");
@@ -46,7 +46,7 @@ static int write_table(const char *path, int np, const cil_policy *pols,
     return fclose(f) == 0 ? 0 : -1;
 }
 
-static int draw(const char *dir, int np, const cil_policy *pols)
+static int draw(const char *dir, int np, const cil_policy_kind *pols)
 {
     FILE *g = popen("gnuplot 2>&1", "w");
     if (!g)
@@ -74,7 +74,7 @@ int cmd_plot(int argc, char **argv)
     if (cli_parse("plot", argc - 1, argv + 1, OPT_ENV | OPT_POLICIES | OPT_OUT | OPT_HOURS | OPT_SEED,
                   &o) != 0)
         return 2;
-    cil_policy pols[CIL_POL_COUNT];
+    cil_policy_kind pols[CIL_POL_COUNT];
     int np = cli_policy_list("plot", o.policies, pols);
     if (np < 0)
         return 2;

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 
-static json_t *result_json(const cil_env *env, cil_policy pol, const cli_opts *o,
+static json_t *result_json(const cil_env *env, cil_policy_kind pol, const cli_opts *o,
                            const cil_sim_result *r)
 {
     json_t *jobs = json_object();
@@ -41,7 +41,7 @@ static json_t *result_json(const cil_env *env, cil_policy pol, const cli_opts *o
                      "series", series);
 }
 
-static void print_text(const cil_env *env, cil_policy pol, const cli_opts *o,
+static void print_text(const cil_env *env, cil_policy_kind pol, const cli_opts *o,
                        const cil_sim_result *r)
 {
     printf("%s on %zu jobs, %d CPUs: %g h (%zu rounds), seed %llu\n", cil_policy_name(pol),
@@ -62,7 +62,7 @@ int cmd_simulate(int argc, char **argv)
     if (cli_parse("simulate", argc - 1, argv + 1, OPT_ENV | OPT_POLICY | OPT_HOURS | OPT_SEED | OPT_JSON,
                   &o) != 0)
         return 2;
-    cil_policy pol;
+    cil_policy_kind pol;
     if (cil_policy_parse(o.policy, &pol) != 0) {
         fprintf(stderr, "cilantro simulate: unknown policy '%s' (see cilantro --help)\n",
                 o.policy);

@@ -278,6 +278,15 @@ static void test_data_prefix(void **state)
         fail_msg("%s", err);
     assert_float_equal(cil_job_perf(&e->jobs[0], 4, 2), 0.6, 1e-12);
     cil_env_free(e);
+    /* a data: file that is not there: the path tried and how to point elsewhere */
+    setenv("CILANTRO_DATA_DIR", "/nonexistent/data", 1);
+    assert_null(cil_env_parse(HEAD "{\"name\": \"a\", \"curve\": {\"type\": \"profile\", "
+                              "\"file\": \"data:p.csv\"}, \"load\": 2, \"slo\": 1, "
+                              "\"utility\": \"linear\"}]}",
+                              "/nonexistent", NULL, err, sizeof err));
+    assert_non_null(strstr(err, "/nonexistent/data/p.csv: cannot read"));
+    assert_non_null(strstr(err, "set CILANTRO_DATA_DIR"));
+    assert_null(strchr(err, '\n'));
     if (saved)
         setenv("CILANTRO_DATA_DIR", saved, 1);
     else
@@ -400,19 +409,13 @@ static void test_determinism(void **state)
     assert_true(u >= 0 && u < 1);
 }
 
-/* The shipped 20-job environment, against the shared data (skipped without it). */
+/* The shipped 20-job environment, against the shipped data (apps/cilantro/data). */
 static void test_paper_env(void **state)
 {
     (void)state;
     const char *dir = getenv("CILANTRO_ENV_DIR");
-    char p[1024], probe[1200];
+    char p[1024];
     snprintf(p, sizeof p, "%s/paper20.json", dir ? dir : "apps/cilantro/envs");
-    snprintf(probe, sizeof probe, "%s/twitter-trace.csv", cil_env_data_dir());
-    if (access(probe, R_OK) != 0) {
-        print_message("SKIP paper20: shared data not found at %s (set CILANTRO_DATA_DIR)\n",
-                      cil_env_data_dir());
-        skip();
-    }
     char err[512] = "";
     cil_env *e = cil_env_load(p, err, sizeof err);
     if (!e)

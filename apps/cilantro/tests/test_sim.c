@@ -39,7 +39,7 @@ static cil_env *make_env(double report_s)
     return env;
 }
 
-static cil_sim_result run(const cil_env *env, cil_policy p, double hours, uint64_t seed)
+static cil_sim_result run(const cil_env *env, cil_policy_kind p, double hours, uint64_t seed)
 {
     cil_sim_params prm;
     cil_sim_params_default(&prm);
@@ -68,11 +68,11 @@ static void test_names(void **state)
 {
     (void)state;
     for (int i = 0; i < CIL_POL_COUNT; i++) {
-        cil_policy p;
-        assert_int_equal(cil_policy_parse(cil_policy_name((cil_policy)i), &p), 0);
+        cil_policy_kind p;
+        assert_int_equal(cil_policy_parse(cil_policy_name((cil_policy_kind)i), &p), 0);
         assert_int_equal(p, i);
     }
-    cil_policy p;
+    cil_policy_kind p;
     assert_int_equal(cil_policy_parse("ernest-x", &p), -1);
     assert_null(cil_policy_name(CIL_POL_COUNT));
 }
@@ -83,8 +83,8 @@ static void test_deterministic(void **state)
     cil_env *env = make_env(5);
     assert_non_null(env);
     for (int p = 0; p < CIL_POL_COUNT; p++) {
-        cil_sim_result a = run(env, (cil_policy)p, 0.5, 7);
-        cil_sim_result b = run(env, (cil_policy)p, 0.5, 7);
+        cil_sim_result a = run(env, (cil_policy_kind)p, 0.5, 7);
+        cil_sim_result b = run(env, (cil_policy_kind)p, 0.5, 7);
         assert_int_equal(a.rounds, 30);
         assert_memory_equal(&a.mean, &b.mean, sizeof a.mean);
         assert_memory_equal(a.job_util, b.job_util, a.njobs * sizeof(double));

@@ -1,5 +1,5 @@
 /* cilantro/baselines.h: the baselines of the Cilantro paper's cluster-sharing
- * evaluation (item 3 of the Cilantro issue), as the simulator runs them.
+ * evaluation (item 3 of the Cilantro issue), as the policy object (policy.h) runs them.
  *
  * Each baseline sees only what a scheduler sees: at the end of every round, per job,
  * the allocation it ran at, its mean reported load and its mean reported performance

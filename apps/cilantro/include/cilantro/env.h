@@ -97,9 +97,9 @@ typedef struct {
 } cil_env;
 
 /* Loads an environment file. Relative paths inside are relative to the file's
- * directory; paths starting with "data:" are resolved against $CILANTRO_DATA_DIR, or
- * when unset against the build's default (the repository's ../shared/data/cilantro).
- * Returns NULL and a one-line message (naming the job and field) in err on error. */
+ * directory; paths starting with "data:" are resolved against cil_env_data_dir().
+ * Returns NULL and a one-line message (naming the job and field) in err on error; a
+ * "data:" file that cannot be read also names the data folder and CILANTRO_DATA_DIR. */
 cil_env *cil_env_load(const char *path, char *err, size_t errlen);
 /* The same from JSON text; base_dir resolves relative paths (NULL: "."); name
  * prefixes error messages (NULL: "env"). */
@@ -109,7 +109,9 @@ void cil_env_free(cil_env *env);
 /* Index of the job called name, or -1. */
 int cil_env_find(const cil_env *env, const char *name);
 
-/* Directory "data:" paths resolve against (the env var or the built-in default). */
+/* Directory "data:" paths resolve against: $CILANTRO_DATA_DIR when set and non-empty;
+ * else, for a program inside the build directory, the source tree's apps/cilantro/data;
+ * else (an installed program) <the program's folder>/../share/escher/cilantro. */
 const char *cil_env_data_dir(void);
 
 /* True performance at a CPUs and the given load: profile interp(a/load, grid, ests)
@@ -118,6 +120,9 @@ const char *cil_env_data_dir(void);
 double cil_job_perf(const cil_job *j, double a, double load);
 /* Load at time t seconds: the constant, or trace row floor(t) mod n times scale. */
 double cil_job_load(const cil_job *j, double t_s);
+/* Mean load over [t0, t1): the load at t0 and at every later whole second before t1
+ * (the load at t0 when t1 <= t0; the constant for a constant load). */
+double cil_job_mean_load(const cil_job *j, double t0, double t1);
 /* Utility g(min(1, p / slo)), g = v, v^2 or sqrt(v); p < 0 counts as 0. */
 double cil_job_utility(const cil_job *j, double p);
 

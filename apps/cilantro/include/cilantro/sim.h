@@ -2,8 +2,9 @@
  *
  * Runs one allocation policy on an environment (env.h) in virtual time: every
  * report_s each job reports noisy feedback from its true curve at its current
- * allocation and load, which feeds its IBTree learner; every round_s the policy
- * allocates integer CPUs; each round's metrics (metrics.h) are computed from the true
+ * allocation and load, which goes to the policy (a cil_policy, policy.h: the
+ * simulator reaches policies only through it); every round_s the policy allocates
+ * integer CPUs; each round's metrics (metrics.h) are computed from the true
  * curves and averaged. Seeded and deterministic. Event order and choices:
  * docs/cilantro.md, section "Simulator loop".
  */
@@ -14,35 +15,9 @@
 #include <stdint.h>
 
 #include "cilantro/alloc.h"
-#include "cilantro/baselines.h"
 #include "cilantro/env.h"
 #include "cilantro/metrics.h"
-
-typedef enum {
-    CIL_POL_RESOURCE_FAIR = 0,
-    CIL_POL_CILANTRO_NJC,
-    CIL_POL_CILANTRO_SW,
-    CIL_POL_CILANTRO_EW,
-    CIL_POL_ORACLE_NJC,
-    CIL_POL_ORACLE_SW,
-    CIL_POL_ORACLE_EW,
-    /* the baselines (baselines.h), in cil_baseline_kind order */
-    CIL_POL_EVOALG_SW,
-    CIL_POL_EVOALG_EW,
-    CIL_POL_GREEDY_EW,
-    CIL_POL_ERNEST,
-    CIL_POL_QUASAR,
-    CIL_POL_MINERVA,
-    CIL_POL_PARTIES,
-    CIL_POL_MIAD,
-    CIL_POL_COUNT
-} cil_policy;
-
-/* "resource-fair", "cilantro-njc", ..., "oracle-ew", "evoalg-sw", ..., "miad"; NULL
- * for an unknown value. */
-const char *cil_policy_name(cil_policy p);
-/* The inverse; 0, or -1 on NULL or an unknown name. */
-int cil_policy_parse(const char *name, cil_policy *p);
+#include "cilantro/policy.h"
 
 typedef struct {
     double duration_s;     /* simulated time; rounds = max(1, floor(duration_s / round_s)) */
@@ -79,7 +54,7 @@ typedef struct {
 /* Simulates policy on env. params NULL: defaults. Fills *out (free its arrays with
  * cil_sim_result_free) and returns 0; returns -1 with a one-line message in err
  * (when err is non-NULL) on invalid arguments, an allocator failure or no memory. */
-int cil_sim_run(const cil_env *env, cil_policy policy, const cil_sim_params *params,
+int cil_sim_run(const cil_env *env, cil_policy_kind policy, const cil_sim_params *params,
                 cil_sim_result *out, char *err, size_t errlen);
 
 void cil_sim_result_free(cil_sim_result *r);
@@ -89,13 +64,7 @@ void cil_sim_result_free(cil_sim_result *r);
  * oracle-sw and oracle-ew (others: -1 with a message saying so). params NULL:
  * defaults (the SW optimizer's seed and iterations). Writes env->njobs CPUs into alloc
  * and returns 0; -1 with a one-line message in err on invalid arguments or failure. */
-int cil_sim_alloc_once(const cil_env *env, cil_policy pol, double t_s,
+int cil_sim_alloc_once(const cil_env *env, cil_policy_kind pol, double t_s,
                        const cil_sim_params *params, long *alloc, char *err, size_t errlen);
-
-/* The learner's domain [lo, hi] of x = CPUs per unit load, its Lipschitz constant
- * and its performance range [p_lo, p_hi] for job j of env (rules in
- * docs/cilantro.md). 0, or -1 on NULL. */
-int cil_sim_learner_domain(const cil_env *env, size_t j, double *lo, double *hi,
-                           double *lip, double *p_hi);
 
 #endif
