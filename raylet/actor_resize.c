@@ -7,7 +7,8 @@
  * (plain or behind a backed resource) cannot change: their instances are the actor's
  * CUDA_VISIBLE_DEVICES, fixed when its worker started. The new holding reaches the
  * actor's worker quota at once (worker_pool_set_actor_cpu, task_cpu_quota: the CPU behind
- * its CPU-backed resources included) and its later calls (esc_actor_held). One resize per actor at a time. Loop thread only. */
+ * its CPU-backed resources included) and its later calls (esc_actor_held). One resize per
+ * actor at a time. Loop thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -207,8 +207,8 @@ static void run(task_manager *tm, task_entry *e)
         esc_strmap_del(tm->running, e->spec->task_id);
         esc_strmap_put(tm->actors, e->spec->actor_id, e);
         task_args_unlend(e);
-        actor_manager_start(r->actors, e->spec, env, nenv, task_cpu_quota(tm, e), on_actor_ended,
-                            e);
+        actor_manager_start(r->actors, e->spec, env, nenv, task_cpu_quota(tm, e),
+                            on_actor_ended, e);
         return;
     }
     /* The worker needs what to run, not what it holds: a task with a thousand resources
