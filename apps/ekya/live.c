@@ -44,7 +44,8 @@ typedef struct {
     esc_actor *infer, *train;
     ekya_mlp model[EKYA_MAX_WIDTHS];
     int deployed;        /* index into model[] served */
-    esc_ref *frames;     /* this window's frames (an object) */
+    esc_ref *frames;     /* this window's train and test splits (an object) */
+    esc_ref *shown;      /* the frames its camera shows this window (an object) */
     /* this window */
     double infer_share, train_share; /* devices held */
     int sub;             /* subsampling told to the inference actor (-1: not yet) */
@@ -187,7 +188,7 @@ static int place_stream(node_window *nw, int i, char *err, size_t errlen)
     esc_status st;
     esc_target t = ESC_NODE(r->nodes[nw->node].id);
     uint64_t seq;
-    if (esc_resource_set(r->c, home, ESC_QTY(2), &t, &seq, &st) != ESC_OK ||
+    if (esc_resource_set(r->c, home, ESC_QTY(3), &t, &seq, &st) != ESC_OK ||
         esc_wait_applied(r->c, seq, (const char *const *)&r->nodes[nw->node].id, 1,
                          CALL_TIMEOUT_MS, &st) != ESC_OK)
         return fail(err, errlen, "placing a stream", &st);
@@ -218,10 +219,12 @@ static int start_serve(node_window *nw, int i, char *err, size_t errlen)
     live_stream *ls = local(nw, i);
     ekya_wbuf b = {0};
     ekya_w_bytes(&b, "EKS1", 4);
+    ekya_w_i32(&b, nw->streams[i]);
+    ekya_w_i32(&b, nw->w);
     ekya_w_f64(&b, r->o->prm.length);
     ekya_w_f64(&b, r->fps);
     ekya_w_f64(&b, r->o->latency);
-    esc_task_arg args[2] = {{b.data, b.len, NULL}, {NULL, 0, ls->frames}};
+    esc_task_arg args[2] = {{b.data, b.len, NULL}, {NULL, 0, ls->shown}};
     esc_status st;
     int rc = esc_actor_call(r->c, ls->infer, "ekya_infer_serve", args, 2, 1, &ls->serve, &st);
     ekya_wbuf_free(&b);
@@ -255,9 +258,13 @@ static int submit_profile(node_window *nw, int i, esc_ref **out, char *err, size
     esc_task_arg args[2 + EKYA_MAX_WIDTHS] = {{req.data, req.len, NULL}, {NULL, 0, ls->frames}};
     for (int k = 0; k < r->wl.n_widths; k++)
         args[2 + k] = model_arg(&m[k], &ls->model[k]);
-    esc_amount cpu = {"CPU", ESC_QTY(r->o->profile_cpus), false};
+    /* on the stream's node (its home's third unit): the node's own CPU profiles its
+     * streams, next to their frames and models */
+    char home[96];
+    full_name(r, s, "home", home, sizeof home);
+    esc_amount need[2] = {{"CPU", ESC_QTY(r->o->profile_cpus), false}, {home, ESC_QTY(1), false}};
     esc_task_spec spec = {.name = "ekya_live_profile", .library = LIVE_LIB, .symbol = "ekya_live_profile",
-                          .resources = &cpu, .nresources = 1, .args = args,
+                          .resources = need, .nresources = 2, .args = args,
                           .nargs = 2 + (size_t)r->wl.n_widths, .num_returns = 1};
     esc_status st;
     int rc = esc_task_submit(r->c, &spec, out, NULL, &st);
@@ -896,6 +903,44 @@ static int move_orphans(live_run *r, char *err, size_t errlen)
     return 0;
 }
 
+/* Puts the bytes of b (dropped) as a new object into *ref, releasing the old one. */
+static int put_object(live_run *r, ekya_wbuf *b, esc_ref **ref, char *err, size_t errlen)
+{
+    drop_ref(r, ref);
+    esc_status st;
+    int rc = b->bad ? -1 : esc_put(r->c, b->data, b->len, ref, &st);
+    ekya_wbuf_free(b);
+    if (rc == ESC_OK)
+        return 0;
+    return rc < 0 ? (snprintf(err, errlen, "out of memory"), -1) : fail(err, errlen, "storing frames", &st);
+}
+
+/* The window's frames of one stream as two objects: its train and test splits (for the
+ * profiler and retraining) and what its camera shows (the test frames in stream order). */
+static int put_stream_frames(live_run *r, int s, const ekya_window *win, char *err, size_t errlen)
+{
+    ekya_wbuf b = {0}, v = {0};
+    ekya_wire_put_window(&b, win);
+    if (put_object(r, &b, &r->st[s].frames, err, errlen) != 0)
+        return -1;
+    int *pos = malloc(sizeof(int) * (size_t)(win->n_test > 0 ? win->n_test : 1));
+    float *x = malloc(sizeof(float) * EKYA_PIXELS * (size_t)(win->n_test > 0 ? win->n_test : 1));
+    uint8_t *y = malloc((size_t)(win->n_test > 0 ? win->n_test : 1));
+    if (!pos || !x || !y || ekya_window_test_positions(&r->wl.stream, win, pos) != 0)
+        v.bad = 1;
+    for (int i = 0; !v.bad && i < win->n_test; i++) {
+        memcpy(x + (size_t)i * EKYA_PIXELS, win->x + (size_t)pos[i] * EKYA_PIXELS,
+               sizeof(float) * EKYA_PIXELS);
+        y[i] = win->y[pos[i]];
+    }
+    if (!v.bad)
+        ekya_wire_put_frames(&v, x, y, win->n_test);
+    free(pos);
+    free(x);
+    free(y);
+    return put_object(r, &v, &r->st[s].shown, err, errlen);
+}
+
 /* The window's frames of every stream, as objects. */
 static int put_frames(live_run *r, int w, char *err, size_t errlen)
 {
@@ -903,20 +948,10 @@ static int put_frames(live_run *r, int w, char *err, size_t errlen)
         ekya_window win;
         if (ekya_window_make(&r->wl.live, &r->wl.stream, s, w, &win, err, errlen) != 0)
             return -1;
-        ekya_wbuf b = {0};
-        int *pos = malloc(sizeof(int) * (size_t)(win.n_test > 0 ? win.n_test : 1));
-        if (!pos || ekya_window_test_positions(&r->wl.stream, &win, pos) != 0)
-            b.bad = 1;
-        ekya_wire_put_window(&b, &win, pos);
-        free(pos);
+        int rc = put_stream_frames(r, s, &win, err, errlen);
         ekya_window_free(&win);
-        drop_ref(r, &r->st[s].frames);
-        esc_status st;
-        int rc = b.bad ? -1 : esc_put(r->c, b.data, b.len, &r->st[s].frames, &st);
-        ekya_wbuf_free(&b);
-        if (rc != ESC_OK)
-            return b.bad ? (snprintf(err, errlen, "out of memory"), -1)
-                         : fail(err, errlen, "storing frames", &st);
+        if (rc != 0)
+            return -1;
     }
     return 0;
 }
@@ -1099,6 +1134,7 @@ static void close_run(live_run *r)
             drop_ref(r, &ls->serve);
             drop_ref(r, &ls->epoch);
             drop_ref(r, &ls->frames);
+            drop_ref(r, &ls->shown);
             if (ls->actors_node >= 0 && !atomic_load(&r->nodes[ls->actors_node].dead)) {
                 esc_actor_kill(r->c, ls->infer, NULL);
                 esc_actor_kill(r->c, ls->train, NULL);

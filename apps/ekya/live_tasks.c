@@ -81,7 +81,7 @@ ESC_TASK(ekya_live_profile)
     ekya_mlp m[EKYA_MAX_WIDTHS];
     const ekya_mlp *mp[EKYA_MAX_WIDTHS];
     memset(m, 0, sizeof m);
-    int rc = ekya_wire_get_window(&rw, &w, NULL) == 0 ? 0 : 3;
+    int rc = ekya_wire_get_window(&rw, &w) == 0 ? 0 : 3;
     for (int i = 0; rc == 0 && i < n_models; i++) {
         ekya_rbuf rm = arg_reader(ctx, 2 + (size_t)i);
         rc = ekya_wire_get_model(&rm, &m[i]) == 0 ? 0 : 3;
@@ -89,6 +89,7 @@ ESC_TASK(ekya_live_profile)
     }
     ekya_profile prof;
     char err[256];
+    double t0 = mono_seconds();
     if (rc == 0 && ekya_profile_window(mp, n_models, &w, set, n_cfg, &o, &prof, err,
                                        sizeof err) != 0) {
         fprintf(stderr, "ekya_profile: %s\n", err);
@@ -107,6 +108,9 @@ ESC_TASK(ekya_live_profile)
             }
         }
         rc = reply(ret, &b);
+        printf("ekya_live_profile: stream %d window %d cpu %.3f s wall %.3f s\n", w.stream,
+               w.window, prof.profile_seconds, mono_seconds() - t0);
+        fflush(stdout);
         ekya_profile_free(&prof);
     }
     for (int i = 0; i < n_models; i++)
@@ -147,7 +151,7 @@ ESC_TASK(ekya_train_begin)
     ekya_wire_get_config(&r, &c);
     int epochs = ekya_r_i32(&r);
     uint64_t seed = (uint64_t)ekya_r_i64(&r);
-    if (r.bad || epochs < 1 || ekya_wire_get_window(&rw, &tr.w, NULL) != 0 ||
+    if (r.bad || epochs < 1 || ekya_wire_get_window(&rw, &tr.w) != 0 ||
         ekya_wire_get_model(&rm, &tr.m) != 0 || tr.m.hidden != c.hidden) {
         train_reset();
         return 2;
@@ -311,7 +315,7 @@ typedef struct {
 
 /* Frames served correctly: frame f shows the answer of the latest processed frame p <= f
  * whose answer was ready by f's arrival plus the latency bound (none: wrong). */
-static int64_t score(const answer *a, int64_t na, const ekya_window *w, const int *pos,
+static int64_t score(const answer *a, int64_t na, const uint8_t *labels, int n,
                      int64_t frames, double fps, double latency)
 {
     int64_t correct = 0, j = -1;
@@ -319,7 +323,7 @@ static int64_t score(const answer *a, int64_t na, const ekya_window *w, const in
         double due = (double)f / fps + latency;
         while (j + 1 < na && a[j + 1].frame <= f && a[j + 1].done <= due)
             j++;
-        correct += j >= 0 && a[j].answer == w->y[pos[f % w->n_test]];
+        correct += j >= 0 && a[j].answer == labels[f % n];
     }
     return correct;
 }
@@ -333,9 +337,9 @@ static void wait_until(double until)
     pthread_cond_timedwait(&inf.changed, &inf.mu, &ts);
 }
 
-/* args: {length s, frames per second, latency bound s}, window. Plays the window's test
- * frames in stream order (cycling through them; the frames no retraining of the window
- * sees) for `length` seconds as they arrive, classifying one in
+/* args: {stream, window, length s, frames per second, latency bound s}, the frames to show
+ * (the window's test frames in stream order, the frames no retraining of the window sees).
+ * Plays them (cycling) for `length` seconds as they arrive, classifying one in
  * `subsampling` (the newest due one when it fell behind by more than the latency bound),
  * and returns {frames, correct, processed, cpu seconds}. */
 ESC_TASK(ekya_infer_serve)
@@ -344,22 +348,24 @@ ESC_TASK(ekya_infer_serve)
     (void)len;
     ekya_rbuf r = arg_reader(ctx, 0), rw = arg_reader(ctx, 1);
     ekya_r_tag(&r, "EKS1");
+    int stream = ekya_r_i32(&r), window = ekya_r_i32(&r);
     double length = ekya_r_f64(&r), fps = ekya_r_f64(&r), latency = ekya_r_f64(&r);
-    ekya_window w;
-    int *pos;
+    float *x;
+    uint8_t *y;
+    int n;
     if (r.bad || !(length > 0 && fps > 0 && length * fps < 1e9 && latency >= 0)) {
         fprintf(stderr, "ekya_infer_serve: bad request\n");
         return 2;
     }
-    if (ekya_wire_get_window(&rw, &w, &pos) != 0 || w.n_test < 1) {
+    if (ekya_wire_get_frames(&rw, &x, &y, &n) != 0) {
         fprintf(stderr, "ekya_infer_serve: unreadable frames (%zu bytes)\n", rw.left);
         return 2;
     }
     int64_t frames = (int64_t)(length * fps);
     answer *a = malloc(sizeof *a * (size_t)(frames > 0 ? frames : 1));
     if (!a) {
-        free(pos);
-        ekya_window_free(&w);
+        free(x);
+        free(y);
         return 3;
     }
     int64_t na = 0, next = 0;
@@ -379,7 +385,7 @@ ESC_TASK(ekya_infer_serve)
             if ((double)(due - p) / fps > latency)
                 p = due - due % s; /* behind: skip to the newest due frame */
             a[na].frame = p;
-            a[na].answer = (uint8_t)classify(w.x + (size_t)pos[p % w.n_test] * EKYA_PIXELS);
+            a[na].answer = (uint8_t)classify(x + (size_t)(p % n) * EKYA_PIXELS);
             a[na].done = mono_seconds() - t0;
             na++;
             next = p + 1;
@@ -398,10 +404,11 @@ ESC_TASK(ekya_infer_serve)
     }
     pthread_mutex_unlock(&inf.mu);
     double cpu = ekya_thread_seconds() - cpu0;
-    int64_t correct = score(a, na, &w, pos, frames, fps, latency);
+    int64_t correct = score(a, na, y, n, frames, fps, latency);
     /* the measurement in the actor's own log, where it can be checked against the summary */
-    printf("ekya_infer_serve: stream %d window %d frames %lld correct %lld processed %lld\n",
-           w.stream, w.window, (long long)frames, (long long)correct, (long long)na);
+    printf("ekya_infer_serve: stream %d window %d frames %lld correct %lld processed %lld "
+           "cpu %.3f s\n", stream, window, (long long)frames, (long long)correct, (long long)na,
+           cpu);
     fflush(stdout);
     ekya_wbuf b = {0};
     ekya_w_bytes(&b, "EKV1", 4);
@@ -411,7 +418,7 @@ ESC_TASK(ekya_infer_serve)
     ekya_w_f64(&b, cpu);
     ekya_w_f64(&b, na > 0 ? a[0].done : -1);
     free(a);
-    free(pos);
-    ekya_window_free(&w);
+    free(x);
+    free(y);
     return reply(ret, &b);
 }

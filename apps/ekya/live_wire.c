@@ -118,21 +118,17 @@ int ekya_wire_get_model(ekya_rbuf *r, ekya_mlp *m)
     return 0;
 }
 
-void ekya_wire_put_window(ekya_wbuf *b, const ekya_window *w, const int *test_pos)
+void ekya_wire_put_window(ekya_wbuf *b, const ekya_window *w)
 {
     ekya_w_bytes(b, "EKW1", 4);
     ekya_w_i32(b, w->stream);
     ekya_w_i32(b, w->window);
-    ekya_w_i32(b, w->n);
     ekya_w_i32(b, w->n_train);
     ekya_w_i32(b, w->n_test);
-    ekya_w_bytes(b, w->x, sizeof(float) * EKYA_PIXELS * (size_t)w->n);
-    ekya_w_bytes(b, w->y, (size_t)w->n);
     ekya_w_bytes(b, w->train_x, sizeof(float) * EKYA_PIXELS * (size_t)w->n_train);
     ekya_w_bytes(b, w->train_y, (size_t)w->n_train);
     ekya_w_bytes(b, w->test_x, sizeof(float) * EKYA_PIXELS * (size_t)w->n_test);
     ekya_w_bytes(b, w->test_y, (size_t)w->n_test);
-    ekya_w_bytes(b, test_pos, sizeof(int) * (size_t)w->n_test);
 }
 
 /* Allocates and reads `count` frames and their labels. */
@@ -148,41 +144,55 @@ static void get_frames(ekya_rbuf *r, int count, float **x, uint8_t **y)
     ekya_r_bytes(r, *y, (size_t)count);
 }
 
-int ekya_wire_get_window(ekya_rbuf *r, ekya_window *w, int **test_pos)
+int ekya_wire_get_window(ekya_rbuf *r, ekya_window *w)
 {
     memset(w, 0, sizeof *w);
-    if (test_pos)
-        *test_pos = NULL;
     ekya_r_tag(r, "EKW1");
     w->stream = ekya_r_i32(r);
     w->window = ekya_r_i32(r);
-    w->n = ekya_r_i32(r);
     w->n_train = ekya_r_i32(r);
     w->n_test = ekya_r_i32(r);
-    if (r->bad || w->n < 1 || w->n > WIRE_MAX_FRAMES || w->n_train < 0 || w->n_test < 0 ||
-        w->n_train + w->n_test != w->n) {
+    if (r->bad || w->n_train < 0 || w->n_test < 0 || w->n_train > WIRE_MAX_FRAMES ||
+        w->n_test > WIRE_MAX_FRAMES) {
         r->bad = 1;
         return -1;
     }
-    get_frames(r, w->n, &w->x, &w->y);
+    w->n = w->n_train + w->n_test;
     get_frames(r, w->n_train, &w->train_x, &w->train_y);
     get_frames(r, w->n_test, &w->test_x, &w->test_y);
-    int *pos = malloc(sizeof(int) * (size_t)(w->n_test > 0 ? w->n_test : 1));
-    if (!pos)
-        r->bad = 1;
-    ekya_r_bytes(r, pos, sizeof(int) * (size_t)w->n_test);
-    for (int i = 0; !r->bad && i < w->n_test; i++)
-        if (pos[i] < 0 || pos[i] >= w->n)
-            r->bad = 1;
     if (r->bad) {
-        free(pos);
         ekya_window_free(w);
         return -1;
     }
-    if (test_pos)
-        *test_pos = pos;
-    else
-        free(pos);
+    return 0;
+}
+
+void ekya_wire_put_frames(ekya_wbuf *b, const float *x, const uint8_t *y, int n)
+{
+    ekya_w_bytes(b, "EKF1", 4);
+    ekya_w_i32(b, n);
+    ekya_w_bytes(b, x, sizeof(float) * EKYA_PIXELS * (size_t)n);
+    ekya_w_bytes(b, y, (size_t)n);
+}
+
+int ekya_wire_get_frames(ekya_rbuf *r, float **x, uint8_t **y, int *n)
+{
+    *x = NULL;
+    *y = NULL;
+    ekya_r_tag(r, "EKF1");
+    *n = ekya_r_i32(r);
+    if (r->bad || *n < 1 || *n > WIRE_MAX_FRAMES) {
+        r->bad = 1;
+        return -1;
+    }
+    get_frames(r, *n, x, y);
+    if (r->bad) {
+        free(*x);
+        free(*y);
+        *x = NULL;
+        *y = NULL;
+        return -1;
+    }
     return 0;
 }
 

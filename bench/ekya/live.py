@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 CONFIGS = ("w128-all-f1-b16", "w128-last-f0.5-b64", "w32-all-f1-b32", "w32-last-f0.1-b32")
+# --configs picks some of them (the best two of a full sweep, to save time)
 
 
 def start_cluster(esc, root, nodes):
@@ -79,6 +80,7 @@ def main():
     ap.add_argument("--uniform-share", type=float, default=0.5)
     ap.add_argument("--epochs", type=int, default=15)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--configs", default=",".join(CONFIGS))
     a = ap.parse_args()
     esc = os.path.join(a.build, "client", "escher")
     ekya = os.path.join(a.build, "apps", "ekya", "ekya")
@@ -88,7 +90,7 @@ def main():
     try:
         for devices in [int(x) for x in a.devices.split(",")]:
             schedulers = ["thief"] + ["uniform:%s:%d:%g" % (c, a.epochs, a.uniform_share)
-                                      for c in CONFIGS]
+                                      for c in a.configs.split(",")]
             for s in schedulers:
                 r = run(ekya, env, a, devices, s)
                 line = dict(r)

@@ -52,14 +52,18 @@ void ekya_wire_put_model(ekya_wbuf *b, const ekya_mlp *m);
 /* Reads a model into *m (allocated; ekya_mlp_free). Returns 0, or -1 (r marked bad). */
 int ekya_wire_get_model(ekya_rbuf *r, ekya_mlp *m);
 
-/* A window's frames: "EKW1", stream, window, n, n_train, n_test, then x, y (stream
- * order), the train and test splits, and the stream positions of the test frames
- * (ekya_window_test_positions; n_test of them). */
-void ekya_wire_put_window(ekya_wbuf *b, const ekya_window *w, const int *test_pos);
-/* Reads a window into *w (allocated; ekya_window_free) and, when test_pos is not NULL,
- * the test positions into *test_pos (malloc'd, n_test entries, each < n). Returns 0, or
- * -1. */
-int ekya_wire_get_window(ekya_rbuf *r, ekya_window *w, int **test_pos);
+/* A window's retraining and test splits (what the profiler and a retraining read):
+ * "EKW1", stream, window, n_train, n_test, then the train and the test frames with their
+ * labels. The stream-order frames are not sent (x and y are NULL after reading; n is
+ * n_train + n_test). */
+void ekya_wire_put_window(ekya_wbuf *b, const ekya_window *w);
+/* Reads a window into *w (allocated; ekya_window_free). Returns 0, or -1. */
+int ekya_wire_get_window(ekya_rbuf *r, ekya_window *w);
+
+/* Frames to serve, in the order they are shown: "EKF1", n, then n frames and labels. */
+void ekya_wire_put_frames(ekya_wbuf *b, const float *x, const uint8_t *y, int n);
+/* Reads them (*x, *y malloc'd for the caller). Returns 0, or -1. */
+int ekya_wire_get_frames(ekya_rbuf *r, float **x, uint8_t **y, int *n);
 
 /* A retraining configuration: hidden, train_all, batch, data_frac. */
 void ekya_wire_put_config(ekya_wbuf *b, const ekya_retrain_config *c);
