@@ -31,7 +31,7 @@ typedef struct {
     esc_client *job;        /* the client whose job the tenant's entrypoint is */
     char job_id[ESC_ID_MAX];
     /* feedback of the current round (under the lock) */
-    double rsum, rn, alloc_seen;
+    double rsum, rn, alloc_seen, lat_sum, served;
     int pids_printed;
 } tenant_t;
 
@@ -188,6 +188,8 @@ static void on_event(void *ud, const esc_event *ev)
         t->rn++;
     }
     t->alloc_seen = num(v, "alloc", 0);
+    t->lat_sum += num(v, "lat_ms", 0) * num(v, "served", 0);
+    t->served += num(v, "served", 0);
     if (!t->pids_printed) { /* once: where its workers are (tests read their CPU time) */
         t->pids_printed = 1;
         printf("tenant %s workers:", name);
@@ -201,6 +203,21 @@ static void on_event(void *ud, const esc_event *ev)
     }
     pthread_mutex_unlock(&s->mu);
     json_decref(v);
+}
+
+/* Feedback records of an earlier run stay in the namespace's KV; the watch would replay
+ * them, so they go first. */
+static int clear_feedback(serve_t *s)
+{
+    char **keys;
+    size_t n;
+    esc_status st;
+    if (esc_kv_keys(s->c, NULL, "feedback/", &keys, &n, &st) != ESC_OK)
+        return fail("listing old feedback", st.message);
+    for (size_t i = 0; i < n; i++)
+        esc_kv_del(s->c, NULL, keys[i], NULL, NULL);
+    esc_kv_keys_free(keys, n);
+    return 0;
 }
 
 /* ---- allocation ---- */
@@ -317,10 +334,10 @@ static int round_once(serve_t *s, int r, double *alloc)
     for (int j = 0; j < s->nt; j++) {
         tenant_t *t = &s->t[j];
         double rew = t->rn > 0 ? t->rsum / t->rn : NAN;
-        printf(" | %s reward=%.3f utility=%.3f reports=%.0f held=%.2f", t->name, rew,
-               isnan(rew) ? NAN : cil_job_utility(&s->env->jobs[j], rew),
-               t->rn, t->alloc_seen);
-        t->rsum = t->rn = 0;
+        printf(" | %s reward=%.3f utility=%.3f reports=%.0f held=%.2f served=%.0f lat_ms=%.1f",
+               t->name, rew, isnan(rew) ? NAN : cil_job_utility(&s->env->jobs[j], rew), t->rn,
+               t->alloc_seen, t->served, t->served > 0 ? t->lat_sum / t->served : 0);
+        t->rsum = t->rn = t->lat_sum = t->served = 0;
     }
     pthread_mutex_unlock(&s->mu);
     if (rc != 0)
@@ -354,7 +371,7 @@ static int run(serve_t *s, const char *address)
     esc_kv_filter kf = {NULL, "feedback/"};
     esc_watch_filter wf = {.kv = &kf, .nkv = 1};
     esc_watch *w = NULL;
-    int rc = apply(s, alloc);
+    int rc = clear_feedback(s) ? -1 : apply(s, alloc);
     if (rc == 0 && esc_subscribe(s->c, &wf, on_event, s, &w, &st) != ESC_OK)
         rc = fail("watching feedback", st.message);
     for (int j = 0; rc == 0 && j < s->nt; j++)

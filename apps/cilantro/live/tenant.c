@@ -7,7 +7,7 @@
  *    whenever its node's capacity changes;
  *  - offers load: kind slo replays a trace (requests per second = row x scale), each
  *    request an actor call of --work-us of CPU time; kind throughput keeps every actor
- *    busy (two calls in flight each), one call being one "sample";
+ *    busy (four calls in flight each), one call being one "sample";
  *  - every --report-s seconds writes one feedback record to KV (namespace NS, key
  *    feedback/<name>/<seq>, JSON: load, reward, sigma, span_s, alloc, pids).
  * It runs until killed (the controller stops its job).
@@ -27,6 +27,7 @@
 #define LIVE_LIB "libcilantro_live.so"
 #define MAX_ACTORS 16
 #define MAX_PENDING 4096
+#define THROUGHPUT_INFLIGHT 4
 #define PER_ACTOR_QUEUE 64 /* slo: requests beyond this per actor are dropped (violations) */
 
 typedef struct {
@@ -57,7 +58,7 @@ typedef struct {
     pending_t pend[MAX_PENDING];
     size_t npend;
     /* this report period */
-    double arrivals, good, bad, done;
+    double arrivals, good, bad, done, lat_sum;
     double alloc_s; /* integral of held CPUs over time, for the mean allocation */
 } tenant;
 
@@ -227,17 +228,19 @@ static void submit(tenant *t, int k, double now)
     t->act[k].inflight++;
 }
 
-/* slo: arrivals by the trace, round robin over the actors; throughput: two in flight
- * per actor. */
-static void offer(tenant *t, double now, double dt, double *acc, int *rr)
+/* slo: arrivals by the trace (at elapsed seconds), round robin over the actors;
+ * throughput: THROUGHPUT_INFLIGHT calls in flight per actor, enough to hide the call's
+ * round trip so the actor's CPU quota is what limits it. */
+static void offer(tenant *t, double elapsed, double dt, double *acc, int *rr)
 {
+    double now = now_s(); /* requests' start times, against collect's clock */
     if (!strcmp(t->o.kind, "throughput")) {
         for (int k = 0; k < t->nact; k++)
-            while (t->act[k].inflight < 2)
+            while (t->act[k].inflight < THROUGHPUT_INFLIGHT)
                 submit(t, k, now);
         return;
     }
-    *acc += cil_trace_at(t->trace, now) * t->o.scale * dt;
+    *acc += cil_trace_at(t->trace, elapsed) * t->o.scale * dt;
     while (*acc >= 1) {
         *acc -= 1;
         t->arrivals++;
@@ -278,6 +281,7 @@ static void collect(tenant *t)
         esc_ref_free(p.ref);
         t->act[p.actor].inflight--;
         t->done += ok;
+        t->lat_sum += ok ? now - p.t0 : 0;
         if (ok && (now - p.t0) * 1000 <= t->o.slo_ms)
             t->good++;
         else
@@ -323,12 +327,13 @@ static void report(tenant *t, unsigned long seq, double span)
     for (int k = 0; k < t->nact && len < (int)sizeof v - 128; k++)
         len += snprintf(v + len, sizeof v - (size_t)len, "%s{\"node\":\"%s\",\"pid\":%ld}",
                         k ? "," : "", t->act[k].node, t->act[k].pid);
-    len += snprintf(v + len, sizeof v - (size_t)len, "]}");
+    len += snprintf(v + len, sizeof v - (size_t)len, "],\"served\":%.0f,\"lat_ms\":%.3g}",
+                    t->done, t->done > 0 ? t->lat_sum / t->done * 1000 : 0);
     snprintf(key, sizeof key, "feedback/%s/%08lu", t->o.name, seq);
     esc_status st;
     if (esc_kv_put(t->c, t->o.ns, key, v, (size_t)len, true, NULL, &st) != ESC_OK)
         fprintf(stderr, "cilantro-tenant %s: feedback not written: %s\n", t->o.name, st.message);
-    t->arrivals = t->good = t->bad = t->done = t->alloc_s = 0;
+    t->arrivals = t->good = t->bad = t->done = t->alloc_s = t->lat_sum = 0;
 }
 
 int main(int argc, char **argv)
