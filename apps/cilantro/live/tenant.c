@@ -276,7 +276,9 @@ static void collect(tenant *t)
         }
         void *data = NULL;
         size_t len;
-        int ok = esc_get(t->c, p.ref, 0, &data, &len, &st) == ESC_OK;
+        /* ready means it exists somewhere: a result on another node is pulled */
+        int ok = esc_get(t->c, p.ref, 5000, &data, &len, &st) == ESC_OK;
+        now = now_s();
         free(data);
         esc_ref_free(p.ref);
         t->act[p.actor].inflight--;
