@@ -33,6 +33,7 @@ typedef struct actor {
     Escher__TaskSpec *creation;  /* owned: library, init, job, max_restarts, concurrency */
     char **env;
     size_t nenv;
+    int64_t cpu;                 /* its worker's CPU quota: what it holds, backed CPU too */
     call *head, *tail;           /* calls waiting, in arrival order */
     call *running;               /* the calls (or the init) on the worker now */
     unsigned nrunning;           /* at most max_concurrency (1 for 0) */
@@ -250,7 +251,7 @@ static void run_call(actor *a, call *c)
     as_actor.n_resources = a->creation->n_resources;
     as_actor.max_concurrency = concurrency(a);
     int rc = worker_pool_run(a->am->r->pool, &as_actor, (const char *const *)a->env, a->nenv,
-                             worker_pool_spec_cpu(a->creation), on_call_done, c);
+                             a->cpu, on_call_done, c);
     spec_args_unlend(c->spec); /* the pool copied the spec, objects included */
     if (rc != 0) {
         unlink_running(a, c);
@@ -299,11 +300,12 @@ static void dispatch(actor *a)
 }
 
 void actor_manager_resized(actor_manager *am, const char *actor_id,
-                           const Escher__TaskSpec *holding)
+                           const Escher__TaskSpec *holding, int64_t cpu)
 {
     actor *a = esc_strmap_get(am->actors, actor_id);
     if (!a || a->dead)
         return;
+    a->cpu = cpu;
     Escher__TaskSpec *c = a->creation;
     for (size_t i = 0; i < c->n_resources; i++)
         protobuf_c_message_free_unpacked(&c->resources[i]->base, NULL);
@@ -404,7 +406,7 @@ static void announce(actor_manager *am, const char *actor_id)
 }
 
 void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, const char *const *env,
-                 size_t nenv, actor_manager_ended_fn ended, void *ud)
+                 size_t nenv, int64_t cpu, actor_manager_ended_fn ended, void *ud)
 {
     actor *old = esc_strmap_del(am->actors, creation->actor_id);
     if (old)
@@ -415,6 +417,7 @@ void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, co
     a->env = calloc(nenv + 1, sizeof *a->env);
     for (size_t i = 0; i < nenv; i++)
         a->env[a->nenv++] = strdup(env[i]);
+    a->cpu = cpu;
     a->ended = ended;
     a->ud = ud;
     /* Started again after its node died: those restarts count against max_restarts. */

@@ -24,6 +24,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "task.pb-c.h"
 
@@ -37,10 +38,12 @@ actor_manager *actor_manager_new(struct raylet *r);
 void actor_manager_free(actor_manager *am);
 
 /* Starts an admitted actor from its creation spec (copied) with the task environment its
- * worker keeps (env copied). Runs the spec's function as the actor's init when it names
- * one; the creation's return object is stored when the actor is ready (or failed). */
+ * worker keeps (env copied) and the CPU quota its calls run under (cpu, fixed point: what
+ * it holds, the CPU behind its CPU-backed resources included). Runs the spec's function
+ * as the actor's init when it names one; the creation's return object is stored when the
+ * actor is ready (or failed). */
 void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, const char *const *env,
-                 size_t nenv, actor_manager_ended_fn ended, void *ud);
+                 size_t nenv, int64_t cpu, actor_manager_ended_fn ended, void *ud);
 
 /* Queues a method call (spec copied; actor_id set, actor_creation not). A call for an
  * actor this raylet never hosted or that died ends at once as error objects. Argument
@@ -54,9 +57,9 @@ void actor_manager_object_arrived(actor_manager *am, const char *id);
 void actor_manager_object_failed(actor_manager *am, const char *id, const char *why);
 
 /* The actor was resized: its later calls (and a restart's init) run on holding's
- * resources, which are copied. */
+ * resources, which are copied, under CPU quota cpu (as for actor_manager_start). */
 void actor_manager_resized(actor_manager *am, const char *actor_id,
-                           const Escher__TaskSpec *holding);
+                           const Escher__TaskSpec *holding, int64_t cpu);
 
 /* The credential of the job that created actor_id (from its creation spec), or NULL when
  * this raylet hosts no such actor. */

@@ -6,8 +6,9 @@
  * in the node's one queue (admission.h) in its turn, up to the request's timeout. GPUs
  * (plain or behind a backed resource) cannot change: their instances are the actor's
  * CUDA_VISIBLE_DEVICES, fixed when its worker started. The new holding reaches the
- * actor's worker quota at once (worker_pool_set_actor_cpu) and its later calls
- * (esc_actor_held). One resize per actor at a time. Loop thread only. */
+ * actor's worker quota at once (worker_pool_set_actor_cpu, task_cpu_quota: the CPU behind
+ * its CPU-backed resources included) and its later calls (esc_actor_held). One resize per
+ * actor at a time. Loop thread only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,15 @@ static void set_holding(task_entry *e, Escher__Amount *const *want, size_t n)
     accounting_resolve(e->tm->r->acct, e->req, e->nreq);
 }
 
+/* The holding of e (the actor's entry) changed: its worker's quota follows at once, and
+ * its later calls run on the new holding under that quota. */
+static void holding_changed(task_manager *tm, const char *actor_id, const task_entry *e)
+{
+    int64_t cpu = task_cpu_quota(tm, e);
+    worker_pool_set_actor_cpu(tm->r->pool, actor_id, cpu);
+    actor_manager_resized(tm->r->actors, actor_id, e->spec, cpu);
+}
+
 /* ------------------------------------------------------------ answers */
 
 static void resize_free(resize *z)
@@ -134,8 +144,7 @@ static void grown(resize *z, task_entry *e)
 {
     task_manager *tm = z->tm;
     set_holding(e, z->want, z->nwant);
-    worker_pool_set_actor_cpu(tm->r->pool, z->actor_id, worker_pool_spec_cpu(e->spec));
-    actor_manager_resized(tm->r->actors, z->actor_id, e->spec);
+    holding_changed(tm, z->actor_id, e);
     raylet_changed(tm->r, false);
     ESC_INFO("actor %s resized", z->actor_id);
     finish(z, ESC_OK, NULL);
@@ -260,8 +269,7 @@ void actor_resize_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
         for (size_t i = 0; i < nkept; i++)
             protobuf_c_message_free_unpacked(&kept[i]->base, NULL);
         free(kept);
-        worker_pool_set_actor_cpu(tm->r->pool, z->actor_id, worker_pool_spec_cpu(e->spec));
-        actor_manager_resized(tm->r->actors, z->actor_id, e->spec);
+        holding_changed(tm, z->actor_id, e);
         raylet_changed(tm->r, true);
     }
     if (try_grow(z))

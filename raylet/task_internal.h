@@ -104,6 +104,11 @@ task_entry *task_queued_from(const admission_entry *a);
 task_entry *task_find_queued(task_manager *tm, const char *task_id);
 /* Admission: the table must fit, and so must the GPU instances. */
 bool task_fits_now(task_manager *tm, const task_entry *e);
+/* The CPU quota of e's worker (fixed point): what e asks of "CPU", plus the CPU behind
+ * the CPU-backed ephemeral resources it holds (units x CPU per unit), which is node CPU it
+ * holds all the same (docs/resources.md, "Backed resources"). From e's requests as they
+ * are now: call it when e starts to run, and again when an actor's holding changes. */
+int64_t task_cpu_quota(const task_manager *tm, const task_entry *e);
 /* Places a task that is not queued: here, elsewhere, or in the queue. */
 void task_schedule(task_manager *tm, task_entry *e);
 /* A queued task's request as status shows it: shape, infeasible, missing names (a new

@@ -112,6 +112,12 @@ static int64_t gpu_need(const task_manager *tm, const task_entry *e)
     return e->gpus + accounting_backed_physical(tm->r->acct, e->req, e->nreq, "GPU");
 }
 
+int64_t task_cpu_quota(const task_manager *tm, const task_entry *e)
+{
+    return esc_qty_add(worker_pool_spec_cpu(e->spec),
+                       accounting_backed_physical(tm->r->acct, e->req, e->nreq, "CPU"));
+}
+
 /* Admission: the table must fit, and so must the GPU instances. */
 bool task_fits_now(task_manager *tm, const task_entry *e)
 {
@@ -201,7 +207,8 @@ static void run(task_manager *tm, task_entry *e)
         esc_strmap_del(tm->running, e->spec->task_id);
         esc_strmap_put(tm->actors, e->spec->actor_id, e);
         task_args_unlend(e);
-        actor_manager_start(r->actors, e->spec, env, nenv, on_actor_ended, e);
+        actor_manager_start(r->actors, e->spec, env, nenv, task_cpu_quota(tm, e),
+                            on_actor_ended, e);
         return;
     }
     /* The worker needs what to run, not what it holds: a task with a thousand resources
@@ -210,7 +217,7 @@ static void run(task_manager *tm, task_entry *e)
     Escher__TaskSpec to_run = *e->spec;
     to_run.n_resources = 0;
     to_run.resources = NULL;
-    int rc = worker_pool_run(r->pool, &to_run, env, nenv, worker_pool_spec_cpu(e->spec), on_done, e);
+    int rc = worker_pool_run(r->pool, &to_run, env, nenv, task_cpu_quota(tm, e), on_done, e);
     task_args_unlend(e);
     if (rc != 0) {
         esc_strmap_del(tm->running, e->spec->task_id);

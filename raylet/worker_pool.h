@@ -76,8 +76,8 @@ worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg
 
 /* Runs spec (arguments already resolved: every TaskArg carries inline data) on a worker
  * of spec->job_id. env: extra "KEY=VALUE" strings for this task (CUDA_VISIBLE_DEVICES),
- * may be NULL. cpu: the CPU the task holds (fixed point; an actor's calls: what its
- * creation holds), its worker's CPU quota while it runs when the pool has a quota (0: no
+ * may be NULL. cpu: the CPU the task holds (fixed point, the CPU behind its CPU-backed
+ * resources included; an actor's calls: what the actor holds now), its worker's CPU quota while it runs when the pool has a quota (0: no
  * quota). The pool copies what it needs. done is called exactly once, also when
  * the task is cancelled or the pool is freed first, never inside this call.
  * An actor's tasks carry the actor's spec->max_concurrency (its creation's): the worker
@@ -90,7 +90,8 @@ worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg
 int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *const *env,
                     size_t nenv, int64_t cpu, worker_done_fn done, void *ud);
 
-/* The CPU spec asks for (fixed point, the sum of its "CPU" amounts): its cpu argument. */
+/* The CPU spec asks for (fixed point, the sum of its plain "CPU" amounts; a task's cpu
+ * argument adds the CPU behind its CPU-backed resources, raylet task_cpu_quota). */
 int64_t worker_pool_spec_cpu(const Escher__TaskSpec *spec);
 
 /* Cancels a task: a queued one is dropped; a running (or starting) one has its worker

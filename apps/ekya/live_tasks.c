@@ -387,7 +387,13 @@ ESC_TASK(ekya_infer_serve)
                 pthread_cond_wait(&inf.changed, &inf.mu);
             continue;
         }
+        /* Sleep until the next frame to classify is due, but at least half the latency
+         * bound: the frames due meanwhile are classified together on waking, still in
+         * time, and the loop does not pay a wake-up (a few microseconds of its quota) per
+         * frame. */
         double wake = s > 0 && inf.have_model ? (double)p / fps : length;
+        if (wake < now + latency / 2)
+            wake = now + latency / 2;
         wait_until(t0 + (wake < length ? wake : length));
     }
     pthread_mutex_unlock(&inf.mu);

@@ -1,8 +1,11 @@
 /* test_cpu_quota.c: CPU shares are enforced (docs/workers.md, "CPU shares"). A task that
  * holds 0.25 CPU and spins for 3 s gets 0.2-0.3 of a core, measured from /proc by the
  * task itself; the same worker, reused for a task that holds 1 CPU, gets its quota raised;
- * an actor's calls run under what its creation holds. `escher status` says per node
- * whether shares are enforced, and a raylet's cgroups go when it stops.
+ * an actor's calls run under what its creation holds. Units of a CPU-backed ephemeral
+ * resource count as the CPU behind them: a task holding 0.5 units backed by CPU=0.5 per
+ * unit gets a quarter of a core, and an actor holding such units runs under their CPU,
+ * then under the new amount's once esc_actor_resize changed them. `escher status` says
+ * per node whether shares are enforced, and a raylet's cgroups go when it stops.
  *
  * These machines mount the cgroup v1 cpu controller writable; a node where no controller
  * is writable reports "not enforced" and this test fails there on purpose. */
@@ -39,10 +42,11 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The share a spin task got, in cores, run holding `cpu` on node 0 (by its label). */
-static double spin_share(esc_client *cl, double cpu)
+/* The share a spin task got, in cores, run holding `qty` of resource `name` on node 0 (by
+ * its label). */
+static double spin_share_of(esc_client *cl, const char *name, double qty)
 {
-    esc_amount res[] = {{.name = "CPU", .value = ESC_QTY(cpu)}};
+    esc_amount res[] = {{.name = name, .value = ESC_QTY(qty)}};
     esc_task_arg a = {.data = SPIN_MS, .len = strlen(SPIN_MS)};
     esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "spin", .args = &a, .nargs = 1,
                           .resources = res, .nresources = 1};
@@ -56,11 +60,37 @@ static double spin_share(esc_client *cl, double cpu)
         fprintf(stderr, "spin: %s %s\n", esc_status_name(rc), st.message);
     assert_int_equal(rc, ESC_OK);
     double share = atof(v);
-    print_message("holding %.2f CPU: %s (of a core, node)\n", cpu, (char *)v);
+    print_message("holding %.2f %s: %s (of a core, node)\n", qty, name, (char *)v);
     assert_non_null(strstr(v, C.raylets[0].node_id));
     free(v);
     esc_ref_free(ref);
     return share;
+}
+
+static double spin_share(esc_client *cl, double cpu)
+{
+    return spin_share_of(cl, "CPU", cpu);
+}
+
+/* Makes resource `name` of the client's job on node 0, 2 units backed by CPU=0.5 per
+ * unit (1 of node 0's 2 CPUs carved), and waits until node 0 admits with it. */
+static void set_half_cpu_units(esc_client *cl, const char *name)
+{
+    esc_amount half_cpu[] = {{.name = "CPU", .value = ESC_QTY(0.5)}};
+    esc_target node0 = ESC_NODE(C.raylets[0].node_id);
+    uint64_t seq;
+    esc_status st;
+    int rc = esc_resource_set_backed(cl, name, ESC_QTY(2), half_cpu, 1, &node0, &seq, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "set %s: %s %s\n", name, esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+}
+
+static void delete_on_node0(esc_client *cl, const char *name)
+{
+    esc_target node0 = ESC_NODE(C.raylets[0].node_id);
+    assert_int_equal(esc_resource_delete(cl, name, &node0, NULL, NULL), ESC_OK);
 }
 
 static const esc_node_status *node_of(const esc_cluster_status *s, int i)
@@ -102,6 +132,25 @@ static void test_task_quota(void **state)
     esc_disconnect(cl);
 }
 
+/* The share an actor's spin call got, in cores. */
+static double actor_spin_share(esc_client *cl, esc_actor *a)
+{
+    esc_task_arg arg = {.data = SPIN_MS, .len = strlen(SPIN_MS)};
+    esc_ref *r = NULL;
+    esc_status st;
+    assert_int_equal(esc_actor_call(cl, a, "spin", &arg, 1, 1, &r, &st), ESC_OK);
+    void *v = NULL;
+    size_t len;
+    int rc = esc_get(cl, r, 60000, &v, &len, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "actor spin: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    double share = atof(v);
+    free(v);
+    esc_ref_free(r);
+    return share;
+}
+
 static void test_actor_quota(void **state)
 {
     (void)state;
@@ -116,22 +165,64 @@ static void test_actor_quota(void **state)
     if (rc != ESC_OK)
         fprintf(stderr, "actor: %s %s\n", esc_status_name(rc), st.message);
     assert_int_equal(rc, ESC_OK);
-    esc_task_arg arg = {.data = SPIN_MS, .len = strlen(SPIN_MS)};
-    esc_ref *r = NULL;
-    assert_int_equal(esc_actor_call(cl, a, "spin", &arg, 1, 1, &r, &st), ESC_OK);
-    void *v = NULL;
-    size_t len;
-    rc = esc_get(cl, r, 60000, &v, &len, &st);
-    if (rc != ESC_OK)
-        fprintf(stderr, "actor spin: %s %s\n", esc_status_name(rc), st.message);
-    assert_int_equal(rc, ESC_OK);
-    double share = atof(v);
+    double share = actor_spin_share(cl, a);
     print_message("actor holding 0.50 CPU: %.3f of a core\n", share);
     assert_true(share >= 0.4 && share <= 0.6); /* the creation's 0.5, not unlimited */
-    free(v);
-    esc_ref_free(r);
     assert_int_equal(esc_actor_kill(cl, a, &st), ESC_OK);
     esc_actor_free(a);
+    esc_disconnect(cl);
+}
+
+/* A task that holds no plain CPU but 0.5 units backed by CPU=0.5 per unit holds 0.25 of
+ * the node's CPU, and runs under that quota (without it, it would spin a whole core). */
+static void test_backed_task_quota(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "quota_btask", 0, false);
+    set_half_cpu_units(cl, "slice");
+    double quarter = spin_share_of(cl, "quota_btask/slice", 0.5);
+    assert_true(quarter >= 0.2 && quarter <= 0.3);
+    delete_on_node0(cl, "slice");
+    esc_disconnect(cl);
+}
+
+/* An actor holding 1 unit backed by CPU=0.5 runs under half a core; resized to 0.5 units,
+ * its worker's quota follows at once: a quarter of a core. */
+static void test_backed_actor_resize_quota(void **state)
+{
+    (void)state;
+    esc_client *cl = h_connect(&C, "quota_bactor", 0, false);
+    set_half_cpu_units(cl, "slice");
+    esc_amount one[] = {{.name = "quota_bactor/slice", .value = ESC_QTY(1)}};
+    esc_actor_spec spec = {.name = "bspinner", .library = h_tasks_lib(),
+                           .init_symbol = "counter_init", .resources = one, .nresources = 1};
+    esc_actor *a = NULL;
+    esc_status st;
+    int rc = esc_actor_create(cl, &spec, &a, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "actor: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    double share = actor_spin_share(cl, a);
+    print_message("actor holding 1 unit of CPU=0.5: %.3f of a core\n", share);
+    assert_true(share >= 0.4 && share <= 0.6);
+
+    esc_amount half[] = {{.name = "quota_bactor/slice", .value = ESC_QTY(0.5)}};
+    esc_amount *held = NULL;
+    size_t nheld = 0;
+    rc = esc_actor_resize(cl, a, half, 1, 0, &held, &nheld, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "resize: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_OK);
+    assert_int_equal(nheld, 1);
+    assert_int_equal(held[0].value, ESC_QTY(0.5));
+    esc_amounts_free(held, nheld);
+    share = actor_spin_share(cl, a);
+    print_message("actor resized to 0.5 units of CPU=0.5: %.3f of a core\n", share);
+    assert_true(share >= 0.2 && share <= 0.3);
+
+    assert_int_equal(esc_actor_kill(cl, a, &st), ESC_OK);
+    esc_actor_free(a);
+    delete_on_node0(cl, "slice");
     esc_disconnect(cl);
 }
 
@@ -161,6 +252,8 @@ int main(void)
         cmocka_unit_test(test_status_says_whether_enforced),
         cmocka_unit_test(test_task_quota),
         cmocka_unit_test(test_actor_quota),
+        cmocka_unit_test(test_backed_task_quota),
+        cmocka_unit_test(test_backed_actor_resize_quota),
         cmocka_unit_test(test_cgroups_removed_at_stop),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
