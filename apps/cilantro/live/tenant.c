@@ -7,7 +7,7 @@
  *    whenever its node's capacity changes;
  *  - offers load: kind slo replays a trace (requests per second = row x scale), each
  *    request an actor call of --work-us of CPU time; kind throughput keeps every actor
- *    busy (four calls in flight each), one call being one "sample";
+ *    busy (eight calls in flight each), one call being one "sample";
  *  - every --report-s seconds writes one feedback record to KV (namespace NS, key
  *    feedback/<name>/<seq>, JSON: load, reward, sigma, span_s, alloc, pids).
  * It runs until killed (the controller stops its job).
@@ -27,7 +27,7 @@
 #define LIVE_LIB "libcilantro_live.so"
 #define MAX_ACTORS 16
 #define MAX_PENDING 4096
-#define THROUGHPUT_INFLIGHT 4
+#define THROUGHPUT_INFLIGHT 8
 #define PER_ACTOR_QUEUE 64 /* slo: requests beyond this per actor are dropped (violations) */
 
 typedef struct {
