@@ -140,10 +140,12 @@ static int load_config(serve_t *s, const char *path)
     json_t *jobs = json_array();
     size_t i;
     json_t *o;
-    json_array_foreach(ts, i, o) if (parse_tenant(s, o, jobs)) {
-        json_decref(jobs);
-        json_decref(root);
-        return -1;
+    json_array_foreach(ts, i, o) {
+        if (parse_tenant(s, o, jobs)) {
+            json_decref(jobs);
+            json_decref(root);
+            return -1;
+        }
     }
     json_t *env = json_pack("{s:i, s:f, s:f, s:o}", "cpus", s->cpus, "round_s", s->round_s,
                             "report_s", s->report_s, "jobs", jobs);
@@ -175,8 +177,10 @@ static void on_event(void *ud, const esc_event *ev)
     name[slash - (ev->key + 9)] = '\0';
     int j = cil_env_find(s->env, name);
     json_t *v = json_loadb(ev->value, ev->value_len, 0, NULL);
-    if (j < 0 || !v)
-        return json_decref(v);
+    if (j < 0 || !v) {
+        json_decref(v);
+        return;
+    }
     json_t *rw = json_object_get(v, "reward");
     double reward = json_is_number(rw) ? json_number_value(rw) : NAN;
     tenant_t *t = &s->t[j];

@@ -315,17 +315,13 @@ static void report(tenant *t, unsigned long seq, double span)
         reward = n > 0 ? t->good / n : NAN;
         sigma = fmin(0.5, 10 / sqrt(2 * fmax(n, 1)));
     }
-    char v[1024], key[256];
+    char v[1024], key[256], rw[32] = "null"; /* JSON has no NaN: null */
+    if (!isnan(reward))
+        snprintf(rw, sizeof rw, "%.6g", reward);
     int len = snprintf(v, sizeof v,
                        "{\"load\":%.6g,\"reward\":%s,\"sigma\":%.6g,\"span_s\":%.6g,"
                        "\"alloc\":%.6g,\"kind\":\"%s\",\"pids\":[",
-                       load, isnan(reward) ? "null" : "0", sigma, span, t->alloc_s / span,
-                       t->o.kind);
-    if (!isnan(reward)) /* written after: a number JSON can read */
-        len = snprintf(v, sizeof v,
-                       "{\"load\":%.6g,\"reward\":%.6g,\"sigma\":%.6g,\"span_s\":%.6g,"
-                       "\"alloc\":%.6g,\"kind\":\"%s\",\"pids\":[",
-                       load, reward, sigma, span, t->alloc_s / span, t->o.kind);
+                       load, rw, sigma, span, t->alloc_s / span, t->o.kind);
     for (int k = 0; k < t->nact && len < (int)sizeof v - 128; k++)
         len += snprintf(v + len, sizeof v - (size_t)len, "%s{\"node\":\"%s\",\"pid\":%ld}",
                         k ? "," : "", t->act[k].node, t->act[k].pid);
