@@ -4,6 +4,7 @@
  *   cilantro compare  --env FILE --policies a,b,c|all [--hours H] [--seed S] [--json]
  *   cilantro plot     --env FILE --policies a,b,c|all --out DIR [--hours H] [--seed S]
  *   cilantro micro    ... (the microservices comparison, when built)
+ *   cilantro serve    --cluster [ADDRESS] --config FILE [--rounds N] (live on escher)
  * Details: docs/cilantro.md. */
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +12,9 @@
 #include "cli.h"
 #ifdef CILANTRO_HAVE_MICRO
 #include "cilantro/micro.h"
+#endif
+#ifdef CILANTRO_HAVE_LIVE
+#include "live.h"
 #endif
 
 static void usage(FILE *f)
@@ -22,6 +26,9 @@ static void usage(FILE *f)
             "       cilantro plot --env FILE --policies a,b,c|all --out DIR [--hours H] [--seed S]\n"
 #ifdef CILANTRO_HAVE_MICRO
             "       cilantro micro --policy ucb|evoalg|egreedy|resource-fair|all [--hours H] [--seed S] [--json]\n"
+#endif
+#ifdef CILANTRO_HAVE_LIVE
+            "       cilantro serve --cluster [ADDRESS] --config FILE [--rounds N]\n"
 #endif
             "policies:");
     for (int k = 0; k < CIL_POL_COUNT; k++)
@@ -48,6 +55,9 @@ int main(int argc, char **argv)
         {"plot", cmd_plot},
 #ifdef CILANTRO_HAVE_MICRO
         {"micro", cil_micro_cmd},
+#endif
+#ifdef CILANTRO_HAVE_LIVE
+        {"serve", cil_serve_cmd},
 #endif
     };
     for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++)

@@ -1,0 +1,369 @@
+/* tenant.c: `cilantro-tenant`, one tenant of a live Cilantro run (docs/cilantro.md,
+ * "Live runs"). `cilantro serve` submits it as an escher job and grants it the
+ * controller's namespace NS. It
+ *  - runs one actor per node that has NS/<name>.home (the controller's placement),
+ *    holding NS/<name>.home = 1 and NS/<name>.cpu = that node's capacity (CPU-backed, so
+ *    the actor's worker runs under a CPU quota of that many CPUs), and resizes each actor
+ *    whenever its node's capacity changes;
+ *  - offers load: kind slo replays a trace (requests per second = row x scale), each
+ *    request an actor call of --work-us of CPU time; kind throughput keeps every actor
+ *    busy (eight calls in flight each), one call being one "sample";
+ *  - every --report-s seconds writes one feedback record to KV (namespace NS, key
+ *    feedback/<name>/<seq>, JSON: load, reward, sigma, span_s, alloc, pids).
+ * It runs until killed (the controller stops its job).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <escher/escher.h>
+
+#include "cilantro/env.h"
+
+#define LIVE_LIB "libcilantro_live.so"
+#define MAX_ACTORS 16
+#define MAX_PENDING 4096
+#define THROUGHPUT_INFLIGHT 8
+#define PER_ACTOR_QUEUE 64 /* slo: requests beyond this per actor are dropped (violations) */
+
+typedef struct {
+    const char *name, *kind, *ns, *trace_path;
+    double work_us, slo_ms, scale, target_sps, report_s;
+} tenant_opts;
+
+typedef struct {
+    esc_actor *a;
+    char node[ESC_ID_MAX];
+    long pid;
+    double held;      /* CPUs of NS/<name>.cpu it holds */
+    int inflight;
+} actor_t;
+
+typedef struct {
+    esc_ref *ref;
+    double t0;
+    int actor;
+} pending_t;
+
+typedef struct {
+    tenant_opts o;
+    esc_client *c;
+    cil_trace *trace;
+    actor_t act[MAX_ACTORS];
+    int nact;
+    pending_t pend[MAX_PENDING];
+    size_t npend;
+    /* this report period */
+    double arrivals, good, bad, done, lat_sum;
+    double alloc_s; /* integral of held CPUs over time, for the mean allocation */
+} tenant;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static int die(const tenant_opts *o, const char *what, const esc_status *st)
+{
+    fprintf(stderr, "cilantro-tenant %s: %s: %s\n", o->name ? o->name : "?", what,
+            st ? st->message : strerror(errno));
+    exit(1);
+}
+
+static void parse(int argc, char **argv, tenant_opts *o)
+{
+    *o = (tenant_opts){.ns = "cilantro", .work_us = 5000, .slo_ms = 50, .scale = 1,
+                       .target_sps = 100, .report_s = 1};
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (!strcmp(k, "--name")) o->name = v;
+        else if (!strcmp(k, "--kind")) o->kind = v;
+        else if (!strcmp(k, "--ns")) o->ns = v;
+        else if (!strcmp(k, "--trace")) o->trace_path = v;
+        else if (!strcmp(k, "--work-us")) o->work_us = atof(v);
+        else if (!strcmp(k, "--slo-ms")) o->slo_ms = atof(v);
+        else if (!strcmp(k, "--scale")) o->scale = atof(v);
+        else if (!strcmp(k, "--target-sps")) o->target_sps = atof(v);
+        else if (!strcmp(k, "--report-s")) o->report_s = atof(v);
+        else {
+            fprintf(stderr, "cilantro-tenant: unknown option '%s'\n", k);
+            exit(2);
+        }
+    }
+    if (!o->name || !o->kind || (strcmp(o->kind, "slo") && strcmp(o->kind, "throughput")) ||
+        o->work_us <= 0 || o->report_s <= 0 || (!strcmp(o->kind, "slo") && !o->trace_path)) {
+        fprintf(stderr, "usage: cilantro-tenant --name N --kind slo|throughput [--ns NS] "
+                        "[--work-us US] [--slo-ms MS --trace CSV --scale X] [--target-sps S] "
+                        "[--report-s S]\n");
+        exit(2);
+    }
+}
+
+/* The capacity of NS/<name>.cpu on node (-1: absent) and whether .home is there. */
+static double node_cap(const tenant *t, const esc_node_status *n, int *home)
+{
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s/%s.home", t->o.ns, t->o.name);
+    *home = esc_node_resource(n, nm) != NULL;
+    snprintf(nm, sizeof nm, "%s/%s.cpu", t->o.ns, t->o.name);
+    const esc_resource_info *r = esc_node_resource(n, nm);
+    return r ? (double)r->total / ESC_QTY_UNIT : -1;
+}
+
+/* The grant arrives just after the job starts: wait until a write to NS succeeds. */
+static void wait_grant(tenant *t)
+{
+    char key[256];
+    snprintf(key, sizeof key, "hello/%s", t->o.name);
+    esc_status st;
+    for (double end = now_s() + 30;; sleep_s(0.1))
+        if (esc_kv_put(t->c, t->o.ns, key, "1", 1, true, NULL, &st) == ESC_OK)
+            return;
+        else if (now_s() > end)
+            die(&t->o, "no access to the controller's namespace", &st);
+}
+
+static void amounts(const tenant *t, double cpu, char *home, char *cpun, esc_amount a[2])
+{
+    sprintf(home, "%s/%s.home", t->o.ns, t->o.name);
+    sprintf(cpun, "%s/%s.cpu", t->o.ns, t->o.name);
+    a[0] = (esc_amount){home, ESC_QTY(1), false};
+    a[1] = (esc_amount){cpun, ESC_QTY(cpu), false};
+}
+
+/* One actor per node with NS/<name>.home, each asking for its node's whole capacity:
+ * .home = 1 per node keeps two of them off one node. */
+static void start_actors(tenant *t)
+{
+    esc_status st;
+    esc_cluster_status *cs = NULL;
+    for (double end = now_s() + 30; t->nact == 0; sleep_s(0.2)) {
+        if (esc_get_cluster_resources(t->c, &cs, &st) != ESC_OK)
+            die(&t->o, "reading the cluster", &st);
+        for (size_t i = 0; i < cs->nnodes && t->nact < MAX_ACTORS; i++) {
+            int home;
+            double cap = node_cap(t, &cs->nodes[i], &home);
+            if (!home || cap <= 0 || strcmp(cs->nodes[i].state, "ALIVE"))
+                continue;
+            char hn[256], cn[256], an[128];
+            esc_amount a[2];
+            amounts(t, cap, hn, cn, a);
+            snprintf(an, sizeof an, "cil-%s-%d", t->o.name, t->nact);
+            esc_actor_spec spec = {.name = an, .library = LIVE_LIB, .resources = a,
+                                   .nresources = 2};
+            actor_t *x = &t->act[t->nact];
+            if (esc_actor_create(t->c, &spec, &x->a, &st) != ESC_OK)
+                die(&t->o, "creating an actor", &st);
+            x->held = cap;
+            t->nact++;
+        }
+        esc_cluster_status_free(cs);
+        if (t->nact == 0 && now_s() > end)
+            die(&t->o, "no node carries this tenant's resources", NULL);
+    }
+    for (int i = 0; i < t->nact; i++) {
+        esc_ref *ref;
+        void *data;
+        size_t len;
+        if (esc_actor_call(t->c, t->act[i].a, "cil_where", NULL, 0, 1, &ref, &st) != ESC_OK ||
+            esc_get(t->c, ref, 60000, &data, &len, &st) != ESC_OK)
+            die(&t->o, "starting an actor", &st);
+        esc_ref_free(ref);
+        if (sscanf(data, "%79s %ld", t->act[i].node, &t->act[i].pid) != 2)
+            die(&t->o, "an actor did not say where it runs", NULL);
+        free(data);
+    }
+}
+
+/* Resizes every actor whose node's capacity changed (the controller's new round). A
+ * growth that does not fit yet (the CPU behind it is still held by a shrinking tenant)
+ * is tried again next time. */
+static void follow_caps(tenant *t)
+{
+    esc_status st;
+    esc_cluster_status *cs;
+    if (esc_get_cluster_resources(t->c, &cs, &st) != ESC_OK)
+        return;
+    for (size_t i = 0; i < cs->nnodes; i++)
+        for (int k = 0; k < t->nact; k++) {
+            actor_t *x = &t->act[k];
+            int home;
+            double cap = node_cap(t, &cs->nodes[i], &home);
+            if (strcmp(cs->nodes[i].id, x->node) || cap < 0 || fabs(cap - x->held) < 1e-4)
+                continue;
+            char hn[256], cn[256];
+            esc_amount a[2];
+            amounts(t, cap, hn, cn, a);
+            if (esc_actor_resize(t->c, x->a, a, 2, 300, NULL, NULL, &st) == ESC_OK)
+                x->held = cap;
+        }
+    esc_cluster_status_free(cs);
+}
+
+static void submit(tenant *t, int k, double now)
+{
+    char arg[32];
+    int n = snprintf(arg, sizeof arg, "%.0f", t->o.work_us);
+    esc_task_arg a = {arg, (size_t)n, NULL};
+    esc_ref *ref;
+    esc_status st;
+    if (t->npend >= MAX_PENDING ||
+        esc_actor_call(t->c, t->act[k].a, "cil_work", &a, 1, 1, &ref, &st) != ESC_OK) {
+        t->bad++;
+        return;
+    }
+    t->pend[t->npend++] = (pending_t){ref, now, k};
+    t->act[k].inflight++;
+}
+
+/* slo: arrivals by the trace (at elapsed seconds), round robin over the actors;
+ * throughput: THROUGHPUT_INFLIGHT calls in flight per actor, enough to hide the call's
+ * round trip so the actor's CPU quota is what limits it. */
+static void offer(tenant *t, double elapsed, double dt, double *acc, int *rr)
+{
+    double now = now_s(); /* requests' start times, against collect's clock */
+    if (!strcmp(t->o.kind, "throughput")) {
+        for (int k = 0; k < t->nact; k++)
+            while (t->act[k].inflight < THROUGHPUT_INFLIGHT)
+                submit(t, k, now);
+        return;
+    }
+    *acc += cil_trace_at(t->trace, elapsed) * t->o.scale * dt;
+    while (*acc >= 1) {
+        *acc -= 1;
+        t->arrivals++;
+        int k = (*rr)++ % t->nact;
+        if (t->act[k].inflight >= PER_ACTOR_QUEUE)
+            t->bad++; /* dropped: a violation */
+        else
+            submit(t, k, now);
+    }
+}
+
+static void collect(tenant *t)
+{
+    if (t->npend == 0) {
+        sleep_s(0.005);
+        return;
+    }
+    const esc_ref *refs[MAX_PENDING];
+    bool ready[MAX_PENDING];
+    size_t nready = 0;
+    esc_status st;
+    for (size_t i = 0; i < t->npend; i++)
+        refs[i] = t->pend[i].ref;
+    if (esc_wait(t->c, refs, t->npend, 1, 10, ready, &nready, &st) != ESC_OK || nready == 0)
+        return;
+    double now = now_s();
+    size_t w = 0;
+    for (size_t i = 0; i < t->npend; i++) {
+        pending_t p = t->pend[i];
+        if (!ready[i]) {
+            t->pend[w++] = p;
+            continue;
+        }
+        void *data = NULL;
+        size_t len;
+        /* ready means it exists somewhere: a result on another node is pulled */
+        int ok = esc_get(t->c, p.ref, 5000, &data, &len, &st) == ESC_OK;
+        now = now_s();
+        free(data);
+        esc_ref_free(p.ref);
+        t->act[p.actor].inflight--;
+        t->done += ok;
+        t->lat_sum += ok ? now - p.t0 : 0;
+        if (ok && (now - p.t0) * 1000 <= t->o.slo_ms)
+            t->good++;
+        else
+            t->bad++;
+    }
+    t->npend = w;
+}
+
+static double held_total(const tenant *t)
+{
+    double s = 0;
+    for (int k = 0; k < t->nact; k++)
+        s += t->act[k].held;
+    return s;
+}
+
+/* One feedback record: the period's load, reward and its sigma (the simulator's noise
+ * models, env.h), the mean allocation held, and the workers' pids. */
+static void report(tenant *t, unsigned long seq, double span)
+{
+    double load, reward, sigma;
+    if (!strcmp(t->o.kind, "throughput")) {
+        load = 1;
+        reward = t->done / span / t->o.target_sps;
+        sigma = fmax(reward, 1e-6) * 0.03;
+    } else {
+        double n = t->good + t->bad;
+        load = t->arrivals / span;
+        reward = n > 0 ? t->good / n : NAN;
+        sigma = fmin(0.5, 10 / sqrt(2 * fmax(n, 1)));
+    }
+    char v[1024], key[256], rw[32] = "null"; /* JSON has no NaN: null */
+    if (!isnan(reward))
+        snprintf(rw, sizeof rw, "%.6g", reward);
+    int len = snprintf(v, sizeof v,
+                       "{\"load\":%.6g,\"reward\":%s,\"sigma\":%.6g,\"span_s\":%.6g,"
+                       "\"alloc\":%.6g,\"kind\":\"%s\",\"pids\":[",
+                       load, rw, sigma, span, t->alloc_s / span, t->o.kind);
+    for (int k = 0; k < t->nact && len < (int)sizeof v - 128; k++)
+        len += snprintf(v + len, sizeof v - (size_t)len, "%s{\"node\":\"%s\",\"pid\":%ld}",
+                        k ? "," : "", t->act[k].node, t->act[k].pid);
+    len += snprintf(v + len, sizeof v - (size_t)len, "],\"served\":%.0f,\"lat_ms\":%.3g}",
+                    t->done, t->done > 0 ? t->lat_sum / t->done * 1000 : 0);
+    snprintf(key, sizeof key, "feedback/%s/%08lu", t->o.name, seq);
+    esc_status st;
+    if (esc_kv_put(t->c, t->o.ns, key, v, (size_t)len, true, NULL, &st) != ESC_OK)
+        fprintf(stderr, "cilantro-tenant %s: feedback not written: %s\n", t->o.name, st.message);
+    t->arrivals = t->good = t->bad = t->done = t->alloc_s = t->lat_sum = 0;
+}
+
+int main(int argc, char **argv)
+{
+    static tenant t;
+    parse(argc, argv, &t.o);
+    char err[256];
+    if (t.o.trace_path && !(t.trace = cil_trace_load(t.o.trace_path, err, sizeof err))) {
+        fprintf(stderr, "cilantro-tenant %s: %s\n", t.o.name, err);
+        return 1;
+    }
+    esc_status st;
+    if (esc_connect(NULL, &t.c, &st) != ESC_OK)
+        die(&t.o, "connecting", &st);
+    wait_grant(&t);
+    start_actors(&t);
+    double t0 = now_s(), last = t0, period = t0, caps = t0, acc = 0;
+    int rr = 0;
+    unsigned long seq = 0;
+    for (;;) {
+        double now = now_s();
+        t.alloc_s += held_total(&t) * (now - last);
+        offer(&t, now - t0, now - last, &acc, &rr);
+        last = now;
+        collect(&t);
+        if (now - caps >= 0.25) {
+            follow_caps(&t);
+            caps = now;
+        }
+        if (now - period >= t.o.report_s) {
+            report(&t, seq++, now - period);
+            period = now;
+        }
+    }
+}

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# test_cilantro_live.sh: Cilantro live on a 3-raylet loopback cluster (`cilantro serve`,
+# docs/cilantro.md "Live runs"), 3 tenants (two slo, one throughput) under cilantro-ew:
+#  - the tenants run as escher jobs granted the controller's namespace;
+#  - every round's allocation (the controller's round line) appears as the tenants'
+#    capacities cilantro/<tenant>.cpu on every node, split evenly (sampled from
+#    `escher status --json`), and every capacity seen is one some round decided;
+#  - feedback flows end to end: from round 2 on every round line has a reward from every
+#    tenant;
+#  - the tenants' workers are held to their allocation: the CPU time of each worker
+#    (/proc/<pid>/stat, sampled beside the status) stays within its node's capacity, and
+#    the throughput tenant's workers, which would use a whole CPU each, use most of it.
+# The cluster runs in a fresh temporary directory; only processes this script started are
+# signalled.
+set -euo pipefail
+
+BIN_DIR=${ESCHER_BIN_DIR:?ESCHER_BIN_DIR must name the build directory}
+ESC="$BIN_DIR/client/escher"
+CIL="$BIN_DIR/apps/cilantro/cilantro"
+[ -x "$ESC" ] && [ -x "$CIL" ] && [ -x "$BIN_DIR/apps/cilantro/cilantro-tenant" ] ||
+  { echo "test_cilantro_live: no $ESC, $CIL or cilantro-tenant" >&2; exit 1; }
+
+T=$(mktemp -d /tmp/escher-test-cilantro-XXXXXX)
+unset ESCHER_TOKEN ESCHER_NODE_ID ESCHER_ADDRESS
+export ESCHER_SESSION_DIR="$T/head"
+RUN_PID=""
+
+cleanup() {
+  local rc=$?
+  [ -n "$RUN_PID" ] && kill "$RUN_PID" 2>/dev/null
+  if [ "$rc" -ne 0 ]; then
+    for f in "$T"/*.err "$T"/out.txt "$T"/*/logs/raylet.log; do
+      [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 15 "$f" >&2; }
+    done
+  fi
+  for d in "$T"/n*; do [ -d "$d" ] && ESCHER_SESSION_DIR=$d "$ESC" stop --force >/dev/null 2>&1; done
+  "$ESC" stop --force >/dev/null 2>&1 || true
+  [ "${KEEP_T:-}" ] || rm -rf "$T"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+STEP="start"
+fail() { echo "test_cilantro_live: FAIL [$STEP]: $*" >&2; exit 1; }
+step() { STEP=$*; echo "== $*"; }
+
+step "a head and two nodes, one CPU each"
+"$ESC" start --head --port 0 --bind 127.0.0.1 --num-cpus 1 --num-gpus 0 >/dev/null || fail "head"
+GCS=$(cat "$T/head/gcs_address")
+for i in 2 3; do
+  "$ESC" start --address "$GCS" --token "$(cat "$T/head/token")" \
+    --daemon-key "$(cat "$T/head/daemon_key")" --bind 127.0.0.1 --session-dir "$T/n$i" \
+    --num-cpus 1 --num-gpus 0 >/dev/null || fail "node $i"
+done
+
+cat >"$T/cfg.json" <<'J'
+{"namespace": "cilantro", "policy": "cilantro-ew", "round_s": 3, "report_s": 1, "cpus": 1,
+ "unit": 0.1, "rounds": 6,
+ "tenants": [
+  {"name": "web1", "kind": "slo", "work_us": 2000, "slo_ms": 200, "scale": 2, "target": 0.9, "demand": 1},
+  {"name": "web2", "kind": "slo", "work_us": 2000, "slo_ms": 200, "scale": 1, "target": 0.9, "demand": 0.5},
+  {"name": "train", "kind": "throughput", "work_us": 20000, "target_sps": 20, "target": 1, "demand": 1}]}
+J
+
+step "cilantro serve: 6 rounds of 3 s, status and worker CPU sampled meanwhile"
+"$CIL" serve --cluster --config "$T/cfg.json" >"$T/out.txt" 2>"$T/serve.err" &
+RUN_PID=$!
+# The sampler: one JSON line per sample {t, status, cpu: {pid: utime+stime ticks}} for the
+# workers the controller has named so far, until the controller exits.
+python3 - "$ESC" "$T/out.txt" "$RUN_PID" >"$T/samples" 2>"$T/sampler.err" <<'P' &
+import json, os, subprocess, sys, time
+esc, out, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def alive():
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+while alive():
+    pids = []
+    for line in open(out):
+        if line.startswith("tenant ") and " workers:" in line:
+            pids += [int(w.split(":")[1]) for w in line.split(" workers:")[1].split()]
+    t = time.monotonic()
+    st = subprocess.run([esc, "status", "--json"], capture_output=True, text=True)
+    cpu = {}
+    for p in pids:
+        try:
+            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+            cpu[p] = int(f[11]) + int(f[12])
+        except OSError:
+            pass
+    if st.returncode == 0:
+        print(json.dumps({"t": (t + time.monotonic()) / 2, "status": json.loads(st.stdout),
+                          "cpu": cpu}), flush=True)
+    time.sleep(0.3)
+P
+SAMPLER=$!
+rc=0
+wait "$RUN_PID" || rc=$?
+RUN_PID=""
+wait "$SAMPLER" || true
+[ "$rc" = 0 ] || fail "cilantro serve exited $rc: $(tail -3 "$T/serve.err")"
+cat "$T/out.txt"
+
+step "allocations as capacities, feedback from every tenant, CPU held to the allocation"
+python3 - "$T/out.txt" "$T/samples" "$(getconf CLK_TCK)" <<'P' || fail "checks"
+import json, math, re, sys
+out = open(sys.argv[1]).read().splitlines()
+samples = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+tck = float(sys.argv[3])
+tenants = ["web1", "web2", "train"]
+N = 3
+assert len(samples) >= 20, f"only {len(samples)} samples"
+
+rounds = [l for l in out if l.startswith("round ")]
+assert len(rounds) == 6, f"{len(rounds)} round lines"
+allocs = []
+for r in rounds:
+    a = dict(re.findall(r" (\w+)=([\d.]+)", r.split("|| alloc")[1]))
+    allocs.append({k: float(v) for k, v in a.items()})
+    assert sum(allocs[-1].values()) <= 1 + 1e-9, r
+    # feedback: rewards from every tenant (round 1 may come before a full report)
+    for t in tenants:
+        m = re.search(rf"\| {t} reward=(\S+) ", r)
+        assert m, (t, r)
+        if not r.startswith("round 1 "):
+            assert m.group(1) != "nan", f"no feedback from {t}: {r}"
+            assert 0 <= float(m.group(1)) <= 5, r
+
+def per_node(a):  # the split rule: even over the nodes, floored to 1e-4
+    return math.floor(a / N * 1e4 + 1e-6) / 1e4
+decided = {t: {per_node(0.3)} | {per_node(a[t]) for a in allocs} for t in tenants}
+
+# every capacity seen was decided; every decision but the last was seen on all nodes
+seen = {t: [] for t in tenants}
+for s in samples:
+    caps = {}
+    for node in s["status"]["nodes"]:
+        for t in tenants:
+            r = node["resources"].get(f"cilantro/{t}.cpu")
+            if r is None:
+                continue
+            cap = round(r["total"], 4)
+            assert any(abs(cap - d) < 2e-4 for d in decided[t]), (t, cap, decided[t])
+            caps.setdefault(t, set()).add(cap)
+    for t, cs in caps.items():
+        if len(cs) == 1 and len(s["status"]["nodes"]) == N:
+            seen[t].append(cs.pop())
+for i, a in enumerate(allocs[:-1]):
+    for t in tenants:
+        assert any(abs(c - per_node(a[t])) < 2e-4 for c in seen[t]), \
+            f"round {i+1}: {t} {per_node(a[t])} per node never seen ({sorted(set(seen[t]))})"
+
+# grants: the controller granted its namespace to three jobs
+g = [x for s in samples for x in s["status"].get("grants", []) if x["namespace"] == "cilantro"]
+assert g and max(len(x["granted_to"]) for x in g) == 3, g
+
+# CPU held: per worker, CPU time over the run against the integral of its node's capacity
+# (the larger of the two samples' capacities over each interval: a resize lands in it)
+workers = {}
+for l in out:
+    if l.startswith("tenant ") and " workers:" in l:
+        t = l.split()[1]
+        for w in l.split(" workers:")[1].split():
+            node, pid = w.split(":")
+            workers[int(pid)] = (t, node)
+assert len(workers) == 9, workers
+def cap_of(s, t, node):
+    for n in s["status"]["nodes"]:
+        if n["id"] == node:
+            r = n["resources"].get(f"cilantro/{t}.cpu")
+            return r["total"] if r else None
+    return None
+worst = 0
+train_ratio = []
+for pid, (t, node) in workers.items():
+    used = allowed = 0.0
+    for a, b in zip(samples, samples[1:]):
+        if str(pid) not in a["cpu"] or str(pid) not in b["cpu"]:
+            continue
+        ca, cb = cap_of(a, t, node), cap_of(b, t, node)
+        if ca is None or cb is None:
+            continue
+        dt = b["t"] - a["t"]
+        used += (b["cpu"][str(pid)] - a["cpu"][str(pid)]) / tck
+        allowed += max(ca, cb) * dt
+    assert allowed > 1, (pid, t, allowed)
+    ratio = used / allowed
+    worst = max(worst, ratio)
+    if t == "train":
+        train_ratio.append(round(ratio, 2))
+    print(f"  {t} on {node} (pid {pid}): {used:.2f} CPU-s used, {allowed:.2f} allowed ({ratio:.2f})")
+    # tolerance: /proc ticks (10 ms), the 100 ms quota period and sample timing
+    assert used <= 1.10 * allowed + 0.15, f"{t} pid {pid} used {used:.2f} > {allowed:.2f}"
+# not vacuous: the throughput tenant wants a whole CPU per actor and is held to its share
+assert min(u for u in train_ratio) >= 0.5, f"train workers used only {train_ratio} of their share"
+print(f"ok: {len(samples)} samples, {len(rounds)} rounds, worst CPU used/allowed {worst:.2f}")
+P
+echo "test_cilantro_live: all checks passed"
