@@ -96,9 +96,8 @@ static int fail(char *err, size_t errlen, const char *what, const esc_status *st
     return -1;
 }
 
-static void name_of(const live_run *r, int s, const char *role, char *buf, size_t len)
+static void name_of(int s, const char *role, char *buf, size_t len)
 {
-    (void)r;
     snprintf(buf, len, "s%d.%s", s, role);
 }
 
@@ -184,7 +183,7 @@ static int place_stream(node_window *nw, int i, char *err, size_t errlen)
     ls->infer_share = ls->train_share = 0;
     ls->sub = -1;
     char home[64], full[96];
-    name_of(r, s, "home", home, sizeof home);
+    name_of(s, "home", home, sizeof home);
     esc_status st;
     esc_target t = ESC_NODE(r->nodes[nw->node].id);
     uint64_t seq;
@@ -385,9 +384,9 @@ static int commit_shares(node_window *nw, const ekya_step *step, char *err, size
     for (int i = 0; i < nw->n; i++) {
         const ekya_stream_alloc *a = &step->alloc[i];
         char name[64];
-        name_of(r, nw->streams[i], "infer", name, sizeof name);
+        name_of(nw->streams[i], "infer", name, sizeof name);
         esc_batch_set_backed(b, name, ESC_QTY(a->infer_share), &backing, 1, &t);
-        name_of(r, nw->streams[i], "train", name, sizeof name);
+        name_of(nw->streams[i], "train", name, sizeof name);
         double tr = a->retrain_cfg == EKYA_NO_RETRAIN ? 0 : a->retrain_share;
         esc_batch_set_backed(b, name, ESC_QTY(tr), &backing, 1, &t);
     }
@@ -923,20 +922,13 @@ static int put_stream_frames(live_run *r, int s, const ekya_window *win, char *e
     ekya_wire_put_window(&b, win);
     if (put_object(r, &b, &r->st[s].frames, err, errlen) != 0)
         return -1;
-    int *pos = malloc(sizeof(int) * (size_t)(win->n_test > 0 ? win->n_test : 1));
-    float *x = malloc(sizeof(float) * EKYA_PIXELS * (size_t)(win->n_test > 0 ? win->n_test : 1));
-    uint8_t *y = malloc((size_t)(win->n_test > 0 ? win->n_test : 1));
-    if (!pos || !x || !y || ekya_window_test_positions(&r->wl.stream, win, pos) != 0)
+    float *x;
+    uint8_t *y;
+    if (ekya_window_test_sequence(&r->wl.stream, win, &x, &y) != 0)
         v.bad = 1;
-    for (int i = 0; !v.bad && i < win->n_test; i++) {
-        memcpy(x + (size_t)i * EKYA_PIXELS, win->x + (size_t)pos[i] * EKYA_PIXELS,
-               sizeof(float) * EKYA_PIXELS);
-        y[i] = win->y[pos[i]];
-    }
-    if (!v.bad)
+    else
         ekya_wire_put_frames(&v, x, y, win->n_test);
-    free(pos);
-    free(x);
+    free(x); /* NULL when the sequence failed */
     free(y);
     return put_object(r, &v, &r->st[s].shown, err, errlen);
 }

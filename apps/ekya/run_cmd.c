@@ -187,22 +187,12 @@ static int build_table(run_ctx *c)
 /* The test frames of w in stream order, as a window of their own (x, y and n only). */
 static int test_sequence(const ekya_workload *wl, ekya_window *w, char *err, size_t errlen)
 {
-    int *pos = malloc(sizeof(int) * (size_t)(w->n_test > 0 ? w->n_test : 1));
-    float *x = malloc(sizeof(float) * EKYA_PIXELS * (size_t)(w->n_test > 0 ? w->n_test : 1));
-    uint8_t *y = malloc((size_t)(w->n_test > 0 ? w->n_test : 1));
-    if (!pos || !x || !y || ekya_window_test_positions(&wl->stream, w, pos) != 0) {
-        free(pos);
-        free(x);
-        free(y);
+    float *x;
+    uint8_t *y;
+    if (ekya_window_test_sequence(&wl->stream, w, &x, &y) != 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (int i = 0; i < w->n_test; i++) {
-        memcpy(x + (size_t)i * EKYA_PIXELS, w->x + (size_t)pos[i] * EKYA_PIXELS,
-               sizeof(float) * EKYA_PIXELS);
-        y[i] = w->y[pos[i]];
-    }
-    free(pos);
     free(w->x);
     free(w->y);
     w->x = x;

@@ -260,6 +260,30 @@ int ekya_window_test_positions(const ekya_stream_opts *o, const ekya_window *w, 
     return 0;
 }
 
+int ekya_window_test_sequence(const ekya_stream_opts *o, const ekya_window *w, float **x,
+                              uint8_t **y)
+{
+    size_t n = (size_t)(w->n_test > 0 ? w->n_test : 1);
+    int *pos = malloc(sizeof(int) * n);
+    *x = malloc(sizeof(float) * EKYA_PIXELS * n);
+    *y = malloc(n);
+    if (!pos || !*x || !*y || ekya_window_test_positions(o, w, pos) != 0) {
+        free(pos);
+        free(*x);
+        free(*y);
+        *x = NULL;
+        *y = NULL;
+        return -1;
+    }
+    for (int i = 0; i < w->n_test; i++) {
+        memcpy(*x + (size_t)i * EKYA_PIXELS, w->x + (size_t)pos[i] * EKYA_PIXELS,
+               sizeof(float) * EKYA_PIXELS);
+        (*y)[i] = w->y[pos[i]];
+    }
+    free(pos);
+    return 0;
+}
+
 static int split_frames(ekya_window *w, const ekya_stream_opts *o)
 {
     int *perm = split_perm(w, o->seed);

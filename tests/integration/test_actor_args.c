@@ -1,6 +1,6 @@
 /* test_actor_args.c: an actor's method calls take object references as arguments, as
  * tasks do: an object put on one node reaches an actor on another (fetched by the
- * actor's raylet before the call starts), a call behind it waits and keeps its order, a
+ * actor's raylet before the call starts) and an inline call behind it still runs, a
  * failed task's object fails the call that takes it, and an actor created without an
  * init symbol (esc_actor_spec.init_symbol NULL) runs its calls.
  *

@@ -82,6 +82,11 @@ void ekya_window_free(ekya_window *w);
  * from ekya_window_make with o. pos has room for w->n_test. Returns 0, or -1 (memory). */
 int ekya_window_test_positions(const ekya_stream_opts *o, const ekya_window *w, int *pos);
 
+/* Those test frames in stream order: *x (n_test * EKYA_PIXELS floats) and *y (n_test
+ * labels), malloc'd for the caller. Returns 0, or -1 (memory; both NULL). */
+int ekya_window_test_sequence(const ekya_stream_opts *o, const ekya_window *w, float **x,
+                              uint8_t **y);
+
 /* Pretraining data: all frames of windows 0..windows-1 of held-out streams
  * EKYA_HELDOUT_STREAM_BASE + 0..streams-1 drawn from `pool` (the t10k pool).
  * Returns 0 with *x (n*EKYA_PIXELS floats) and *y (n labels) malloc'd for the caller,
