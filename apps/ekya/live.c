@@ -26,6 +26,10 @@
 
 #define LIVE_LIB "libekya_live.so"
 #define CALL_TIMEOUT_MS 60000
+/* How long a node whose calls failed is given to be declared dead before the failure is
+ * the run's: three times the GCS's default --node-timeout-ms. A raylet killed just before
+ * a window starts fails that window's first calls well before its verdict. */
+#define VERDICT_WAIT_S 30
 #define MAX_LATENCIES 100000
 #define LIVE_HEADROOM 1.25
 
@@ -72,6 +76,7 @@ typedef struct {
     live_stream *st;
     double *acc;         /* [s * windows + w] measured */
     pthread_mutex_t mu;  /* below, and the decisions file */
+    pthread_cond_t died; /* broadcast under mu when a node is declared dead */
     double *latency_ms;
     int nlat;
     double *overhead;    /* per node window: seconds of runtime work, for the summary */
@@ -778,6 +783,22 @@ static int prepare(node_window *nw, char *err, size_t errlen)
     return rc;
 }
 
+/* Whether node k is declared dead within VERDICT_WAIT_S: a node whose calls failed is
+ * either dying (its streams lose the window and move at the next) or the failure is the
+ * run's own. */
+static int await_verdict(live_run *r, int k)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += VERDICT_WAIT_S;
+    pthread_mutex_lock(&r->mu);
+    while (!atomic_load(&r->nodes[k].dead))
+        if (pthread_cond_timedwait(&r->died, &r->mu, &until) != 0)
+            break;
+    pthread_mutex_unlock(&r->mu);
+    return atomic_load(&r->nodes[k].dead);
+}
+
 static void *node_thread(void *arg)
 {
     node_window *nw = arg;
@@ -798,7 +819,7 @@ static void *node_thread(void *arg)
     if (rc == 0)
         rc = ekya_drive_window(&nw->sub, &r->inf, &prm, &sched, &ex, 0, &d, &stats, nw->err,
                                sizeof nw->err);
-    if (rc != 0 && atomic_load(&r->nodes[nw->node].dead)) {
+    if (rc != 0 && await_verdict(r, nw->node)) {
         ex_end(nw, NULL, 0); /* its streams lost the window; they move at the next */
         rc = 0;
     }
@@ -827,8 +848,11 @@ static void on_node_dead(void *ud, const char *node_id)
     live_run *r = ud;
     for (int k = 0; k < r->nnodes; k++)
         if (strcmp(r->nodes[k].id, node_id) == 0 && !atomic_load(&r->nodes[k].dead)) {
+            pthread_mutex_lock(&r->mu);
             r->nodes[k].dead_at = mono();
             atomic_store(&r->nodes[k].dead, 1);
+            pthread_cond_broadcast(&r->died);
+            pthread_mutex_unlock(&r->mu);
         }
 }
 
@@ -1307,6 +1331,7 @@ int ekya_live_run(const ekya_live_opts *o, char *err, size_t errlen)
     memset(&r, 0, sizeof r);
     r.o = o;
     pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.died, NULL);
     r.failovers = json_array();
     double *sim = calloc((size_t)o->streams, sizeof *sim);
     int rc = sim && r.failovers ? 0 : (snprintf(err, errlen, "out of memory"), -1);
@@ -1329,6 +1354,8 @@ int ekya_live_run(const ekya_live_opts *o, char *err, size_t errlen)
     if (rc == 0)
         print_summary(&r, sim);
     close_run(&r);
+    pthread_cond_destroy(&r.died);
+    pthread_mutex_destroy(&r.mu);
     free(sim);
     return rc;
 }
