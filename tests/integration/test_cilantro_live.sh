@@ -63,7 +63,7 @@ cat >"$T/cfg.json" <<'J'
 J
 
 step "cilantro serve: 6 rounds of 3 s, status and worker CPU sampled meanwhile"
-"$CIL" serve --cluster --config "$T/cfg.json" >"$T/out.txt" 2>"$T/serve.err" &
+"$CIL" serve --cluster --config "$T/cfg.json" --log "$T/run.log" >"$T/out.txt" 2>"$T/serve.err" &
 RUN_PID=$!
 # The sampler: one JSON line per sample {t, status, cpu: {pid: utime+stime ticks}} for the
 # workers the controller has named so far, until the controller exits.
@@ -197,4 +197,38 @@ for pid, (t, node) in workers.items():
 assert min(u for u in train_ratio) >= 0.5, f"train workers used only {train_ratio} of their share"
 print(f"ok: {len(samples)} samples, {len(rounds)} rounds, worst CPU used/allowed {worst:.2f}")
 P
+
+step "the run log: a round per line with the metrics, the overhead and the feedback latency"
+python3 - "$T/out.txt" "$T/run.log" <<'P' || fail "log checks"
+import json, math, re, sys
+rounds = [l for l in open(sys.argv[1]) if l.startswith("round ")]
+log = [json.loads(l) for l in open(sys.argv[2])]
+assert len(log) == len(rounds) == 6, (len(log), len(rounds))
+for i, (o, line) in enumerate(zip(log, rounds)):
+    assert o["round"] == i + 1 and o["policy"] == "cilantro-ew", o
+    shown = dict(re.findall(r" (\w+)=([\d.]+)", line.split("|| alloc")[1]))
+    for t, v in shown.items():
+        assert abs(o["tenants"][t]["next_alloc"] - float(v)) < 0.006, (t, o, line)
+        if i > 0:  # what was in effect is what the round before decided
+            assert abs(o["tenants"][t]["alloc"] - log[i - 1]["tenants"][t]["next_alloc"]) < 1e-9
+    assert o["decide_ms"] >= 0 and o["apply_ms"] > 0, o
+    if i > 0:
+        for k in ("social_welfare", "egalitarian_welfare", "njc_fairness", "useful_usage"):
+            assert o[k] is not None and 0 <= o[k] <= 1, (k, o)
+        utils = [x["utility"] for x in o["tenants"].values()]
+        assert abs(o["egalitarian_welfare"] - min(utils)) < 1e-6, o
+        # feedback latency: a record's write to the controller's watch, on one machine
+        assert o["feedback_ms"] is not None and 0 < o["feedback_ms"] < 1000, o
+med = lambda v: sorted(v)[len(v) // 2]
+print(f"ok: decide {med([o['decide_ms'] for o in log]):.2f} ms, apply "
+      f"{med([o['apply_ms'] for o in log]):.1f} ms, feedback {med([o['feedback_ms'] for o in log[1:]]):.1f} ms (medians)")
+P
+if command -v gnuplot >/dev/null; then
+  "$CIL" plot --live "$T/run.log" --out "$T/plots" >/dev/null || fail "cilantro plot --live"
+  for f in series.tsv welfare.png egalitarian.png fairness.png; do
+    [ -s "$T/plots/$f" ] || fail "plot: $f missing"
+  done
+  grep -q "^# cilantro-ew (live)" "$T/plots/series.tsv" || fail "plot: no live series"
+  echo "ok: cilantro plot --live drew the run"
+fi
 echo "test_cilantro_live: all checks passed"

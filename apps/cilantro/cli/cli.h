@@ -16,10 +16,12 @@ enum {
     OPT_JSON = 1 << 5,     /* --json */
     OPT_OUT = 1 << 6,      /* --out DIR (required where allowed) */
     OPT_AT = 1 << 7,       /* --at SECONDS into the load traces (default 0) */
+    OPT_LIVE = 1 << 8,     /* --live LOG,LOG... (`cilantro serve --log` files; required
+                              where allowed) */
 };
 
 typedef struct {
-    const char *env, *policy, *policies, *out;
+    const char *env, *policy, *policies, *out, *live;
     double hours, at;
     uint64_t seed;
     int json;

@@ -13,7 +13,7 @@ static const struct {
 } options[] = {
     {"--env", OPT_ENV},   {"--policy", OPT_POLICY}, {"--policies", OPT_POLICIES},
     {"--hours", OPT_HOURS}, {"--seed", OPT_SEED},   {"--json", OPT_JSON},
-    {"--out", OPT_OUT},   {"--at", OPT_AT},
+    {"--out", OPT_OUT},   {"--at", OPT_AT},       {"--live", OPT_LIVE},
 };
 
 static int parse_double(const char *cmd, const char *opt, const char *s, double *v)
@@ -37,6 +37,7 @@ static int set_option(const char *cmd, unsigned bit, const char *opt, const char
     case OPT_POLICY: o->policy = val; return 0;
     case OPT_POLICIES: o->policies = val; return 0;
     case OPT_OUT: o->out = val; return 0;
+    case OPT_LIVE: o->live = val; return 0;
     case OPT_AT: return parse_double(cmd, opt, val, &o->at);
     case OPT_HOURS:
         if (parse_double(cmd, opt, val, &o->hours) != 0)
@@ -94,7 +95,8 @@ int cli_parse(const char *cmd, int argc, char **argv, unsigned allowed, cli_opts
     } required[] = {{OPT_ENV, o->env, "--env"},
                     {OPT_POLICY, o->policy, "--policy"},
                     {OPT_POLICIES, o->policies, "--policies"},
-                    {OPT_OUT, o->out, "--out"}};
+                    {OPT_OUT, o->out, "--out"},
+                    {OPT_LIVE, o->live, "--live"}};
     for (size_t k = 0; k < sizeof required / sizeof required[0]; k++)
         if ((allowed & required[k].bit) && !required[k].val) {
             fprintf(stderr, "cilantro %s: %s is required\n", cmd, required[k].name);

@@ -9,7 +9,7 @@
  *    request an actor call of --work-us of CPU time; kind throughput keeps every actor
  *    busy (eight calls in flight each), one call being one "sample";
  *  - every --report-s seconds writes one feedback record to KV (namespace NS, key
- *    feedback/<name>/<seq>, JSON: load, reward, sigma, span_s, alloc, pids).
+ *    <name>.feedback/<seq>, JSON: load, reward, sigma, span_s, alloc, pids, at).
  * It runs until killed (the controller stops its job).
  */
 #include <errno.h>
@@ -23,6 +23,7 @@
 #include <escher/escher.h>
 
 #include "cilantro/env.h"
+#include "live.h"
 
 #define LIVE_LIB "libcilantro_live.so"
 #define MAX_ACTORS 16
@@ -126,7 +127,7 @@ static double node_cap(const tenant *t, const esc_node_status *n, int *home)
 static void wait_grant(tenant *t)
 {
     char key[256];
-    snprintf(key, sizeof key, "hello/%s", t->o.name);
+    snprintf(key, sizeof key, "%s" CIL_HELLO_KEY, t->o.name);
     esc_status st;
     for (double end = now_s() + 30;; sleep_s(0.1))
         if (esc_kv_put(t->c, t->o.ns, key, "1", 1, true, NULL, &st) == ESC_OK)
@@ -325,9 +326,13 @@ static void report(tenant *t, unsigned long seq, double span)
     for (int k = 0; k < t->nact && len < (int)sizeof v - 128; k++)
         len += snprintf(v + len, sizeof v - (size_t)len, "%s{\"node\":\"%s\",\"pid\":%ld}",
                         k ? "," : "", t->act[k].node, t->act[k].pid);
-    len += snprintf(v + len, sizeof v - (size_t)len, "],\"served\":%.0f,\"lat_ms\":%.3g}",
-                    t->done, t->done > 0 ? t->lat_sum / t->done * 1000 : 0);
-    snprintf(key, sizeof key, "feedback/%s/%08lu", t->o.name, seq);
+    struct timespec wall; /* "at": when written, for the controller's feedback latency */
+    clock_gettime(CLOCK_REALTIME, &wall);
+    len += snprintf(v + len, sizeof v - (size_t)len,
+                    "],\"served\":%.0f,\"lat_ms\":%.3g,\"at\":%.6f}", t->done,
+                    t->done > 0 ? t->lat_sum / t->done * 1000 : 0,
+                    (double)wall.tv_sec + (double)wall.tv_nsec / 1e9);
+    snprintf(key, sizeof key, "%s" CIL_FEEDBACK_KEY "%08lu", t->o.name, seq);
     esc_status st;
     if (esc_kv_put(t->c, t->o.ns, key, v, (size_t)len, true, NULL, &st) != ESC_OK)
         fprintf(stderr, "cilantro-tenant %s: feedback not written: %s\n", t->o.name, st.message);
