@@ -16,36 +16,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from loopback import start_cluster, stop_cluster  # noqa: E402
+
 CONFIGS = ("w128-all-f1-b16", "w128-last-f0.5-b64", "w32-all-f1-b32", "w32-last-f0.1-b32")
 # --configs picks some of them (the best two of a full sweep, to save time)
-
-
-def start_cluster(esc, root, nodes):
-    env = dict(os.environ, ESCHER_SESSION_DIR=os.path.join(root, "head"))
-    for k in ("ESCHER_ADDRESS", "ESCHER_TOKEN", "ESCHER_NODE_ID"):
-        env.pop(k, None)
-    subprocess.run([esc, "start", "--head", "--port", "0", "--bind", "127.0.0.1",
-                    "--num-cpus", "1", "--num-gpus", "0"], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
-    head = os.path.join(root, "head")
-    gcs = open(os.path.join(head, "gcs_address")).read().strip()
-    token = open(os.path.join(head, "token")).read().strip()
-    key = open(os.path.join(head, "daemon_key")).read().strip()
-    for i in range(1, nodes):
-        d = os.path.join(root, "n%d" % i)
-        subprocess.run([esc, "start", "--address", gcs, "--token", token, "--daemon-key", key,
-                        "--bind", "127.0.0.1", "--session-dir", d, "--num-cpus", "1",
-                        "--num-gpus", "0"], env=env, check=True, stdout=subprocess.DEVNULL)
-    return env
-
-
-def stop_cluster(esc, root, env):
-    for d in sorted(os.listdir(root)):
-        if d.startswith("n"):
-            subprocess.run([esc, "stop", "--force"], env=dict(env, ESCHER_SESSION_DIR=os.path.join(root, d)),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    subprocess.run([esc, "stop", "--force"], env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
 
 
 def run(ekya, env, a, devices, scheduler):
