@@ -24,6 +24,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,6 +34,8 @@ import threading
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from loopback import start_cluster, stop_cluster  # noqa: E402
 
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "apps", "cilantro",
+                    "data")
 METRICS = ("social_welfare", "egalitarian_welfare", "njc_fairness", "useful_usage")
 
 
@@ -82,6 +85,7 @@ def run_policy(a, policy, cores, results):
     path = os.path.join(root, "cfg.json")
     json.dump(cfg, open(path, "w"))
     env = start_cluster(esc, root, 3, cores=cores)
+    env["CILANTRO_DATA_DIR"] = DATA  # a copied build dir does not find the source tree
     try:
         with open(os.path.join(a.out, policy + ".out"), "w") as out:
             p = subprocess.run(["taskset", "-c", cores, cil, "serve", "--cluster", "--config",
@@ -90,6 +94,7 @@ def run_policy(a, policy, cores, results):
         results[policy] = p.returncode, p.stderr.strip().splitlines()[-3:]
     finally:
         stop_cluster(esc, root, env)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def cmd_run(a):
@@ -139,7 +144,11 @@ def fit_curve(points, bins=8):
 
 
 def sim_env(a, logs):
+    """The simulator allocates whole CPUs; a live run allocates units of `unit` CPUs. So
+    the simulator's CPU is one unit: R = cpus / unit, and the curves' x in units per
+    unit load."""
     cfg = json.load(open(a.config))
+    unit = cfg.get("unit", 0.1)
     points = {t["name"]: [] for t in cfg["tenants"]}
     for path in logs:
         for r in read_log(path)[1:]:
@@ -148,7 +157,7 @@ def sim_env(a, logs):
                     points[name].append((x["alloc"] / x["load"], x["reward"]))
     d = os.path.join(a.out, "sim")
     os.makedirs(d, exist_ok=True)
-    data = os.path.join(a.build, "..", "apps", "cilantro", "data")
+    data = DATA
     jobs = []
     for t in cfg["tenants"]:
         if len(points[t["name"]]) < 5:
@@ -161,14 +170,14 @@ def sim_env(a, logs):
                 f.write("# workload_type=craymltrain\n")
             f.write("grid,ests\n")
             for x, y in zip(grid, ests):
-                f.write("%.6g,%.6g\n" % (x, y))
+                f.write("%.6g,%.6g\n" % (x / unit, y))
         slo = t["kind"] == "slo"
         trace = t.get("trace", "data:twitter-trace.csv")
         load = ({"trace": trace, "scale": t.get("scale", 1)} if slo else 1)
         jobs.append({"name": t["name"], "curve": {"type": "profile", "file": csv},
                      "load": load, "slo": t.get("target", 0.9),
                      "utility": t.get("utility", "linear"), "weight": t.get("weight", 1)})
-    env = {"cpus": cfg["cpus"], "round_s": cfg.get("round_s", 5),
+    env = {"cpus": int(round(cfg["cpus"] / unit)), "round_s": cfg.get("round_s", 5),
            "report_s": cfg.get("report_s", 1), "jobs": jobs}
     path = os.path.join(d, "env.json")
     json.dump(env, open(path, "w"), indent=1)

@@ -37,7 +37,7 @@ typedef struct {
     int ended;              /* its job finished: it gets no CPU (under the lock) */
     int released;           /* ended, and its rows deleted (the main thread's) */
     /* feedback of the current round (under the lock) */
-    double rsum, rn, alloc_seen, lat_sum, served;
+    double rsum, rn, alloc_seen, lat_sum, served, load_sum, load_n;
     int pids_printed;
 } tenant_t;
 
@@ -178,8 +178,8 @@ static int load_config(serve_t *s, const char *path)
     free(text);
     json_decref(env);
     json_decref(root);
-    if (!s->env)
-        return fail(path, err);
+    if (!s->env) /* err names the file already */
+        return fprintf(stderr, "cilantro serve: %s\n", err), -1;
     cil_policy_opts po;
     cil_policy_opts_default(&po);
     po.unit = s->unit;
@@ -237,6 +237,8 @@ static void on_feedback(serve_t *s, const esc_event *ev)
         t->rn++;
     }
     t->alloc_seen = num(v, "alloc", 0);
+    t->load_sum += num(v, "load", 0);
+    t->load_n++;
     t->lat_sum += num(v, "lat_ms", 0) * num(v, "served", 0);
     t->served += num(v, "served", 0);
     /* written at "at" (the tenant's wall clock: the same machine's, or synchronized) */
@@ -467,6 +469,7 @@ static int start_tenant(serve_t *s, tenant_t *t, const char *bindir, const char 
         snprintf(what, sizeof what, "starting tenant %s", t->name);
         return fail(what, st.message);
     }
+    printf("tenant %s job %s\n", t->name, t->job_id);
     return 0;
 }
 
@@ -497,7 +500,7 @@ static double median(double *v, int n)
 /* What one round measured: per tenant (reward NAN without records), and overall. */
 typedef struct {
     double reward[MAX_TENANTS], util[MAX_TENANTS], reports[MAX_TENANTS], held[MAX_TENANTS],
-        served[MAX_TENANTS], lat_ms[MAX_TENANTS];
+        served[MAX_TENANTS], lat_ms[MAX_TENANTS], load[MAX_TENANTS];
     double feedback_ms, decide_ms, apply_ms;
     cil_metrics m;   /* over the alive tenants with a reward; NAN when none */
 } round_stats;
@@ -513,7 +516,8 @@ static void take_feedback(serve_t *s, round_stats *rs)
         rs->held[j] = t->alloc_seen;
         rs->served[j] = t->served;
         rs->lat_ms[j] = t->served > 0 ? t->lat_sum / t->served : 0;
-        t->rsum = t->rn = t->lat_sum = t->served = 0;
+        rs->load[j] = t->load_n > 0 ? t->load_sum / t->load_n : NAN;
+        t->rsum = t->rn = t->lat_sum = t->served = t->load_sum = t->load_n = 0;
     }
     rs->feedback_ms = median(s->fb_ms, s->nfb);
     s->nfb = 0;
@@ -567,8 +571,9 @@ static void log_round(const serve_t *s, int r, double t, const round_stats *rs,
     json_t *ts = json_object();
     for (int j = 0; j < s->nt; j++)
         json_object_set_new(ts, s->t[j].name,
-                            json_pack("{s:o, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "reward",
-                                      jnum(rs->reward[j]), "utility", jnum(rs->util[j]),
+                            json_pack("{s:o, s:o, s:o, s:f, s:f, s:f, s:f, s:f, s:f, s:b}",
+                                      "reward", jnum(rs->reward[j]), "utility",
+                                      jnum(rs->util[j]), "load", jnum(rs->load[j]),
                                       "reports", rs->reports[j], "held", rs->held[j], "alloc",
                                       in_effect[j], "next_alloc", alloc[j], "served",
                                       rs->served[j], "lat_ms", rs->lat_ms[j], "ended",
