@@ -44,7 +44,8 @@ typedef struct {
 typedef struct {
     const char *ns, *policy;
     double round_s, unit, report_s;
-    int cpus, rounds;
+    double cpus;            /* CPUs shared, a multiple of unit */
+    int rounds;
     tenant_t t[MAX_TENANTS];
     int nt;
     cil_env *env;
@@ -133,7 +134,7 @@ static int parse_tenant(serve_t *s, json_t *o, json_t *jobs)
     json_t *load = slo ? json_pack("{s:s, s:f}", "trace", t->trace, "scale", t->scale)
                        : json_real(1);
     json_t *j = json_pack("{s:s, s:{s:s, s:f}, s:o, s:f, s:s, s:f}", "name", name, "curve",
-                          "type", "linear", "demand", t->demand, "load", load,
+                          "type", "linear", "demand", t->demand / s->unit, "load", load,
                           "slo", num(o, "target", 0.9), "utility",
                           str(o, "utility", "linear"), "weight", t->weight);
     json_array_append_new(jobs, j);
@@ -152,14 +153,17 @@ static int load_config(serve_t *s, const char *path)
     s->round_s = num(root, "round_s", 5);
     s->report_s = num(root, "report_s", 1);
     s->unit = num(root, "unit", 0.1);
-    s->cpus = (int)num(root, "cpus", 0);
+    s->cpus = num(root, "cpus", 0);
     if (s->rounds == 0)
         s->rounds = (int)num(root, "rounds", 0);
     json_t *ts = json_object_get(root, "tenants");
-    if (s->cpus < 1 || s->round_s <= 0 || s->unit <= 0 || !json_is_array(ts) ||
-        json_array_size(ts) == 0 || json_array_size(ts) > MAX_TENANTS) {
+    double units = s->unit > 0 ? s->cpus / s->unit : 0;
+    if (!(units >= 1) || fabs(units - round(units)) > 1e-6 || units > 1e6 || !(s->round_s > 0) ||
+        !(s->report_s > 0) || !json_is_array(ts) || json_array_size(ts) == 0 ||
+        json_array_size(ts) > MAX_TENANTS) {
         json_decref(root);
-        return fail(path, "needs cpus >= 1, round_s > 0, unit > 0 and 1..32 tenants");
+        return fail(path, "needs cpus a positive multiple of unit (CPUs), round_s > 0, "
+                          "report_s > 0 and 1..32 tenants");
     }
     json_t *jobs = json_array();
     size_t i;
@@ -171,7 +175,7 @@ static int load_config(serve_t *s, const char *path)
             return -1;
         }
     }
-    json_t *env = json_pack("{s:i, s:f, s:f, s:o}", "cpus", s->cpus, "round_s", s->round_s,
+    json_t *env = json_pack("{s:i, s:f, s:f, s:o}", "cpus", (int)round(units), "round_s", s->round_s,
                             "report_s", s->report_s, "jobs", jobs);
     char *text = json_dumps(env, 0), err[512];
     s->env = cil_env_parse(text, ".", path, err, sizeof err);
@@ -182,7 +186,7 @@ static int load_config(serve_t *s, const char *path)
         return fprintf(stderr, "cilantro serve: %s\n", err), -1;
     cil_policy_opts po;
     cil_policy_opts_default(&po);
-    po.unit = s->unit;
+    po.unit = 1; /* the policy's world counts units (parse_tenant, on_feedback) */
     s->pol = cil_policy_new(s->policy, s->env, &po, err, sizeof err);
     return s->pol ? 0 : fail(path, err);
 }
@@ -230,7 +234,7 @@ static void on_feedback(serve_t *s, const esc_event *ev)
     double reward = json_is_number(rw) ? json_number_value(rw) : NAN;
     tenant_t *t = &s->t[j];
     pthread_mutex_lock(&s->mu);
-    cil_policy_report(s->pol, j, num(v, "load", 0), num(v, "alloc", 0), reward,
+    cil_policy_report(s->pol, j, num(v, "load", 0), num(v, "alloc", 0) / s->unit, reward,
                       num(v, "sigma", 0.5), num(v, "span_s", 1));
     if (!isnan(reward)) {
         t->rsum += reward;
@@ -603,6 +607,8 @@ static int round_once(serve_t *s, int r, double *alloc)
     double t = now_s() - s->t0, t1 = now_s();
     int rc = cil_policy_round(s->pol, t, alloc, err, sizeof err);
     rs.decide_ms = (now_s() - t1) * 1000;
+    for (int j = 0; j < s->nt; j++) /* units to CPUs */
+        alloc[j] *= s->unit;
     take_feedback(s, &rs);
     pthread_mutex_unlock(&s->mu);
     if (rc != 0)
@@ -633,7 +639,7 @@ static int run(serve_t *s, const char *address)
         return -1;
     double alloc[MAX_TENANTS];
     for (int j = 0; j < s->nt; j++) /* round 0: equal shares, in whole units */
-        alloc[j] = floor(s->cpus / s->unit / s->nt) * s->unit;
+        alloc[j] = floor(round(s->cpus / s->unit) / s->nt) * s->unit;
     esc_kv_filter kf = {NULL, ""}; /* every tenant's records: "<tenant>.feedback/..." */
     esc_watch_filter wf = {.kv = &kf, .nkv = 1};
     esc_watch *w = NULL;
@@ -643,7 +649,7 @@ static int run(serve_t *s, const char *address)
     for (int j = 0; rc == 0 && j < s->nt; j++)
         rc = start_tenant(s, &s->t[j], exe, address);
     s->t0 = now_s();
-    printf("serving %d tenants on %d nodes: policy %s, round %.1fs, unit %g CPU, %d CPUs\n",
+    printf("serving %d tenants on %d nodes: policy %s, round %.1fs, unit %g CPU, %g CPUs\n",
            s->nt, s->nnodes, s->policy, s->round_s, s->unit, s->cpus);
     fflush(stdout);
     for (int r = 1; rc == 0 && !stop_flag && (s->rounds == 0 || r <= s->rounds); r++) {
