@@ -231,4 +231,69 @@ if command -v gnuplot >/dev/null; then
   grep -q "^# cilantro-ew (live)" "$T/plots/series.tsv" || fail "plot: no live series"
   echo "ok: cilantro plot --live drew the run"
 fi
+step "a node killed with -9, then a tenant stopped: the split and the shares follow"
+# 12 rounds of 2 s. At round 2 the raylet of node n3 is killed (declared dead after the
+# GCS's node timeout, 10 s); once the controller says so, web2's job is stopped as an
+# operator would. A status snapshot right after the last round line shows what the
+# last round applied.
+sed -e 's/"rounds": 6/"rounds": 12/' -e 's/"round_s": 3/"round_s": 2/' "$T/cfg.json" >"$T/cfg2.json"
+"$CIL" serve --cluster --config "$T/cfg2.json" --log "$T/run2.log" >"$T/out2.txt" 2>"$T/serve2.err" &
+RUN_PID=$!
+wait_line() { # wait_line PATTERN SECONDS: until out2.txt has a line matching PATTERN
+  local end=$((SECONDS + $2))
+  until grep -q "$1" "$T/out2.txt"; do
+    kill -0 "$RUN_PID" 2>/dev/null || fail "cilantro serve ended before '$1': $(tail -2 "$T/serve2.err")"
+    [ $SECONDS -lt $end ] || fail "no '$1' within $2 s"
+    sleep 0.1
+  done
+}
+wait_line "^round 2 " 60
+DEAD=$(cat "$T/n3/node_id")
+kill -9 "$(awk '{print $1}' "$T/n3/pids/raylet.pid")"
+wait_line "^node $DEAD died" 30
+WEB2=$(awk '$1 == "tenant" && $2 == "web2" && $3 == "job" {print $4}' "$T/out2.txt")
+[ -n "$WEB2" ] || fail "no job id printed for web2"
+"$ESC" job stop "$WEB2" >"$T/stop.out" 2>&1 || fail "escher job stop $WEB2: $(cat "$T/stop.out")"
+wait_line "^tenant web2 ended" 30
+wait_line "^round 12 " 60
+"$ESC" status --json >"$T/status2.json" || fail "status"
+rc=0
+wait "$RUN_PID" || rc=$?
+RUN_PID=""
+[ "$rc" = 0 ] || fail "cilantro serve exited $rc: $(tail -3 "$T/serve2.err")"
+python3 - "$T/out2.txt" "$T/run2.log" "$T/status2.json" "$DEAD" <<'P' || fail "failure checks"
+import json, math, sys
+lines = open(sys.argv[1]).read().splitlines()
+log = [json.loads(l) for l in open(sys.argv[2])]
+status = json.load(open(sys.argv[3]))
+dead = sys.argv[4]
+died = next(i for i, l in enumerate(lines) if l.startswith(f"node {dead} died"))
+ended = next(i for i, l in enumerate(lines) if l.startswith("tenant web2 ended"))
+after_death = [int(l.split()[1]) for l in lines[died:] if l.startswith("round ")]
+after_end = [int(l.split()[1]) for l in lines[ended:] if l.startswith("round ")]
+assert len(after_end) >= 2, (after_death, after_end)
+# service goes on on the two nodes left: every alive tenant reports in every round that
+# started after the death was known
+for r in after_death[1:]:
+    for t in ("web1", "train") + (("web2",) if r not in after_end else ()):
+        assert log[r - 1]["tenants"][t]["reward"] is not None, (r, t, log[r - 1]["tenants"][t])
+# web2's CPU goes to the others once it ended
+for r in after_end:
+    x = log[r - 1]["tenants"]
+    assert x["web2"]["ended"] and x["web2"]["next_alloc"] == 0, x["web2"]
+    assert abs(x["web1"]["next_alloc"] + x["train"]["next_alloc"] - 1) < 1e-6, x
+# what the last round applied: split over the two alive nodes, nothing of web2's left
+last = log[-1]["tenants"]
+alive = [n for n in status["nodes"] if n["state"] == "ALIVE"]
+assert dead not in [n["id"] for n in alive] and len(alive) == 2, [n["id"] for n in alive]
+for n in alive:
+    res = n["resources"]
+    assert "cilantro/web2.cpu" not in res and "cilantro/web2.home" not in res, res.keys()
+    for t in ("web1", "train"):
+        want = math.floor(last[t]["next_alloc"] / 2 * 1e4 + 1e-6) / 1e4
+        assert abs(res[f"cilantro/{t}.cpu"]["total"] - want) < 2e-4, (t, res[f"cilantro/{t}.cpu"], want)
+print(f"ok: node death seen before round {after_death[0]}, web2 ended before round "
+      f"{after_end[0]}; the last round split web1 {last['web1']['next_alloc']:.2f} and train "
+      f"{last['train']['next_alloc']:.2f} CPU over 2 nodes")
+P
 echo "test_cilantro_live: all checks passed"
