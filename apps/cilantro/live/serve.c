@@ -28,6 +28,7 @@
 typedef struct {
     char name[64], kind[16], trace[PATH_MAX];
     double work_us, slo_ms, scale, target_sps;
+    int batch, hidden; /* throughput: samples per step, the MLP's hidden units */
     esc_client *job;        /* the client whose job the tenant's entrypoint is */
     char job_id[ESC_ID_MAX];
     /* feedback of the current round (under the lock) */
@@ -102,8 +103,16 @@ static int parse_tenant(serve_t *s, json_t *o, json_t *jobs)
     t->work_us = num(o, "work_us", 5000);
     t->slo_ms = num(o, "slo_ms", 50);
     t->scale = num(o, "scale", 1);
-    t->target_sps = num(o, "target_sps", 100);
+    t->target_sps = num(o, "target_sps", 5000);
+    t->batch = (int)num(o, "batch", 256);
+    t->hidden = (int)num(o, "hidden", 512);
     int slo = !strcmp(kind, "slo");
+    if (!slo && json_object_get(o, "work_us"))
+        return fail(name, "work_us is an slo key: a throughput tenant's step is batch and hidden");
+    /* checked here too: a tenant that exits on bad options shows only as reward=nan;
+     * 4000 is the tenant's shard (tenant.c, SHARD_IMAGES) */
+    if (!slo && (t->batch < 1 || t->batch > 4000 || t->hidden < 1 || t->hidden > 4096))
+        return fail(name, "needs batch in 1..4000 and hidden in 1..4096");
     if (slo)
         resolve(str(o, "trace", "data:twitter-trace.csv"), t->trace, sizeof t->trace);
     json_t *load = slo ? json_pack("{s:s, s:f}", "trace", t->trace, "scale", t->scale)
@@ -285,7 +294,7 @@ static int apply(serve_t *s, const double *alloc)
 static int start_tenant(serve_t *s, tenant_t *t, const char *bindir, const char *address)
 {
     char exe[PATH_MAX + 32], pkg[PATH_MAX + 32], ns[128], work[32], slo[32], scale[32],
-        sps[32], rep[32];
+        sps[32], rep[32], batch[16], hidden[16];
     snprintf(exe, sizeof exe, "%s/cilantro-tenant", bindir);
     snprintf(pkg, sizeof pkg, "%s/cilantro-live", bindir);
     snprintf(ns, sizeof ns, "%s-%s", s->ns, t->name);
@@ -294,16 +303,20 @@ static int start_tenant(serve_t *s, tenant_t *t, const char *bindir, const char 
     snprintf(scale, sizeof scale, "%g", t->scale);
     snprintf(sps, sizeof sps, "%g", t->target_sps);
     snprintf(rep, sizeof rep, "%g", s->report_s);
+    snprintf(batch, sizeof batch, "%d", t->batch);
+    snprintf(hidden, sizeof hidden, "%d", t->hidden);
     const char *argv[24] = {exe, "--name", t->name, "--kind", t->kind, "--ns", s->ns,
-                            "--work-us", work, "--report-s", rep};
-    int n = 11;
+                            "--report-s", rep};
+    int n = 9;
     if (!strcmp(t->kind, "slo")) {
-        const char *more[] = {"--slo-ms", slo, "--trace", t->trace, "--scale", scale};
+        const char *more[] = {"--work-us", work, "--slo-ms", slo, "--trace", t->trace,
+                              "--scale", scale};
+        memcpy(argv + n, more, sizeof more);
+        n += 8;
+    } else {
+        const char *more[] = {"--target-sps", sps, "--batch", batch, "--hidden", hidden};
         memcpy(argv + n, more, sizeof more);
         n += 6;
-    } else {
-        argv[n++] = "--target-sps";
-        argv[n++] = sps;
     }
     argv[n] = NULL;
     esc_connect_opts co = {.address = address, .namespace_ = ns, .new_job = true};

@@ -6,10 +6,14 @@
  *    the actor's worker runs under a CPU quota of that many CPUs), and resizes each actor
  *    whenever its node's capacity changes;
  *  - offers load: kind slo replays a trace (requests per second = row x scale), each
- *    request an actor call of --work-us of CPU time; kind throughput keeps every actor
- *    busy (eight calls in flight each), one call being one "sample";
+ *    request an actor call of --work-us of CPU time; kind throughput trains Ekya's MLP
+ *    on Fashion-MNIST: it reads a shard of the training set here (the head's machine)
+ *    and ships it to its actors as one object, each actor trains its own model on it,
+ *    one call being one SGD step on --batch samples, and it keeps every actor busy
+ *    (eight calls in flight each);
  *  - every --report-s seconds writes one feedback record to KV (namespace NS, key
- *    feedback/<name>/<seq>, JSON: load, reward, sigma, span_s, alloc, pids).
+ *    feedback/<name>/<seq>, JSON: load, reward, sigma, span_s, alloc, pids; throughput
+ *    tenants also the training loss and CPU per step), and the same line to stdout.
  * It runs until killed (the controller stops its job).
  */
 #include <errno.h>
@@ -23,16 +27,20 @@
 #include <escher/escher.h>
 
 #include "cilantro/env.h"
+#include "ekya/idx.h"
+#include "shard.h"
 
 #define LIVE_LIB "libcilantro_live.so"
 #define MAX_ACTORS 16
 #define MAX_PENDING 4096
 #define THROUGHPUT_INFLIGHT 8
 #define PER_ACTOR_QUEUE 64 /* slo: requests beyond this per actor are dropped (violations) */
+#define SHARD_IMAGES 4000  /* throughput: the first images of the training set (3.2 MB) */
 
 typedef struct {
     const char *name, *kind, *ns, *trace_path;
     double work_us, slo_ms, scale, target_sps, report_s;
+    int batch, hidden, work_set;
 } tenant_opts;
 
 typedef struct {
@@ -53,12 +61,15 @@ typedef struct {
     tenant_opts o;
     esc_client *c;
     cil_trace *trace;
+    int train;      /* kind throughput */
+    esc_ref *shard; /* throughput: the training shard, every actor's data */
     actor_t act[MAX_ACTORS];
     int nact;
     pending_t pend[MAX_PENDING];
     size_t npend;
     /* this report period */
     double arrivals, good, bad, done, lat_sum;
+    double samples, loss_sum, cpu_us; /* throughput: per step, summed */
     double alloc_s; /* integral of held CPUs over time, for the mean allocation */
 } tenant;
 
@@ -85,28 +96,36 @@ static int die(const tenant_opts *o, const char *what, const esc_status *st)
 static void parse(int argc, char **argv, tenant_opts *o)
 {
     *o = (tenant_opts){.ns = "cilantro", .work_us = 5000, .slo_ms = 50, .scale = 1,
-                       .target_sps = 100, .report_s = 1};
+                       .target_sps = 5000, .report_s = 1, .batch = 256, .hidden = 512};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--name")) o->name = v;
         else if (!strcmp(k, "--kind")) o->kind = v;
         else if (!strcmp(k, "--ns")) o->ns = v;
         else if (!strcmp(k, "--trace")) o->trace_path = v;
-        else if (!strcmp(k, "--work-us")) o->work_us = atof(v);
+        else if (!strcmp(k, "--work-us")) o->work_us = atof(v), o->work_set = 1;
         else if (!strcmp(k, "--slo-ms")) o->slo_ms = atof(v);
         else if (!strcmp(k, "--scale")) o->scale = atof(v);
         else if (!strcmp(k, "--target-sps")) o->target_sps = atof(v);
         else if (!strcmp(k, "--report-s")) o->report_s = atof(v);
+        else if (!strcmp(k, "--batch")) o->batch = atoi(v);
+        else if (!strcmp(k, "--hidden")) o->hidden = atoi(v);
         else {
             fprintf(stderr, "cilantro-tenant: unknown option '%s'\n", k);
             exit(2);
         }
     }
     if (!o->name || !o->kind || (strcmp(o->kind, "slo") && strcmp(o->kind, "throughput")) ||
-        o->work_us <= 0 || o->report_s <= 0 || (!strcmp(o->kind, "slo") && !o->trace_path)) {
+        o->work_us <= 0 || o->report_s <= 0 || (!strcmp(o->kind, "slo") && !o->trace_path) ||
+        o->batch < 1 || o->batch > SHARD_IMAGES || o->hidden < 1 || o->hidden > 4096) {
         fprintf(stderr, "usage: cilantro-tenant --name N --kind slo|throughput [--ns NS] "
-                        "[--work-us US] [--slo-ms MS --trace CSV --scale X] [--target-sps S] "
-                        "[--report-s S]\n");
+                        "[--work-us US --slo-ms MS --trace CSV --scale X] [--target-sps S "
+                        "--batch 1..%d --hidden 1..4096] [--report-s S]\n", SHARD_IMAGES);
+        exit(2);
+    }
+    if (!strcmp(o->kind, "throughput") && o->work_set) {
+        fprintf(stderr, "cilantro-tenant %s: --work-us is for slo tenants (a throughput "
+                        "tenant's step is set by --batch and --hidden)\n", o->name);
         exit(2);
     }
 }
@@ -187,6 +206,57 @@ static void start_actors(tenant *t)
     }
 }
 
+/* throughput: every actor becomes the trainer of its own model (seeded by its index) on
+ * the shard. Calls of one caller run in order, so the steps could follow at once;
+ * waiting makes a bad shard or option fail the tenant here, with the actor's reason in
+ * its log, rather than every step. */
+static void load_trainers(tenant *t)
+{
+    esc_ref *refs[MAX_ACTORS];
+    esc_status st;
+    for (int k = 0; k < t->nact; k++) {
+        char p[64];
+        int n = snprintf(p, sizeof p, "%d %d %d", t->o.hidden, t->o.batch, k + 1);
+        esc_task_arg a[2] = {{p, (size_t)n, NULL}, {NULL, 0, t->shard}};
+        if (esc_actor_call(t->c, t->act[k].a, "cil_train_load", a, 2, 1, &refs[k], &st) !=
+            ESC_OK)
+            die(&t->o, "loading the training shard", &st);
+    }
+    for (int k = 0; k < t->nact; k++) {
+        void *data;
+        size_t len;
+        if (esc_get(t->c, refs[k], 120000, &data, &len, &st) != ESC_OK)
+            die(&t->o, "loading the training shard", &st);
+        free(data);
+        esc_ref_free(refs[k]);
+    }
+}
+
+/* throughput: the first SHARD_IMAGES images of Fashion-MNIST's training set, read with
+ * Ekya's reader from ekya_data_dir() on this (the head's) machine, as a shard (shard.h).
+ * Exits with one line when the data set is not there. */
+static uint8_t *read_shard(const tenant_opts *o, size_t *len)
+{
+    ekya_dataset d;
+    char err[512];
+    if (ekya_dataset_load(NULL, "train", &d, err, sizeof err) != 0) {
+        fprintf(stderr, "cilantro-tenant %s: no Fashion-MNIST training set: %s (EKYA_DATA_DIR "
+                        "in the head's environment names its directory)\n", o->name, err);
+        exit(1);
+    }
+    uint32_t n = d.images.count < SHARD_IMAGES ? d.images.count : SHARD_IMAGES;
+    *len = cil_shard_size(n);
+    uint8_t *b = malloc(*len);
+    if (!b)
+        die(o, "the training shard", NULL);
+    memcpy(b, CIL_SHARD_TAG, 4);
+    cil_shard_put_count(b + 4, n);
+    memcpy(b + CIL_SHARD_HEADER, d.labels.labels, n);
+    memcpy(b + CIL_SHARD_HEADER + n, d.images.pixels, (size_t)n * CIL_SHARD_PIXELS);
+    ekya_dataset_free(&d);
+    return b;
+}
+
 /* Resizes every actor whose node's capacity changed (the controller's new round). A
  * growth that does not fit yet (the CPU behind it is still held by a shrinking tenant)
  * is tried again next time. */
@@ -219,8 +289,10 @@ static void submit(tenant *t, int k, double now)
     esc_task_arg a = {arg, (size_t)n, NULL};
     esc_ref *ref;
     esc_status st;
+    const char *method = t->train ? "cil_train_step" : "cil_work";
     if (t->npend >= MAX_PENDING ||
-        esc_actor_call(t->c, t->act[k].a, "cil_work", &a, 1, 1, &ref, &st) != ESC_OK) {
+        esc_actor_call(t->c, t->act[k].a, method, &a, t->train ? 0 : 1, 1, &ref, &st) !=
+            ESC_OK) {
         t->bad++;
         return;
     }
@@ -234,7 +306,7 @@ static void submit(tenant *t, int k, double now)
 static void offer(tenant *t, double elapsed, double dt, double *acc, int *rr)
 {
     double now = now_s(); /* requests' start times, against collect's clock */
-    if (!strcmp(t->o.kind, "throughput")) {
+    if (t->train) {
         for (int k = 0; k < t->nact; k++)
             while (t->act[k].inflight < THROUGHPUT_INFLIGHT)
                 submit(t, k, now);
@@ -250,6 +322,19 @@ static void offer(tenant *t, double elapsed, double dt, double *acc, int *rr)
         else
             submit(t, k, now);
     }
+}
+
+/* throughput: a step's "<samples> <mean loss> <CPU us>" into the period's sums. */
+static int took_step(tenant *t, const char *res)
+{
+    int k;
+    double loss, cpu;
+    if (sscanf(res, "%d %lf %lf", &k, &loss, &cpu) != 3 || k < 1)
+        return 0;
+    t->samples += k;
+    t->loss_sum += loss * k;
+    t->cpu_us += cpu;
+    return 1;
 }
 
 static void collect(tenant *t)
@@ -279,6 +364,8 @@ static void collect(tenant *t)
         /* ready means it exists somewhere: a result on another node is pulled */
         int ok = esc_get(t->c, p.ref, 5000, &data, &len, &st) == ESC_OK;
         now = now_s();
+        if (ok && t->train)
+            ok = took_step(t, data);
         free(data);
         esc_ref_free(p.ref);
         t->act[p.actor].inflight--;
@@ -305,9 +392,9 @@ static double held_total(const tenant *t)
 static void report(tenant *t, unsigned long seq, double span)
 {
     double load, reward, sigma;
-    if (!strcmp(t->o.kind, "throughput")) {
+    if (t->train) {
         load = 1;
-        reward = t->done / span / t->o.target_sps;
+        reward = t->samples / span / t->o.target_sps;
         sigma = fmax(reward, 1e-6) * 0.03;
     } else {
         double n = t->good + t->bad;
@@ -325,13 +412,20 @@ static void report(tenant *t, unsigned long seq, double span)
     for (int k = 0; k < t->nact && len < (int)sizeof v - 128; k++)
         len += snprintf(v + len, sizeof v - (size_t)len, "%s{\"node\":\"%s\",\"pid\":%ld}",
                         k ? "," : "", t->act[k].node, t->act[k].pid);
-    len += snprintf(v + len, sizeof v - (size_t)len, "],\"served\":%.0f,\"lat_ms\":%.3g}",
+    len += snprintf(v + len, sizeof v - (size_t)len, "],\"served\":%.0f,\"lat_ms\":%.3g",
                     t->done, t->done > 0 ? t->lat_sum / t->done * 1000 : 0);
+    if (t->train && t->samples > 0) /* the steps' sample-weighted mean loss, CPU per step */
+        len += snprintf(v + len, sizeof v - (size_t)len, ",\"loss\":%.4f,\"cpu_ms\":%.3g",
+                        t->loss_sum / t->samples, t->cpu_us / t->done / 1000);
+    len += snprintf(v + len, sizeof v - (size_t)len, "}");
+    printf("%s\n", v); /* the job's log keeps them: a later run deletes the keys */
+    fflush(stdout);
     snprintf(key, sizeof key, "feedback/%s/%08lu", t->o.name, seq);
     esc_status st;
     if (esc_kv_put(t->c, t->o.ns, key, v, (size_t)len, true, NULL, &st) != ESC_OK)
         fprintf(stderr, "cilantro-tenant %s: feedback not written: %s\n", t->o.name, st.message);
     t->arrivals = t->good = t->bad = t->done = t->alloc_s = t->lat_sum = 0;
+    t->samples = t->loss_sum = t->cpu_us = 0;
 }
 
 int main(int argc, char **argv)
@@ -343,11 +437,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "cilantro-tenant %s: %s\n", t.o.name, err);
         return 1;
     }
+    t.train = !strcmp(t.o.kind, "throughput");
+    size_t shard_len = 0;
+    uint8_t *shard = t.train ? read_shard(&t.o, &shard_len) : NULL;
     esc_status st;
     if (esc_connect(NULL, &t.c, &st) != ESC_OK)
         die(&t.o, "connecting", &st);
+    if (shard && esc_put(t.c, shard, shard_len, &t.shard, &st) != ESC_OK)
+        die(&t.o, "storing the training shard", &st);
+    free(shard);
     wait_grant(&t);
     start_actors(&t);
+    if (t.train)
+        load_trainers(&t);
     double t0 = now_s(), last = t0, period = t0, caps = t0, acc = 0;
     int rr = 0;
     unsigned long seq = 0;
