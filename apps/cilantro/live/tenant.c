@@ -10,7 +10,7 @@
  *    on Fashion-MNIST: it reads a shard of the training set here (the head's machine)
  *    and ships it to its actors as one object, each actor trains its own model on it,
  *    one call being one SGD step on --batch samples, and it keeps every actor busy
- *    (eight calls in flight each);
+ *    (about two seconds of steps in flight each);
  *  - every --report-s seconds writes one feedback record to KV (namespace NS, key
  *    feedback/<name>/<seq>, JSON: load, reward, sigma, span_s, alloc, pids; throughput
  *    tenants also the training loss and CPU per step), and the same line to stdout.
@@ -33,7 +33,14 @@
 #define LIVE_LIB "libcilantro_live.so"
 #define MAX_ACTORS 16
 #define MAX_PENDING 4096
-#define THROUGHPUT_INFLIGHT 8
+/* throughput: calls in flight per actor, about INFLIGHT_S of work at its quota (the
+ * round trip, and a get that takes a second on a loaded machine, must not idle it) */
+#define INFLIGHT_S 2.0
+#define INFLIGHT_MIN 4
+#define INFLIGHT_MAX 64
+/* A get of a result on another node can take ~0.1 s (a busy machine): one collect stops
+ * after this long, so reports and resizes keep their pace. */
+#define COLLECT_S 0.2
 #define PER_ACTOR_QUEUE 64 /* slo: requests beyond this per actor are dropped (violations) */
 #define SHARD_IMAGES 4000  /* throughput: the first images of the training set (3.2 MB) */
 
@@ -55,6 +62,7 @@ typedef struct {
     esc_ref *ref;
     double t0;
     int actor;
+    int load; /* throughput: the actor's cil_train_load, not a step */
 } pending_t;
 
 typedef struct {
@@ -63,6 +71,7 @@ typedef struct {
     cil_trace *trace;
     int train;      /* kind throughput */
     esc_ref *shard; /* throughput: the training shard, every actor's data */
+    double step_cpu_s; /* throughput: CPU per step, a moving average (0: none yet) */
     actor_t act[MAX_ACTORS];
     int nact;
     pending_t pend[MAX_PENDING];
@@ -207,28 +216,21 @@ static void start_actors(tenant *t)
 }
 
 /* throughput: every actor becomes the trainer of its own model (seeded by its index) on
- * the shard. Calls of one caller run in order, so the steps could follow at once;
- * waiting makes a bad shard or option fail the tenant here, with the actor's reason in
- * its log, rather than every step. */
+ * the shard. Calls of one caller run in order, so the steps follow at once, behind it;
+ * its result is collected as a pending call, and a failure ends the tenant (the
+ * actor's log says why). */
 static void load_trainers(tenant *t)
 {
-    esc_ref *refs[MAX_ACTORS];
     esc_status st;
     for (int k = 0; k < t->nact; k++) {
         char p[64];
         int n = snprintf(p, sizeof p, "%d %d %d", t->o.hidden, t->o.batch, k + 1);
         esc_task_arg a[2] = {{p, (size_t)n, NULL}, {NULL, 0, t->shard}};
-        if (esc_actor_call(t->c, t->act[k].a, "cil_train_load", a, 2, 1, &refs[k], &st) !=
-            ESC_OK)
+        esc_ref *ref;
+        if (esc_actor_call(t->c, t->act[k].a, "cil_train_load", a, 2, 1, &ref, &st) != ESC_OK)
             die(&t->o, "loading the training shard", &st);
-    }
-    for (int k = 0; k < t->nact; k++) {
-        void *data;
-        size_t len;
-        if (esc_get(t->c, refs[k], 120000, &data, &len, &st) != ESC_OK)
-            die(&t->o, "loading the training shard", &st);
-        free(data);
-        esc_ref_free(refs[k]);
+        t->pend[t->npend++] = (pending_t){ref, now_s(), k, 1};
+        t->act[k].inflight++;
     }
 }
 
@@ -282,7 +284,8 @@ static void follow_caps(tenant *t)
     esc_cluster_status_free(cs);
 }
 
-static void submit(tenant *t, int k, double now)
+/* One call on actor k; 0, or -1 when it could not be made (counted as a violation). */
+static int submit(tenant *t, int k, double now)
 {
     char arg[32];
     int n = snprintf(arg, sizeof arg, "%.0f", t->o.work_us);
@@ -294,22 +297,32 @@ static void submit(tenant *t, int k, double now)
         esc_actor_call(t->c, t->act[k].a, method, &a, t->train ? 0 : 1, 1, &ref, &st) !=
             ESC_OK) {
         t->bad++;
-        return;
+        return -1;
     }
-    t->pend[t->npend++] = (pending_t){ref, now, k};
+    t->pend[t->npend++] = (pending_t){ref, now, k, 0};
     t->act[k].inflight++;
+    return 0;
+}
+
+/* throughput: the calls to keep in flight on x, INFLIGHT_S of steps at its quota. */
+static int inflight_target(const tenant *t, const actor_t *x)
+{
+    if (t->step_cpu_s <= 0)
+        return INFLIGHT_MIN;
+    double n = ceil(INFLIGHT_S * x->held / t->step_cpu_s);
+    return n < INFLIGHT_MIN ? INFLIGHT_MIN : n > INFLIGHT_MAX ? INFLIGHT_MAX : (int)n;
 }
 
 /* slo: arrivals by the trace (at elapsed seconds), round robin over the actors;
- * throughput: THROUGHPUT_INFLIGHT calls in flight per actor, enough to hide the call's
+ * throughput: inflight_target calls in flight per actor, enough to hide the call's
  * round trip so the actor's CPU quota is what limits it. */
 static void offer(tenant *t, double elapsed, double dt, double *acc, int *rr)
 {
     double now = now_s(); /* requests' start times, against collect's clock */
     if (t->train) {
         for (int k = 0; k < t->nact; k++)
-            while (t->act[k].inflight < THROUGHPUT_INFLIGHT)
-                submit(t, k, now);
+            while (t->act[k].inflight < inflight_target(t, &t->act[k]) && submit(t, k, now) == 0)
+                ;
         return;
     }
     *acc += cil_trace_at(t->trace, elapsed) * t->o.scale * dt;
@@ -334,7 +347,19 @@ static int took_step(tenant *t, const char *res)
     t->samples += k;
     t->loss_sum += loss * k;
     t->cpu_us += cpu;
+    t->step_cpu_s = t->step_cpu_s > 0 ? 0.8 * t->step_cpu_s + 0.2 * cpu / 1e6 : cpu / 1e6;
     return 1;
+}
+
+/* A request or step that ended (ok: with a result) lat seconds after it was made. */
+static void finished(tenant *t, int ok, double lat)
+{
+    t->done += ok;
+    t->lat_sum += ok ? lat : 0;
+    if (ok && lat * 1000 <= t->o.slo_ms)
+        t->good++;
+    else
+        t->bad++;
 }
 
 static void collect(tenant *t)
@@ -351,11 +376,11 @@ static void collect(tenant *t)
         refs[i] = t->pend[i].ref;
     if (esc_wait(t->c, refs, t->npend, 1, 10, ready, &nready, &st) != ESC_OK || nready == 0)
         return;
-    double now = now_s();
+    double now = now_s(), until = now + COLLECT_S;
     size_t w = 0;
     for (size_t i = 0; i < t->npend; i++) {
         pending_t p = t->pend[i];
-        if (!ready[i]) {
+        if (!ready[i] || now > until) { /* the rest of the ready ones: next time */
             t->pend[w++] = p;
             continue;
         }
@@ -364,17 +389,13 @@ static void collect(tenant *t)
         /* ready means it exists somewhere: a result on another node is pulled */
         int ok = esc_get(t->c, p.ref, 5000, &data, &len, &st) == ESC_OK;
         now = now_s();
-        if (ok && t->train)
-            ok = took_step(t, data);
-        free(data);
         esc_ref_free(p.ref);
         t->act[p.actor].inflight--;
-        t->done += ok;
-        t->lat_sum += ok ? now - p.t0 : 0;
-        if (ok && (now - p.t0) * 1000 <= t->o.slo_ms)
-            t->good++;
-        else
-            t->bad++;
+        if (p.load && !ok)
+            die(&t->o, "loading the training shard", &st);
+        if (!p.load)
+            finished(t, ok && (!t->train || took_step(t, data)), now - p.t0);
+        free(data);
     }
     t->npend = w;
 }
