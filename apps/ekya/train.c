@@ -128,35 +128,31 @@ static int run_init(run_state *s, const ekya_mlp *m, const float *x, const uint8
     return ok ? 0 : -1;
 }
 
-static int epoch(ekya_mlp *m, run_state *s, const ekya_train_opts *o, ekya_rng *r,
-                 int use_cuda, double *mean_loss)
+/* One mini-batch from position `at` of the epoch's order: its gradients and the
+ * momentum update. *loss gets the batch's mean loss. Returns the batch's size (smaller
+ * at the epoch's end), or -1 (out of memory, CUDA error). */
+static int batch_step(ekya_mlp *m, run_state *s, const ekya_train_opts *o, int at,
+                      int use_cuda, double *loss)
 {
-    shuffle(s->order, s->nsub, r);
-    double sum = 0;
-    for (int at = 0; at < s->nsub; at += o->batch) {
-        int k = s->nsub - at < o->batch ? s->nsub - at : o->batch;
-        for (int b = 0; b < k; b++) {
-            int idx = s->order[at + b];
-            memcpy(s->xb + (size_t)b * s->width, s->feat + (size_t)idx * s->width,
-                   sizeof(float) * (size_t)s->width);
-            s->yb[b] = s->lab[idx];
-        }
-        double l = 0;
-        int rc = !o->train_all ? ekya_mlp_head_grad(m, s->xb, s->yb, k, &s->g, &l)
-                 : use_cuda    ? ekya_mlp_batch_grad_cuda(m, s->xb, s->yb, k, 1, &s->g, &l)
-                               : ekya_mlp_batch_grad(m, s->xb, s->yb, k, 1, &s->g, &l);
-        if (rc != 0)
-            return -1;
-        sum += l * k;
-        if (o->train_all) {
-            momentum_step(m->w1, s->v.w1, s->g.w1, (size_t)m->in * m->hidden, o->lr, o->momentum);
-            momentum_step(m->b1, s->v.b1, s->g.b1, (size_t)m->hidden, o->lr, o->momentum);
-        }
-        momentum_step(m->w2, s->v.w2, s->g.w2, (size_t)m->hidden * EKYA_CLASSES, o->lr, o->momentum);
-        momentum_step(m->b2, s->v.b2, s->g.b2, EKYA_CLASSES, o->lr, o->momentum);
+    int k = s->nsub - at < o->batch ? s->nsub - at : o->batch;
+    for (int b = 0; b < k; b++) {
+        int idx = s->order[at + b];
+        memcpy(s->xb + (size_t)b * s->width, s->feat + (size_t)idx * s->width,
+               sizeof(float) * (size_t)s->width);
+        s->yb[b] = s->lab[idx];
     }
-    *mean_loss = sum / s->nsub;
-    return 0;
+    int rc = !o->train_all ? ekya_mlp_head_grad(m, s->xb, s->yb, k, &s->g, loss)
+             : use_cuda    ? ekya_mlp_batch_grad_cuda(m, s->xb, s->yb, k, 1, &s->g, loss)
+                           : ekya_mlp_batch_grad(m, s->xb, s->yb, k, 1, &s->g, loss);
+    if (rc != 0)
+        return -1;
+    if (o->train_all) {
+        momentum_step(m->w1, s->v.w1, s->g.w1, (size_t)m->in * m->hidden, o->lr, o->momentum);
+        momentum_step(m->b1, s->v.b1, s->g.b1, (size_t)m->hidden, o->lr, o->momentum);
+    }
+    momentum_step(m->w2, s->v.w2, s->g.w2, (size_t)m->hidden * EKYA_CLASSES, o->lr, o->momentum);
+    momentum_step(m->b2, s->v.b2, s->g.b2, EKYA_CLASSES, o->lr, o->momentum);
+    return k;
 }
 
 struct ekya_trainer {
@@ -165,6 +161,7 @@ struct ekya_trainer {
     run_state s;
     ekya_rng r;
     int use_cuda, epochs_done;
+    int at; /* the next batch's position in the current epoch; 0: a new epoch */
 };
 
 ekya_trainer *ekya_trainer_new(ekya_mlp *m, const float *x, const uint8_t *y, int n,
@@ -190,14 +187,42 @@ ekya_trainer *ekya_trainer_new(ekya_mlp *m, const float *x, const uint8_t *y, in
     return t;
 }
 
-int ekya_trainer_epoch(ekya_trainer *t, double *loss)
+int ekya_trainer_step(ekya_trainer *t, double *loss, int *samples)
 {
+    if (t->at == 0)
+        shuffle(t->s.order, t->s.nsub, &t->r);
     double l = 0;
-    if (epoch(t->m, &t->s, &t->o, &t->r, t->use_cuda, &l) != 0)
+    int k = batch_step(t->m, &t->s, &t->o, t->at, t->use_cuda, &l);
+    if (k < 0)
         return -1;
-    t->epochs_done++;
+    t->at += k;
+    if (t->at >= t->s.nsub) {
+        t->at = 0;
+        t->epochs_done++;
+    }
     if (loss)
         *loss = l;
+    if (samples)
+        *samples = k;
+    return 0;
+}
+
+/* The batches left in the current epoch (all of them from an epoch's start); the loss
+ * is their sample-weighted mean, as an epoch's loss has always been. */
+int ekya_trainer_epoch(ekya_trainer *t, double *loss)
+{
+    double sum = 0;
+    int n = 0;
+    do {
+        double l;
+        int k;
+        if (ekya_trainer_step(t, &l, &k) != 0)
+            return -1;
+        sum += l * k;
+        n += k;
+    } while (t->at != 0);
+    if (loss)
+        *loss = sum / n;
     return 0;
 }
 

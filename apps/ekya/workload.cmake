@@ -30,6 +30,15 @@ set_target_properties(ekya_workload PROPERTIES POSITION_INDEPENDENT_CODE ON)
 # cost model of RelWithDebInfo leaves most of them scalar). Sanitizer builds keep it.
 set_source_files_properties(mlp.c train.c PROPERTIES COMPILE_OPTIONS "-O3")
 
+# ekya_cpu: the reader, the MLP and its training without the CUDA backend (the stub), for
+# code that must load on any node: a task library linking ekya_workload would need the
+# CUDA runtime (and the C++ one nvcc's host code uses) wherever it is loaded. Cilantro's
+# live tenants (apps/cilantro/live) train this MLP.
+add_library(ekya_cpu STATIC idx.c mlp.c train.c mlp_cuda_stub.c)
+target_include_directories(ekya_cpu PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
+target_link_libraries(ekya_cpu PUBLIC m PkgConfig::ZLIB)
+set_target_properties(ekya_cpu PROPERTIES POSITION_INDEPENDENT_CODE ON)
+
 if(EKYA_HAVE_CUDA)
   add_library(ekya_cuda OBJECT mlp_cuda.cu)
   # The repository's C warnings (-Wall -Wextra -Werror) and sanitizer flags are gcc

@@ -9,7 +9,9 @@
 #    tenant;
 #  - the tenants' workers are held to their allocation: the CPU time of each worker
 #    (/proc/<pid>/stat, sampled beside the status) stays within its node's capacity, and
-#    the throughput tenant's workers, which would use a whole CPU each, use most of it.
+#    the throughput tenant's workers, which would use a whole CPU each, use most of it;
+#  - the throughput tenant trains Ekya's MLP: its feedback records (also in its job's
+#    log) carry a training loss that falls.
 # The cluster runs in a fresh temporary directory; only processes this script started are
 # signalled.
 set -euo pipefail
@@ -53,13 +55,15 @@ for i in 2 3; do
     --num-cpus 1 --num-gpus 0 >/dev/null || fail "node $i"
 done
 
+# train: a smaller model than the defaults (about 4 ms of CPU a step, 50 ms under ASan)
+# so that an ASan build still takes enough steps in 18 s; 15000 samples/s is about 0.4 CPU.
 cat >"$T/cfg.json" <<'J'
 {"namespace": "cilantro", "policy": "cilantro-ew", "round_s": 3, "report_s": 1, "cpus": 1,
  "unit": 0.1, "rounds": 6,
  "tenants": [
   {"name": "web1", "kind": "slo", "work_us": 2000, "slo_ms": 200, "scale": 2, "target": 0.9, "demand": 1},
   {"name": "web2", "kind": "slo", "work_us": 2000, "slo_ms": 200, "scale": 1, "target": 0.9, "demand": 0.5},
-  {"name": "train", "kind": "throughput", "work_us": 20000, "target_sps": 20, "target": 1, "demand": 1}]}
+  {"name": "train", "kind": "throughput", "batch": 128, "hidden": 256, "target_sps": 15000, "target": 1, "demand": 1}]}
 J
 
 step "cilantro serve: 6 rounds of 3 s, status and worker CPU sampled meanwhile"
@@ -198,6 +202,28 @@ assert min(u for u in train_ratio) >= 0.5, f"train workers used only {train_rati
 print(f"ok: {len(samples)} samples, {len(rounds)} rounds, worst CPU used/allowed {worst:.2f}")
 P
 
+step "the throughput tenant trained: its records (its job's log) carry a falling loss"
+JOBS=$(python3 -c 'import json, sys
+ids = set()
+for l in open(sys.argv[1]):
+    for g in json.loads(l)["status"].get("grants", []):
+        ids |= set(g["granted_to"]) if g["namespace"] == "cilantro" else set()
+print(" ".join(sorted(ids)))' "$T/samples")
+for j in $JOBS; do "$ESC" job logs "$j" 2>/dev/null || true; done >"$T/records"
+python3 - "$T/records" <<'P' || fail "training: $(grep -c throughput "$T/records") records"
+import json, math, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if '"kind":"throughput"' in l]
+loss = [r["loss"] for r in recs if "loss" in r]
+cpu = [r["cpu_ms"] for r in recs if "cpu_ms" in r]
+assert len(loss) >= 5, recs
+assert all(math.isfinite(x) and 0 < x < 5 for x in loss), loss
+# the first period starts from a random model (loss ln 10 = 2.30)
+assert loss[-1] < loss[0] and min(loss) < 1.5, loss
+assert all(x > 0 for x in cpu), cpu
+print(f"  loss {loss[0]:.3f} -> {loss[-1]:.3f} over {len(loss)} records; "
+      f"CPU per step {min(cpu):.1f}-{max(cpu):.1f} ms")
+P
+
 step "the run log: a round per line with the metrics, the overhead and the feedback latency"
 python3 - "$T/out.txt" "$T/run.log" <<'P' || fail "log checks"
 import json, math, re, sys
@@ -234,8 +260,8 @@ fi
 step "a node killed with -9, then a tenant stopped: the split and the shares follow"
 # 12 rounds of 2 s. At round 2 the raylet of node n3 is killed (declared dead after the
 # GCS's node timeout, 10 s); once the controller says so, web2's job is stopped as an
-# operator would. A status snapshot right after the last round line shows what the
-# last round applied.
+# operator would. A status snapshot right after round 11's line shows what that round
+# applied (round 12 ends the run, and the controller's rows go with its job).
 sed -e 's/"rounds": 6/"rounds": 12/' -e 's/"round_s": 3/"round_s": 2/' "$T/cfg.json" >"$T/cfg2.json"
 "$CIL" serve --cluster --config "$T/cfg2.json" --log "$T/run2.log" >"$T/out2.txt" 2>"$T/serve2.err" &
 RUN_PID=$!
@@ -255,7 +281,7 @@ WEB2=$(awk '$1 == "tenant" && $2 == "web2" && $3 == "job" {print $4}' "$T/out2.t
 [ -n "$WEB2" ] || fail "no job id printed for web2"
 "$ESC" job stop "$WEB2" >"$T/stop.out" 2>&1 || fail "escher job stop $WEB2: $(cat "$T/stop.out")"
 wait_line "^tenant web2 ended" 30
-wait_line "^round 12 " 60
+wait_line "^round 11 " 60
 "$ESC" status --json >"$T/status2.json" || fail "status"
 rc=0
 wait "$RUN_PID" || rc=$?
@@ -282,8 +308,8 @@ for r in after_end:
     x = log[r - 1]["tenants"]
     assert x["web2"]["ended"] and x["web2"]["next_alloc"] == 0, x["web2"]
     assert abs(x["web1"]["next_alloc"] + x["train"]["next_alloc"] - 1) < 1e-6, x
-# what the last round applied: split over the two alive nodes, nothing of web2's left
-last = log[-1]["tenants"]
+# what round 11 applied: split over the two alive nodes, nothing of web2's left
+last = log[10]["tenants"]
 alive = [n for n in status["nodes"] if n["state"] == "ALIVE"]
 assert dead not in [n["id"] for n in alive] and len(alive) == 2, [n["id"] for n in alive]
 for n in alive:
@@ -293,7 +319,7 @@ for n in alive:
         want = math.floor(last[t]["next_alloc"] / 2 * 1e4 + 1e-6) / 1e4
         assert abs(res[f"cilantro/{t}.cpu"]["total"] - want) < 2e-4, (t, res[f"cilantro/{t}.cpu"], want)
 print(f"ok: node death seen before round {after_death[0]}, web2 ended before round "
-      f"{after_end[0]}; the last round split web1 {last['web1']['next_alloc']:.2f} and train "
+      f"{after_end[0]}; round 11 split web1 {last['web1']['next_alloc']:.2f} and train "
       f"{last['train']['next_alloc']:.2f} CPU over 2 nodes")
 P
 echo "test_cilantro_live: all checks passed"

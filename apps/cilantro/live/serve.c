@@ -32,6 +32,7 @@
 typedef struct {
     char name[64], kind[16], trace[PATH_MAX];
     double work_us, slo_ms, scale, target_sps, demand, weight;
+    int batch, hidden; /* throughput: samples per step, the MLP's hidden units */
     esc_client *job;        /* the client whose job the tenant's entrypoint is */
     char job_id[ESC_ID_MAX];
     int ended;              /* its job finished: it gets no CPU (under the lock) */
@@ -55,7 +56,9 @@ typedef struct {
     char *nodes[MAX_NODES];
     int nnodes;
     int changed;            /* nodes or tenants changed since the last apply */
-    int apply_failures;     /* in a row */
+    int apply_failures;     /* commits that failed, in a row */
+    int apply_late;         /* applies not seen done on every node in time */
+    double retry_at;        /* a failed commit is tried again from then on */
     pthread_mutex_t mu;
     double t0;
     FILE *log;              /* --log: one JSON object per round, or NULL */
@@ -125,10 +128,18 @@ static int parse_tenant(serve_t *s, json_t *o, json_t *jobs)
     snprintf(t->kind, sizeof t->kind, "%s", kind);
     if (positive(o, "work_us", 5000, &t->work_us, name) ||
         positive(o, "slo_ms", 50, &t->slo_ms, name) || positive(o, "scale", 1, &t->scale, name) ||
-        positive(o, "target_sps", 100, &t->target_sps, name) ||
+        positive(o, "target_sps", 5000, &t->target_sps, name) ||
         positive(o, "demand", 1, &t->demand, name) || positive(o, "weight", 1, &t->weight, name))
         return -1;
+    t->batch = (int)num(o, "batch", 256);
+    t->hidden = (int)num(o, "hidden", 512);
     int slo = !strcmp(kind, "slo");
+    if (!slo && json_object_get(o, "work_us"))
+        return fail(name, "work_us is an slo key: a throughput tenant's step is batch and hidden");
+    /* checked here too: a tenant that exits on bad options shows only as reward=nan;
+     * 4000 is the tenant's shard (tenant.c, SHARD_IMAGES) */
+    if (!slo && (t->batch < 1 || t->batch > 4000 || t->hidden < 1 || t->hidden > 4096))
+        return fail(name, "needs batch in 1..4000 and hidden in 1..4096");
     if (slo)
         resolve(str(o, "trace", "data:twitter-trace.csv"), t->trace, sizeof t->trace);
     json_t *load = slo ? json_pack("{s:s, s:f}", "trace", t->trace, "scale", t->scale)
@@ -396,6 +407,12 @@ static void add_tenant_rows(esc_batch *b, const tenant_t *t, double alloc, char 
     }
 }
 
+/* How long apply waits for every node: half a round, at most 5 s. */
+static int apply_wait_ms(const serve_t *s)
+{
+    return (int)fmin(5000, s->round_s * 500);
+}
+
 static int apply(serve_t *s, double *alloc)
 {
     char *nodes[MAX_NODES];
@@ -418,18 +435,24 @@ static int apply(serve_t *s, double *alloc)
     esc_status st;
     int rc = esc_batch_commit(s->c, b, &seq, &st);
     esc_batch_free(b);
-    if (rc == ESC_OK)
-        rc = esc_wait_applied(s->c, seq, NULL, 0, 10000, &st);
     for (int n = 0; n < nnodes; n++)
         free(nodes[n]);
+    /* Committed: the GCS holds it, and every node applies it in log order. The wait only
+     * sees it done; a node that stopped answering (dead, not yet declared so) holds it up
+     * until its timeout, which must not stall the rounds. */
+    if (rc == ESC_OK && esc_wait_applied(s->c, seq, NULL, 0, apply_wait_ms(s), &st) != ESC_OK) {
+        fprintf(stderr, "cilantro serve: the allocation is not applied on every node yet: %s\n",
+                st.message);
+        s->apply_late++;
+    }
     if (rc != ESC_OK) {
-        /* a node that died mid-apply: the watch will say so, and the next try skips it */
         s->apply_failures++;
         fprintf(stderr, "cilantro serve: applying the allocation: %s%s\n", st.message,
                 s->apply_failures < MAX_APPLY_FAILURES ? " (trying again)" : "");
         pthread_mutex_lock(&s->mu);
         s->changed = 1;
         pthread_mutex_unlock(&s->mu);
+        s->retry_at = now_s() + 1; /* a GCS that restarts takes a moment */
         return s->apply_failures < MAX_APPLY_FAILURES ? 0 : -1;
     }
     s->apply_failures = 0;
@@ -442,7 +465,7 @@ static int apply(serve_t *s, double *alloc)
 static int start_tenant(serve_t *s, tenant_t *t, const char *bindir, const char *address)
 {
     char exe[PATH_MAX + 32], pkg[PATH_MAX + 32], ns[128], work[32], slo[32], scale[32],
-        sps[32], rep[32];
+        sps[32], rep[32], batch[16], hidden[16];
     snprintf(exe, sizeof exe, "%s/cilantro-tenant", bindir);
     snprintf(pkg, sizeof pkg, "%s/cilantro-live", bindir);
     snprintf(ns, sizeof ns, "%s-%s", s->ns, t->name);
@@ -451,16 +474,20 @@ static int start_tenant(serve_t *s, tenant_t *t, const char *bindir, const char 
     snprintf(scale, sizeof scale, "%g", t->scale);
     snprintf(sps, sizeof sps, "%g", t->target_sps);
     snprintf(rep, sizeof rep, "%g", s->report_s);
+    snprintf(batch, sizeof batch, "%d", t->batch);
+    snprintf(hidden, sizeof hidden, "%d", t->hidden);
     const char *argv[24] = {exe, "--name", t->name, "--kind", t->kind, "--ns", s->ns,
-                            "--work-us", work, "--report-s", rep};
-    int n = 11;
+                            "--report-s", rep};
+    int n = 9;
     if (!strcmp(t->kind, "slo")) {
-        const char *more[] = {"--slo-ms", slo, "--trace", t->trace, "--scale", scale};
+        const char *more[] = {"--work-us", work, "--slo-ms", slo, "--trace", t->trace,
+                              "--scale", scale};
+        memcpy(argv + n, more, sizeof more);
+        n += 8;
+    } else {
+        const char *more[] = {"--target-sps", sps, "--batch", batch, "--hidden", hidden};
         memcpy(argv + n, more, sizeof more);
         n += 6;
-    } else {
-        argv[n++] = "--target-sps";
-        argv[n++] = sps;
     }
     argv[n] = NULL;
     esc_connect_opts co = {.address = address, .namespace_ = ns, .new_job = true};
@@ -652,14 +679,17 @@ static int run(serve_t *s, const char *address)
     printf("serving %d tenants on %d nodes: policy %s, round %.1fs, unit %g CPU, %g CPUs\n",
            s->nt, s->nnodes, s->policy, s->round_s, s->unit, s->cpus);
     fflush(stdout);
+    double end = s->t0;
     for (int r = 1; rc == 0 && !stop_flag && (s->rounds == 0 || r <= s->rounds); r++) {
-        double end = s->t0 + r * s->round_s;
+        /* a round lasts round_s; one that starts late (a stalled apply) starts the clock
+         * again rather than firing the missed rounds back to back without feedback */
+        end = fmax(end + s->round_s, now_s() + s->round_s / 2);
         while (rc == 0 && !stop_flag && now_s() < end) {
             usleep(20000);
             pthread_mutex_lock(&s->mu);
             int changed = s->changed;
             pthread_mutex_unlock(&s->mu);
-            if (changed) /* a node came or went, or a tenant ended: split again now */
+            if (changed && now_s() >= s->retry_at) /* a node came or went, or a tenant ended: split again now */
                 rc = apply(s, alloc);
         }
         if (rc == 0 && !stop_flag)

@@ -1,6 +1,7 @@
 /* test_mlp: gradients match finite differences, training reduces the loss, a model
  * trained on held-out streams is far above chance on live windows, last-layer training
- * leaves the first layer alone, and the GPU matches the CPU (skipped without a GPU). */
+ * leaves the first layer alone, step-by-step training is epoch training, and the GPU
+ * matches the CPU (skipped without a GPU). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -140,6 +141,45 @@ static void last_layer_only_and_low_res(void **state)
     ekya_mlp_free(&before);
 }
 
+/* Steps are an epoch's batches: one step, then the rest of the epoch, then a whole
+ * epoch of steps, give the same model as two epochs; batches are batch-sized but the
+ * epoch's last, and an epoch's steps cover its samples once. */
+static void steps_make_epochs(void **state)
+{
+    (void)state;
+    ekya_mlp a, b;
+    assert_int_equal(ekya_mlp_init(&a, 28, 16, 3, NULL, 0), 0);
+    assert_int_equal(ekya_mlp_copy(&b, &a), 0);
+    ekya_train_opts o;
+    ekya_train_opts_default(&o);
+    o.batch = 48;
+    o.backend = EKYA_BACKEND_CPU;
+    int n = 500; /* 10 full batches and one of 20 */
+    char err[256];
+    ekya_trainer *ta = ekya_trainer_new(&a, hx, hy, n, &o, err, sizeof err);
+    ekya_trainer *tb = ekya_trainer_new(&b, hx, hy, n, &o, err, sizeof err);
+    assert_non_null(ta);
+    assert_non_null(tb);
+    double la, lb, l;
+    int k, seen = 0;
+    assert_int_equal(ekya_trainer_epoch(ta, &la), 0);
+    assert_int_equal(ekya_trainer_epoch(ta, &la), 0);
+    assert_int_equal(ekya_trainer_step(tb, &l, &k), 0);
+    assert_int_equal(k, 48);
+    assert_true(l > 0);
+    assert_int_equal(ekya_trainer_epoch(tb, &lb), 0);
+    for (int i = 0; i < 11; i++, seen += k)
+        assert_int_equal(ekya_trainer_step(tb, &l, &k), 0);
+    assert_int_equal(k, 20);
+    assert_int_equal(seen, n);
+    assert_memory_equal(a.w1, b.w1, sizeof(float) * 784 * 16);
+    assert_memory_equal(a.w2, b.w2, sizeof(float) * 16 * 10);
+    ekya_trainer_free(ta);
+    ekya_trainer_free(tb);
+    ekya_mlp_free(&a);
+    ekya_mlp_free(&b);
+}
+
 static void bad_options(void **state)
 {
     (void)state;
@@ -210,6 +250,7 @@ int main(void)
         cmocka_unit_test(finite_differences),
         cmocka_unit_test(training_reduces_loss_and_beats_chance),
         cmocka_unit_test(last_layer_only_and_low_res),
+        cmocka_unit_test(steps_make_epochs),
         cmocka_unit_test(bad_options),
         cmocka_unit_test(cuda_matches_cpu),
     };

@@ -129,8 +129,14 @@ typedef struct ekya_trainer ekya_trainer;
 ekya_trainer *ekya_trainer_new(ekya_mlp *m, const float *x, const uint8_t *y, int n,
                                const ekya_train_opts *o, char *err, size_t errlen);
 
-/* Runs one epoch; *loss (optional) gets its mean loss. Returns 0 or -1 (OOM/CUDA). */
+/* Runs one epoch (what is left of the current one after ekya_trainer_step calls);
+ * *loss (optional) gets its mean loss. Returns 0 or -1 (OOM/CUDA). */
 int ekya_trainer_epoch(ekya_trainer *t, double *loss);
+
+/* Runs one mini-batch, one SGD step (an epoch's first also shuffles its order): o->batch
+ * samples, fewer at an epoch's end. *loss (optional) gets the batch's mean loss, *samples
+ * (optional) its size. Returns 0 or -1 (OOM/CUDA). */
+int ekya_trainer_step(ekya_trainer *t, double *loss, int *samples);
 
 /* Samples one epoch passes over (the data-fraction subset). */
 int ekya_trainer_samples(const ekya_trainer *t);
