@@ -44,6 +44,7 @@
  * after this long, so reports and resizes keep their pace. */
 #define COLLECT_S 0.2
 #define GET_TIMEOUT_MS 1000 /* a ready result's pull (0.1-0.2 s on a loaded machine) */
+#define SUSPECT_S 3.0       /* how long an actor whose pull timed out is left alone */
 #define PER_ACTOR_QUEUE 64 /* slo: requests beyond this per actor are dropped (violations) */
 #define SHARD_IMAGES 4000  /* throughput: the first images of the training set (3.2 MB) */
 
@@ -60,6 +61,7 @@ typedef struct {
     double held;      /* CPUs of NS/<name>.cpu it holds */
     int inflight;
     int gone;         /* its node died or lost NS/<name>.home: no calls; a free slot */
+    double suspect_until; /* a pull of its result timed out: its results wait till then */
 } actor_t;
 
 typedef struct {
@@ -475,10 +477,10 @@ static void collect(tenant *t)
     if (esc_wait(t->c, refs, t->npend, 1, 10, ready, &nready, &st) != ESC_OK || nready == 0)
         return;
     double now = now_s(), until = now + COLLECT_S;
-    size_t w = 0;
+    size_t w = 0, taken = 0;
     for (size_t i = 0; i < t->npend; i++) {
         pending_t p = t->pend[i];
-        if (!ready[i] || now > until) { /* the rest of the ready ones: next time */
+        if (!ready[i] || now > until || now < t->act[p.actor].suspect_until) {
             t->pend[w++] = p;
             continue;
         }
@@ -487,8 +489,13 @@ static void collect(tenant *t)
         /* ready means it exists somewhere: a result on another node is pulled. On a node
          * that died (not declared dead yet) the pull never succeeds: GET_TIMEOUT_MS
          * bounds the stall, and the call counts as failed */
+        double t1 = now_s();
+        taken++;
         int ok = esc_get(t->c, p.ref, GET_TIMEOUT_MS, &data, &len, &st) == ESC_OK;
         now = now_s();
+        if (!ok && now - t1 >= GET_TIMEOUT_MS / 2000.0) /* its node may be dying: the other
+                                                          results of it wait, not the loop */
+            t->act[p.actor].suspect_until = now + SUSPECT_S;
         esc_ref_free(p.ref);
         t->act[p.actor].inflight--;
         if (p.load && !ok)
@@ -498,6 +505,8 @@ static void collect(tenant *t)
         free(data);
     }
     t->npend = w;
+    if (taken == 0) /* only results that wait (suspect actors): do not spin */
+        sleep_s(0.005);
 }
 
 static double held_total(const tenant *t)
