@@ -107,7 +107,7 @@ static bool grant_unchanged(const gcs_job *j, const Escher__GrantNamespaceReques
     return whole || (*req->prefix && same); /* a whole grant covers every prefix */
 }
 
-/* A prefix is at most as long as a KV key; a job holds a bounded number of prefix grants
+/* A prefix is at most as long as a KV key, printable; a job holds a bounded number of prefix grants
  * (its row travels whole in every grant change and snapshot). */
 #define GRANT_MAX_PREFIX 1024
 #define GRANT_MAX_PREFIX_GRANTS 256
@@ -119,6 +119,12 @@ static bool prefix_ok(esc_rpc_ctx *call, const gcs_job *j,
         esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "grant prefix longer than 1024 bytes");
         return false;
     }
+    /* Refusals quote the prefix on one line: no control characters in it. */
+    for (const unsigned char *p = (const unsigned char *)req->prefix; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "grant prefix holds a control character");
+            return false;
+        }
     if (*req->prefix && j->info->n_prefix_grants >= GRANT_MAX_PREFIX_GRANTS) {
         esc_rpc_finish(call, ESC_RESOURCE_EXHAUSTED,
                        "this job holds 256 prefix grants already; revoke some first");

@@ -1126,6 +1126,7 @@ static void test_prefix_grant(void **state)
     esc_status st;
     assert_int_equal(esc_namespace_grant_prefix(v, aid, "", &st), ESC_INVALID_ARGUMENT);
     assert_int_equal(esc_namespace_grant_prefix(v, aid, NULL, &st), ESC_INVALID_ARGUMENT);
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, "t\n", &st), ESC_INVALID_ARGUMENT);
     assert_int_equal(esc_namespace_grant_prefix(v, aid, "t1.", &st), ESC_OK);
     assert_int_equal(esc_namespace_grant_prefix(v, aid, "t1.", &st), ESC_OK); /* a no-op */
     assert_int_equal(esc_namespace_grant_prefix(v, aid, "t2.", &st), ESC_OK);

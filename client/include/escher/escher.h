@@ -136,8 +136,8 @@ int esc_namespace_grant(esc_client *c, const char *job_id, esc_status *st);
  * same (job_id, prefix) again is a no-op. Stored with c's job like esc_namespace_grant
  * and shown by esc_list_jobs (prefix_grants) and `escher status`. Returns the codes of
  * esc_namespace_grant, and INVALID_ARGUMENT for a NULL or empty prefix (use
- * esc_namespace_grant) or one longer than 1024 bytes; RESOURCE_EXHAUSTED when c's job
- * holds 256 prefix grants already. */
+ * esc_namespace_grant), one longer than 1024 bytes or holding a control character;
+ * RESOURCE_EXHAUSTED when c's job holds 256 prefix grants already. */
 int esc_namespace_grant_prefix(esc_client *c, const char *job_id, const char *prefix,
                                esc_status *st);
 /* Takes back every grant of c's namespace to job_id, whole and prefix
