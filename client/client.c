@@ -321,7 +321,8 @@ const char *esc_client_node_id(const esc_client *c) { return c->node_id; }
 const char *esc_client_address(const esc_client *c) { return c->address; }
 const char *esc_client_job_credential(const esc_client *c) { return c->credential; }
 
-static int grant_call(esc_client *c, const char *job_id, bool revoke, esc_status *st)
+static int grant_call(esc_client *c, const char *job_id, const char *prefix, bool revoke,
+                      esc_status *st)
 {
     if (!*c->job_id)
         return esc_status_set(st, ESC_FAILED_PRECONDITION, "a client with no job grants nothing");
@@ -329,6 +330,7 @@ static int grant_call(esc_client *c, const char *job_id, bool revoke, esc_status
     req.job_id = c->job_id;
     req.grantee = (char *)(job_id ? job_id : "");
     req.revoke = revoke;
+    req.prefix = (char *)prefix;
     ProtobufCMessage *m;
     /* Idempotent: granting or revoking twice is the same as once. */
     int rc = esc_client_call(c, "GrantNamespace", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
@@ -339,10 +341,21 @@ static int grant_call(esc_client *c, const char *job_id, bool revoke, esc_status
 
 int esc_namespace_grant(esc_client *c, const char *job_id, esc_status *st)
 {
-    return grant_call(c, job_id, false, st);
+    return grant_call(c, job_id, "", false, st);
+}
+
+int esc_namespace_grant_prefix(esc_client *c, const char *job_id, const char *prefix,
+                               esc_status *st)
+{
+    /* On the wire an empty prefix is the whole namespace: refuse it here, so a bug that
+     * loses the prefix never grants everything. */
+    if (!prefix || !*prefix)
+        return esc_status_set(st, ESC_INVALID_ARGUMENT, "a grant prefix must not be empty "
+                              "(esc_namespace_grant grants the whole namespace)");
+    return grant_call(c, job_id, prefix, false, st);
 }
 
 int esc_namespace_revoke(esc_client *c, const char *job_id, esc_status *st)
 {
-    return grant_call(c, job_id, true, st);
+    return grant_call(c, job_id, "", true, st);
 }

@@ -35,6 +35,11 @@ static void fill_job(esc_job_info *j, const Escher__JobInfo *p)
     j->grants = calloc(p->n_grants + 1, sizeof *j->grants);
     for (size_t i = 0; i < p->n_grants; i++)
         j->grants[j->ngrants++] = strdup(p->grants[i]);
+    j->prefix_grants = calloc(p->n_prefix_grants + 1, sizeof *j->prefix_grants);
+    for (size_t i = 0; i < p->n_prefix_grants; i++)
+        j->prefix_grants[j->nprefix_grants++] =
+            (esc_prefix_grant){strdup(p->prefix_grants[i]->grantee),
+                               strdup(p->prefix_grants[i]->prefix)};
 }
 
 int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st)
@@ -71,6 +76,11 @@ void esc_jobs_free(esc_job_info *jobs, size_t n)
         for (size_t k = 0; k < jobs[i].ngrants; k++)
             free(jobs[i].grants[k]);
         free(jobs[i].grants);
+        for (size_t k = 0; k < jobs[i].nprefix_grants; k++) {
+            free(jobs[i].prefix_grants[k].job_id);
+            free(jobs[i].prefix_grants[k].prefix);
+        }
+        free(jobs[i].prefix_grants);
     }
     free(jobs);
 }

@@ -140,17 +140,60 @@ bool gcs_ns_granted(const gcs_job *owner, const char *job_id)
     return false;
 }
 
-int gcs_ns_access(gcs *g, const gcs_job *caller, const char *ns, char *why, size_t len)
+/* The prefixes owner granted job_id, quoted, into out (cut to fit): for a reason. */
+static void prefix_list(const gcs_job *owner, const char *job_id, char *out, size_t len)
+{
+    size_t used = 0;
+    *out = 0;
+    for (size_t i = 0; i < owner->info->n_prefix_grants && used + 1 < len; i++) {
+        const Escher__PrefixGrant *pg = owner->info->prefix_grants[i];
+        if (strcmp(pg->grantee, job_id))
+            continue;
+        int w = snprintf(out + used, len - used, "%s\"%.40s\"", used ? ", " : "", pg->prefix);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+int gcs_grant_covers(const gcs_job *owner, const char *job_id, const char *name, char *why,
+                     size_t len)
+{
+    if (gcs_ns_granted(owner, job_id))
+        return ESC_OK;
+    bool some = false;
+    for (size_t i = 0; job_id && i < owner->info->n_prefix_grants; i++) {
+        const Escher__PrefixGrant *pg = owner->info->prefix_grants[i];
+        if (strcmp(pg->grantee, job_id))
+            continue;
+        some = true;
+        if (name && !strncmp(name, pg->prefix, strlen(pg->prefix)))
+            return ESC_OK;
+    }
+    if (!some) {
+        snprintf(why, len, "namespace %.64s belongs to job %.40s, which has not granted it to "
+                 "%s%.40s", owner->info->namespace_, owner->info->job_id,
+                 job_id ? "job " : "a caller with no job", job_id ? job_id : "");
+        return ESC_PERMISSION_DENIED;
+    }
+    char prefixes[160];
+    prefix_list(owner, job_id, prefixes, sizeof prefixes);
+    if (name)
+        snprintf(why, len, "job %.40s granted job %.40s only names starting with %s in "
+                 "namespace %.64s, not \"%.80s\"", owner->info->job_id, job_id, prefixes,
+                 owner->info->namespace_, name);
+    else
+        snprintf(why, len, "job %.40s granted job %.40s only names starting with %s in "
+                 "namespace %.64s, not the whole namespace", owner->info->job_id, job_id,
+                 prefixes, owner->info->namespace_);
+    return ESC_PERMISSION_DENIED;
+}
+
+int gcs_ns_access(gcs *g, const gcs_job *caller, const char *ns, const char *name, char *why,
+                  size_t len)
 {
     gcs_job *owner = gcs_ns_owner(g, ns);
     if (!owner || owner == caller)
         return ESC_OK;
     if (caller && !strcmp(caller->info->namespace_, ns))
         return ESC_OK;
-    if (caller && gcs_ns_granted(owner, caller->info->job_id))
-        return ESC_OK;
-    snprintf(why, len, "namespace %.64s belongs to job %.40s, which has not granted it to %s%.40s",
-             ns, owner->info->job_id, caller ? "job " : "a caller with no job",
-             caller ? caller->info->job_id : "");
-    return ESC_PERMISSION_DENIED;
+    return gcs_grant_covers(owner, caller ? caller->info->job_id : NULL, name, why, len);
 }

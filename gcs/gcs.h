@@ -296,11 +296,22 @@ int gcs_auth_reader(gcs *g, const esc_rpc_ctx *call, const char *body_job,
 bool gcs_ns_shared(const char *ns);
 /* The running job that owns namespace ns, or NULL (shared, or no running job in it). */
 gcs_job *gcs_ns_owner(gcs *g, const char *ns);
-/* True when owner granted its namespace to job_id. */
+/* True when owner granted its whole namespace to job_id (what actor calls and objects
+ * need; a prefix grant does not count). */
 bool gcs_ns_granted(const gcs_job *owner, const char *job_id);
-/* ESC_OK when caller (NULL: a caller with no job) may touch namespace ns, else
- * PERMISSION_DENIED with a one-line why. */
-int gcs_ns_access(gcs *g, const gcs_job *caller, const char *ns, char *why, size_t len);
+/* The one answer to "may job job_id touch name `name` of owner's namespace" (owner not
+ * NULL): ESC_OK when
+ * owner granted job_id its whole namespace, or a prefix that name starts with (name: a
+ * resource name after "ns/", a KV key, or the key prefix of KvKeys or a watch; NULL: the
+ * whole namespace). Else PERMISSION_DENIED with a one-line why that names the prefixes
+ * job_id holds, if any. job_id NULL: a caller with no job. */
+int gcs_grant_covers(const gcs_job *owner, const char *job_id, const char *name, char *why,
+                     size_t len);
+/* ESC_OK when caller (NULL: a caller with no job) may touch name `name` (NULL: the whole
+ * namespace) of namespace ns: a shared or unowned namespace, its own, or a grant
+ * (gcs_grant_covers). Else PERMISSION_DENIED with a one-line why. */
+int gcs_ns_access(gcs *g, const gcs_job *caller, const char *ns, const char *name, char *why,
+                  size_t len);
 
 /* ---- grants.c ---- */
 void gcs_grants_register(gcs *g);

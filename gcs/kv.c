@@ -25,14 +25,16 @@ static char *kv_key(const char *ns, const char *key)
     return k;
 }
 
-/* Namespaces owned by a running job are its own and its grantees' (auth.c). */
-static bool kv_allowed(gcs *g, esc_rpc_ctx *call, const char *ns)
+/* Namespaces owned by a running job are its own and its grantees' (auth.c); a prefix
+ * grantee touches only keys, and lists only key prefixes, that start with its prefix:
+ * name is the key, or KvKeys' prefix. */
+static bool kv_allowed(gcs *g, esc_rpc_ctx *call, const char *ns, const char *name)
 {
     char why[300];
     gcs_job *caller;
     int rc = gcs_auth_caller(g, call, &caller, why, sizeof why);
     if (rc == ESC_OK)
-        rc = gcs_ns_access(g, caller, ns, why, sizeof why);
+        rc = gcs_ns_access(g, caller, ns, name, why, sizeof why);
     if (rc != ESC_OK)
         esc_rpc_finish(call, rc, why);
     return rc == ESC_OK;
@@ -153,7 +155,7 @@ static void handle_put(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     gcs *g = ud;
     const Escher__KvPutRequest *req = (const Escher__KvPutRequest *)msg;
-    if (!kv_args_ok(call, req->ns, req->key) || !kv_allowed(g, call, req->ns))
+    if (!kv_args_ok(call, req->ns, req->key) || !kv_allowed(g, call, req->ns, req->key))
         return;
     char *k = kv_key(req->ns, req->key);
     bool exists = esc_strmap_get(g->kv, k) != NULL;
@@ -170,7 +172,7 @@ static void handle_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     gcs *g = ud;
     const Escher__KvGetRequest *req = (const Escher__KvGetRequest *)msg;
-    if (!kv_args_ok(call, req->ns, req->key) || !kv_allowed(g, call, req->ns))
+    if (!kv_args_ok(call, req->ns, req->key) || !kv_allowed(g, call, req->ns, req->key))
         return;
     char *k = kv_key(req->ns, req->key);
     kv_value *v = esc_strmap_get(g->kv, k);
@@ -188,7 +190,7 @@ static void handle_del(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     gcs *g = ud;
     const Escher__KvDelRequest *req = (const Escher__KvDelRequest *)msg;
-    if (!kv_args_ok(call, req->ns, req->key) || !kv_allowed(g, call, req->ns))
+    if (!kv_args_ok(call, req->ns, req->key) || !kv_allowed(g, call, req->ns, req->key))
         return;
     char *k = kv_key(req->ns, req->key);
     Escher__KvDelReply rep = ESCHER__KV_DEL_REPLY__INIT;
@@ -204,7 +206,7 @@ static void handle_keys(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
 {
     gcs *g = ud;
     const Escher__KvKeysRequest *req = (const Escher__KvKeysRequest *)msg;
-    if (!kv_allowed(g, call, req->ns))
+    if (!kv_allowed(g, call, req->ns, req->prefix))
         return;
     Escher__KvKeysReply rep = ESCHER__KV_KEYS_REPLY__INIT;
     rep.keys = calloc(esc_strmap_count(g->kv) + 1, sizeof *rep.keys);

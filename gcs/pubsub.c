@@ -283,7 +283,9 @@ static void on_cancel(esc_rpc_ctx *call, void *ud)
 }
 
 /* A watch (SubscribeRequest.watch): its prefixes must be in namespaces the caller's job
- * may use (gcs_ns_access), like its resource writes. */
+ * may use (gcs_ns_access), like its resource writes; under a prefix grant, the part of
+ * a prefix after the namespace must itself start with a granted prefix, so every name
+ * the watch can see is one the grantee may touch. */
 static int check_watch(gcs *g, const esc_rpc_ctx *call, const Escher__SubscribeRequest *req,
                        char *why, size_t len)
 {
@@ -303,7 +305,7 @@ static int check_watch(gcs *g, const esc_rpc_ctx *call, const Escher__SubscribeR
         }
         char ns[128];
         snprintf(ns, sizeof ns, "%.*s", (int)(slash - p), p);
-        rc = gcs_ns_access(g, caller, ns, why, len);
+        rc = gcs_ns_access(g, caller, ns, slash + 1, why, len);
         if (rc != ESC_OK)
             return rc;
     }
@@ -314,7 +316,7 @@ static int check_watch(gcs *g, const esc_rpc_ctx *call, const Escher__SubscribeR
                      ns);
             return ESC_INVALID_ARGUMENT;
         }
-        rc = gcs_ns_access(g, caller, ns, why, len);
+        rc = gcs_ns_access(g, caller, ns, req->kv[i]->prefix, why, len);
         if (rc != ESC_OK)
             return rc;
     }

@@ -638,13 +638,24 @@ static int plan_on_nodes(gcs *g, plan *p, const Escher__ResourceOp *op, const ch
 }
 
 /* The namespace an op acts in: the job's, or one whose owner granted it to the job
- * (docs/security.md); anything else is the job's, so check_op refuses it. */
-static const char *op_namespace(gcs *g, const gcs_job *job, const Escher__ResourceOp *op)
+ * (docs/security.md), whole or by a prefix of op's name (gcs_grant_covers). An owned
+ * namespace that is not granted is refused here, with the grant's reason; any other
+ * is the job's, so check_op refuses it. */
+static int op_namespace(gcs *g, const gcs_job *job, const Escher__ResourceOp *op,
+                        const char **ns_out, esc_status *st)
 {
     const char *ns = op->namespace_;
+    *ns_out = job->info->namespace_;
     if (!ns || !*ns || !strcmp(ns, job->info->namespace_))
-        return job->info->namespace_;
-    return gcs_ns_granted(gcs_ns_owner(g, ns), job->info->job_id) ? ns : job->info->namespace_;
+        return ESC_OK;
+    const gcs_job *owner = gcs_ns_owner(g, ns);
+    if (!owner)
+        return ESC_OK;
+    char why[400];
+    if (gcs_grant_covers(owner, job->info->job_id, op->name, why, sizeof why) != ESC_OK)
+        return esc_status_set(st, ESC_PERMISSION_DENIED, "%s", why);
+    *ns_out = ns;
+    return ESC_OK;
 }
 
 /* Plans every op of the request; on error nothing is kept. */
@@ -654,8 +665,10 @@ static int plan_request(gcs *g, const Escher__UpdateResourcesRequest *req, const
     const char *owner = req->detached ? "" : job->info->job_id;
     for (size_t i = 0; i < req->n_ops; i++) {
         const Escher__ResourceOp *op = req->ops[i];
-        const char *ns = op_namespace(g, job, op);
-        int rc = check_op(op, ns, st);
+        const char *ns;
+        int rc = op_namespace(g, job, op, &ns, st);
+        if (rc == ESC_OK)
+            rc = check_op(op, ns, st);
         if (rc)
             return rc;
         char full[ESC_FULLNAME_MAX];

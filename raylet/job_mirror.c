@@ -21,12 +21,20 @@
 
 #define MIRROR_MAX_CRED 128
 
+/* A grant of the names that start with prefix (JobInfo.prefix_grants). */
+typedef struct {
+    char *grantee;
+    char *prefix;
+} mprefix;
+
 typedef struct {
     char *job_id;
     char *ns;
     char hash[65];              /* SHA-256 of the credential, hex */
-    char **grants;              /* jobs granted this job's namespace */
+    char **grants;              /* jobs granted this job's whole namespace */
     size_t ngrants;
+    mprefix *pgrants;           /* jobs granted only names with a prefix */
+    size_t npgrants;
     char verified[MIRROR_MAX_CRED + 1]; /* last credential that matched hash; "" none */
 } mjob;
 
@@ -48,6 +56,11 @@ static void mjob_free(mjob *j)
     for (size_t i = 0; i < j->ngrants; i++)
         free(j->grants[i]);
     free(j->grants);
+    for (size_t i = 0; i < j->npgrants; i++) {
+        free(j->pgrants[i].grantee);
+        free(j->pgrants[i].prefix);
+    }
+    free(j->pgrants);
     free(j->job_id);
     free(j->ns);
     memset(j->verified, 0, sizeof j->verified);
@@ -112,6 +125,11 @@ static void put_row(job_mirror *m, const Escher__JobInfo *row)
     for (size_t i = 0; i < row->n_grants; i++)
         j->grants[i] = strdup(row->grants[i]);
     j->ngrants = row->n_grants;
+    j->pgrants = calloc(row->n_prefix_grants + 1, sizeof *j->pgrants);
+    for (size_t i = 0; i < row->n_prefix_grants; i++)
+        j->pgrants[i] = (mprefix){strdup(row->prefix_grants[i]->grantee),
+                                  strdup(row->prefix_grants[i]->prefix)};
+    j->npgrants = row->n_prefix_grants;
     if (old && !strcmp(old->hash, j->hash))
         memcpy(j->verified, old->verified, sizeof j->verified);
     forget(m, row->job_id);
@@ -165,9 +183,40 @@ int job_mirror_verify(job_mirror *m, const char *job_id, const char *credential,
     return ESC_PERMISSION_DENIED;
 }
 
-int job_mirror_resource_ok(const job_mirror *m, const char *job_id, const char *name, char *why,
-                           size_t len)
+/* May job_id use `rest` (the name after "ns/") of o's namespace by a prefix grant?
+ * *some tells whether it holds any. */
+static bool prefix_covers(const mjob *o, const char *job_id, const char *rest, bool *some)
 {
+    *some = false;
+    for (size_t i = 0; i < o->npgrants; i++) {
+        if (strcmp(o->pgrants[i].grantee, job_id))
+            continue;
+        *some = true;
+        if (!strncmp(rest, o->pgrants[i].prefix, strlen(o->pgrants[i].prefix)))
+            return true;
+    }
+    return false;
+}
+
+/* The prefixes o granted job_id, quoted, into out (cut to fit): for a reason. */
+static void prefix_list(const mjob *o, const char *job_id, char *out, size_t len)
+{
+    size_t used = 0;
+    *out = 0;
+    for (size_t i = 0; i < o->npgrants && used + 1 < len; i++) {
+        if (strcmp(o->pgrants[i].grantee, job_id))
+            continue;
+        int w = snprintf(out + used, len - used, "%s\"%.40s\"", used ? ", " : "",
+                         o->pgrants[i].prefix);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+int job_mirror_resource_ok(const job_mirror *m, const char *job_id, const char *name,
+                           bool *per_name, char *why, size_t len)
+{
+    if (per_name)
+        *per_name = false;
     const char *slash = strchr(name, '/');
     if (!slash) /* physical, or a name without a namespace: nobody's */
         return ESC_OK;
@@ -182,8 +231,21 @@ int job_mirror_resource_ok(const job_mirror *m, const char *job_id, const char *
     const mjob *owner = esc_strmap_get(m->owners, ns);
     if (!owner || job_mirror_may_use(m, job_id, owner->job_id))
         return ESC_OK;
-    snprintf(why, len, "resource %.130s is in namespace %.64s of job %.40s, which did not "
-             "grant it to job %.40s", name, ns, owner->job_id, job_id);
+    bool some;
+    bool ok = prefix_covers(owner, job_id, slash + 1, &some);
+    if (per_name)
+        *per_name = some; /* the verdict depends on the name: check each */
+    if (ok)
+        return ESC_OK;
+    char prefixes[160];
+    prefix_list(owner, job_id, prefixes, sizeof prefixes);
+    if (some)
+        snprintf(why, len, "resource %.130s is in namespace %.64s of job %.40s, which granted "
+                 "job %.40s only names starting with %s", name, ns, owner->job_id, job_id,
+                 prefixes);
+    else
+        snprintf(why, len, "resource %.130s is in namespace %.64s of job %.40s, which did not "
+                 "grant it to job %.40s", name, ns, owner->job_id, job_id);
     return ESC_PERMISSION_DENIED;
 }
 

@@ -25,12 +25,15 @@ bool job_mirror_knows(const job_mirror *m, const char *job_id);
 int job_mirror_verify(job_mirror *m, const char *job_id, const char *credential, char *why,
                       size_t len);
 /* ESC_OK when job_id may consume resource `name` (a full "ns/name", or a physical name):
- * a shared namespace, one no running job owns, its own, or one whose owner granted it
- * to job_id. Else PERMISSION_DENIED with why. */
-int job_mirror_resource_ok(const job_mirror *m, const char *job_id, const char *name, char *why,
-                           size_t len);
+ * a shared namespace, one no running job owns, its own, one whose owner granted it to
+ * job_id, or a name (after "ns/") starting with a prefix its owner granted job_id
+ * (JobInfo.prefix_grants). Else PERMISSION_DENIED with why. *per_name (may be NULL) is
+ * set when the verdict holds for this name only (a prefix grant), not for every name of
+ * its namespace. */
+int job_mirror_resource_ok(const job_mirror *m, const char *job_id, const char *name,
+                           bool *per_name, char *why, size_t len);
 /* True when job_id may touch what job `owner` made (actors, objects): the same job, or
- * a job that owner granted its namespace. */
+ * a job that owner granted its whole namespace (a prefix grant does not count). */
 bool job_mirror_may_use(const job_mirror *m, const char *job_id, const char *owner);
 
 /* The job a call acts for, verified, into out (80 bytes; "" when the call names none):

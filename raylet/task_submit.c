@@ -79,7 +79,8 @@ static int check_job(task_manager *tm, const Escher__TaskSpec *s, esc_status *st
     if (job_mirror_verify(m, s->job_id, s->job_credential, why, sizeof why) != ESC_OK)
         return esc_status_set(st, ESC_PERMISSION_DENIED, "task %.40s: %s", s->task_id, why);
     /* One verdict per namespace: a task asking for many resources usually names one
-     * namespace (k = 1000 resources cost a lookup each otherwise). */
+     * namespace (k = 1000 resources cost a lookup each otherwise). Under a prefix grant
+     * the verdict is per name, so it is not kept. */
     const char *checked = NULL;
     size_t checked_len = 0;
     for (size_t i = 0; i < s->n_resources; i++) {
@@ -87,10 +88,13 @@ static int check_job(task_manager *tm, const Escher__TaskSpec *s, esc_status *st
         size_t len = slash ? (size_t)(slash - name) : 0;
         if (slash && checked && len == checked_len && !memcmp(name, checked, len))
             continue;
-        if (job_mirror_resource_ok(m, s->job_id, name, why, sizeof why) != ESC_OK)
+        bool per_name;
+        if (job_mirror_resource_ok(m, s->job_id, name, &per_name, why, sizeof why) != ESC_OK)
             return esc_status_set(st, ESC_PERMISSION_DENIED, "task %.40s: %s", s->task_id, why);
-        checked = slash ? name : checked;
-        checked_len = slash ? len : checked_len;
+        if (slash && !per_name) {
+            checked = name;
+            checked_len = len;
+        }
     }
     if (*s->actor_id && !s->actor_creation) {
         const char *owner = actor_manager_job(tm->r->actors, s->actor_id);

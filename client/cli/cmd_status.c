@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
@@ -112,7 +113,8 @@ static json_t *actor_json(const char *id, const esc_actor_info *a)
     return o;
 }
 
-/* The running jobs that granted their namespace (esc_namespace_grant). */
+/* The running jobs that granted their namespace (esc_namespace_grant) or names in it
+ * (esc_namespace_grant_prefix). */
 typedef struct {
     esc_job_info *jobs;
     size_t n;
@@ -120,25 +122,55 @@ typedef struct {
 
 static bool has_grants(const esc_job_info *j)
 {
-    return j->ngrants && !strcmp(j->state, "RUNNING");
+    return (j->ngrants || j->nprefix_grants) && !strcmp(j->state, "RUNNING");
+}
+
+/* One grant entry: the jobs granted one prefix of j's namespace ("" the whole). */
+typedef void (*grant_entry_fn)(void *ud, const esc_job_info *j, const char *prefix,
+                               char *const *to, size_t n);
+
+/* Calls fn for j's whole grants, then once per prefix (first-granted order) with every
+ * job that holds it: one entry per (owner, prefix), as the table and JSON show them. */
+static void grant_entries(const esc_job_info *j, grant_entry_fn fn, void *ud)
+{
+    if (j->ngrants)
+        fn(ud, j, "", j->grants, j->ngrants);
+    char **to = calloc(j->nprefix_grants + 1, sizeof *to);
+    for (size_t i = 0; i < j->nprefix_grants; i++) {
+        const char *p = j->prefix_grants[i].prefix;
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = !strcmp(j->prefix_grants[k].prefix, p);
+        size_t n = 0;
+        for (size_t k = i; k < j->nprefix_grants && !seen; k++)
+            if (!strcmp(j->prefix_grants[k].prefix, p))
+                to[n++] = j->prefix_grants[k].job_id;
+        if (n)
+            fn(ud, j, p, to, n);
+    }
+    free(to);
+}
+
+static void grant_json(void *ud, const esc_job_info *j, const char *prefix, char *const *to,
+                       size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t k = 0; k < n; k++)
+        json_array_append_new(arr, json_string(to[k]));
+    json_t *o = json_object();
+    json_object_set_new(o, "namespace", json_string(j->namespace_));
+    json_object_set_new(o, "owner", json_string(j->id));
+    json_object_set_new(o, "prefix", json_string(prefix));
+    json_object_set_new(o, "granted_to", arr);
+    json_array_append_new(ud, o);
 }
 
 static json_t *grants_json(const grant_list *gl)
 {
     json_t *arr = json_array();
-    for (size_t i = 0; i < gl->n; i++) {
-        const esc_job_info *j = &gl->jobs[i];
-        if (!has_grants(j))
-            continue;
-        json_t *to = json_array();
-        for (size_t k = 0; k < j->ngrants; k++)
-            json_array_append_new(to, json_string(j->grants[k]));
-        json_t *o = json_object();
-        json_object_set_new(o, "namespace", json_string(j->namespace_));
-        json_object_set_new(o, "owner", json_string(j->id));
-        json_object_set_new(o, "granted_to", to);
-        json_array_append_new(arr, o);
-    }
+    for (size_t i = 0; i < gl->n; i++)
+        if (has_grants(&gl->jobs[i]))
+            grant_entries(&gl->jobs[i], grant_json, arr);
     return arr;
 }
 
@@ -252,20 +284,25 @@ static void print_actors(const actor_list *l)
                dead, dead == 1 ? "" : "s");
 }
 
+static void grant_row(void *ud, const esc_job_info *j, const char *prefix, char *const *to,
+                      size_t n)
+{
+    size_t *shown = ud;
+    if (!(*shown)++)
+        printf("\ngrants\n  %-24s %-16s %-16s %s\n", "NAMESPACE", "OWNER", "PREFIX",
+               "GRANTED TO");
+    printf("  %-24s %-16s %-16s", j->namespace_, j->id, *prefix ? prefix : "(all)");
+    for (size_t k = 0; k < n; k++)
+        printf("%s%s", k ? ", " : " ", to[k]);
+    putchar('\n');
+}
+
 static void print_grants(const grant_list *gl)
 {
     size_t shown = 0;
-    for (size_t i = 0; i < gl->n; i++) {
-        const esc_job_info *j = &gl->jobs[i];
-        if (!has_grants(j))
-            continue;
-        if (!shown++)
-            printf("\ngrants\n  %-24s %-16s %s\n", "NAMESPACE", "OWNER", "GRANTED TO");
-        printf("  %-24s %-16s", j->namespace_, j->id);
-        for (size_t k = 0; k < j->ngrants; k++)
-            printf("%s%s", k ? ", " : " ", j->grants[k]);
-        putchar('\n');
-    }
+    for (size_t i = 0; i < gl->n; i++)
+        if (has_grants(&gl->jobs[i]))
+            grant_entries(&gl->jobs[i], grant_row, &shown);
 }
 
 static int print_table(const esc_cluster_status *s, const actor_list *l, const grant_list *gl)

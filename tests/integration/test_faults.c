@@ -1,6 +1,7 @@
 /* test_faults.c: a raylet killed with -9 becomes dead and its resources disappear; a
  * driver that dies takes its job's resources with it (detached ones stay); a GCS killed
- * with -9 and restarted on Redis loses nothing, and raylets resume without restarting. */
+ * with -9 and restarted on Redis loses nothing (a prefix grant included), and raylets
+ * resume without restarting. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -259,6 +260,27 @@ static void test_driver_death_cleans_job(void **state)
     h_stop(&C);
 }
 
+/* After a GCS restart on Redis, owner's prefix grant "t." to tenant is back: listed,
+ * and the tenant writes keys under it and no others in owner's namespace. */
+static void check_prefix_grant_back(esc_client *owner, esc_client *tenant)
+{
+    esc_job_info *jobs;
+    size_t n;
+    bool listed = false;
+    assert_int_equal(esc_list_jobs(owner, &jobs, &n, NULL), ESC_OK);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(jobs[i].id, esc_client_job_id(owner)))
+            listed = jobs[i].nprefix_grants == 1 &&
+                     !strcmp(jobs[i].prefix_grants[0].job_id, esc_client_job_id(tenant)) &&
+                     !strcmp(jobs[i].prefix_grants[0].prefix, "t.");
+    esc_jobs_free(jobs, n);
+    assert_true(listed);
+    const char *ns = esc_client_namespace(owner);
+    assert_int_equal(esc_kv_put(tenant, ns, "t.report", "1", 1, true, NULL, NULL), ESC_OK);
+    assert_int_equal(esc_kv_put(tenant, ns, "other", "1", 1, true, NULL, NULL),
+                     ESC_PERMISSION_DENIED);
+}
+
 static void test_gcs_restart_with_redis(void **state)
 {
     (void)state;
@@ -277,6 +299,10 @@ static void test_gcs_restart_with_redis(void **state)
     assert_int_equal(esc_resource_add(cl, "a", ESC_QTY(0.5), &all, &seq, NULL), ESC_OK);
     assert_int_equal(esc_kv_put(cl, "ns", "key", "value", 5, true, NULL, NULL), ESC_OK);
     assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 5000, NULL), ESC_OK);
+    /* A grant limited to a prefix is part of the job's row: stored with it. */
+    esc_client *tenant = h_connect(&C, "tenant", 0, false);
+    assert_int_equal(esc_namespace_grant_prefix(cl, esc_client_job_id(tenant), "t.", NULL),
+                     ESC_OK);
 
     h_kill(&C.gcs_pid, SIGKILL);
     assert_int_equal(h_gcs_start(&C), 0);
@@ -293,6 +319,7 @@ static void test_gcs_restart_with_redis(void **state)
     assert_int_equal(len, 5);
     assert_memory_equal(v, "value", 5);
     free(v);
+    check_prefix_grant_back(cl, tenant);
 
     /* Before any new write, each raylet's accounting reaches the restarted GCS again
      * (its rows were not in storage): status and selectors see the resources. */
@@ -318,6 +345,7 @@ static void test_gcs_restart_with_redis(void **state)
         assert_string_equal(s->nodes[n].state, "ALIVE");
     }
     esc_cluster_status_free(s);
+    esc_disconnect(tenant);
     esc_disconnect(cl);
     h_stop(&C);
 }

@@ -2,7 +2,7 @@
  * security.md). Each attack test has a victim job (namespace "victim") and an attacker
  * job; it asserts that the attack is PERMISSION_DENIED with a one-line reason and that
  * the victim's state is unchanged. The last tests check the legitimate flows: the
- * shared "default" namespace, a grant, its revocation. */
+ * shared "default" namespace, a grant, its revocation, a grant limited to a prefix. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -922,8 +922,9 @@ static void test_default_shared(void **state)
     esc_disconnect(one);
 }
 
-/* True when `escher status --json` lists job `to` in the grants of namespace ns. */
-static bool status_shows_grant(const char *ns, const char *to)
+/* True when `escher status --json` lists job `to` in the grants of namespace ns (and,
+ * with prefix, an entry of that prefix). */
+static bool status_shows_grant(const char *ns, const char *to, const char *prefix)
 {
     char cmd[1200], out[1 << 16];
     snprintf(cmd, sizeof cmd,
@@ -934,10 +935,11 @@ static bool status_shows_grant(const char *ns, const char *to)
     size_t n = fread(out, 1, sizeof out - 1, p);
     out[n] = 0;
     assert_int_equal(pclose(p), 0);
-    char want[400];
+    char want[400], want_prefix[400];
     snprintf(want, sizeof want, "\"namespace\": \"%s\"", ns);
+    snprintf(want_prefix, sizeof want_prefix, "\"prefix\": \"%s\"", prefix ? prefix : "");
     const char *g = strstr(out, "\"grants\"");
-    return g && strstr(g, want) && strstr(g, to);
+    return g && strstr(g, want) && strstr(g, to) && (!prefix || strstr(g, want_prefix));
 }
 
 /* A grant lets the grantee use the namespace, shows in the job table, and a revoke
@@ -967,7 +969,7 @@ static void test_grant_and_revoke(void **state)
             shown = jobs[i].ngrants == 1 && !strcmp(jobs[i].grants[0], aid);
     esc_jobs_free(jobs, n);
     assert_true(shown);
-    assert_true(status_shows_grant("victim", aid));
+    assert_true(status_shows_grant("victim", aid, ""));
 
     /* Only the owner grants: the grantee cannot pass it on or grant itself more. */
     esc_client *third = h_connect(&C, "third", 0, false);
@@ -979,7 +981,7 @@ static void test_grant_and_revoke(void **state)
     assert_denied(esc_resource_set_ns(a, "victim", "extra", 0, NULL, NULL, &st), &st);
     assert_denied(esc_kv_put(a, "victim", "from-friend", "y", 1, true, NULL, &st), &st);
     assert_int_equal(total_of(v, "victim/extra"), ESC_QTY(1));
-    assert_false(status_shows_grant("victim", aid));
+    assert_false(status_shows_grant("victim", aid, NULL));
     assert_int_equal(esc_namespace_grant(v, "nosuchjob", &st), ESC_NOT_FOUND);
     assert_victim_intact(v);
     esc_disconnect(a);
@@ -988,6 +990,189 @@ static void test_grant_and_revoke(void **state)
     /* The owner ended: its namespace is free to claim. */
     esc_client *next = h_connect(&C, "victim", 0, false);
     esc_disconnect(next);
+}
+
+/* A watch (raw Subscribe with watch set) as job cl on one resource prefix or one KV
+ * (ns, prefix): ESC_OK when its first message came, else the stream's code. */
+static int raw_watch(esc_client *cl, const char *res, const char *kv_ns, const char *kv_prefix,
+                     esc_status *st)
+{
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_job(ch, esc_client_job_id(cl), esc_client_job_credential(cl));
+    Escher__SubscribeRequest sub = ESCHER__SUBSCRIBE_REQUEST__INIT;
+    sub.watch = true;
+    char *prefixes[] = {(char *)res};
+    Escher__KvPrefix kp = ESCHER__KV_PREFIX__INIT;
+    kp.ns = (char *)kv_ns;
+    kp.prefix = (char *)kv_prefix;
+    Escher__KvPrefix *kps[] = {&kp};
+    sub.prefixes = res ? prefixes : NULL;
+    sub.n_prefixes = res ? 1 : 0;
+    sub.kv = kv_ns ? kps : NULL;
+    sub.n_kv = kv_ns ? 1 : 0;
+    esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &escher__gcs__descriptor, "Subscribe",
+                                                    &sub.base, 10000, st);
+    int rc = st->code;
+    if (s) {
+        ProtobufCMessage *m = NULL;
+        rc = esc_rpc_stream_next(s, &m, st) == 1 ? ESC_OK : st->code;
+        if (m)
+            protobuf_c_message_free_unpacked(m, NULL);
+        esc_rpc_stream_free(s);
+    }
+    esc_rpc_channel_free(ch);
+    return rc;
+}
+
+/* The prefix grants job `to` holds from job `owner` as esc_list_jobs shows them: the
+ * count, and whether `prefix` is one. */
+static size_t listed_prefixes(esc_client *cl, const char *owner, const char *to,
+                              const char *prefix, bool *has)
+{
+    esc_job_info *jobs;
+    size_t n, count = 0;
+    *has = false;
+    assert_int_equal(esc_list_jobs(cl, &jobs, &n, NULL), ESC_OK);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; !strcmp(jobs[i].id, owner) && k < jobs[i].nprefix_grants; k++) {
+            if (strcmp(jobs[i].prefix_grants[k].job_id, to))
+                continue;
+            count++;
+            *has = *has || !strcmp(jobs[i].prefix_grants[k].prefix, prefix);
+        }
+    esc_jobs_free(jobs, n);
+    return count;
+}
+
+/* A task of cl asking for 1 of each of two resources: the submit-and-get code. */
+static int run_echo2(esc_client *cl, const char *r1, const char *r2, esc_status *st)
+{
+    esc_amount amt[] = {{.name = r1, .value = ESC_QTY(1)}, {.name = r2, .value = ESC_QTY(1)}};
+    esc_task_arg arg = {.data = "hi", .len = 2};
+    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg,
+                          .nargs = 1, .resources = amt, .nresources = 2};
+    esc_ref *r = NULL;
+    int rc = esc_task_submit(cl, &spec, &r, NULL, st);
+    if (rc != ESC_OK)
+        return rc;
+    void *val = NULL;
+    size_t len = 0;
+    rc = esc_get(cl, r, 30000, &val, &len, st);
+    free(val);
+    esc_ref_free(r);
+    return rc;
+}
+
+/* The tenant's KV under a prefix grant "t1.": its own keys, nothing else of the
+ * victim's, and lists and watches only under its prefix. */
+static void check_prefix_kv(esc_client *a)
+{
+    esc_status st;
+    void *val = NULL;
+    size_t len = 0;
+    assert_int_equal(esc_kv_put(a, "victim", "t1.feedback/00000001", "r", 1, true, NULL, &st),
+                     ESC_OK);
+    assert_int_equal(esc_kv_get(a, "victim", "t1.feedback/00000001", &val, &len, &st), ESC_OK);
+    free(val);
+    assert_denied(esc_kv_put(a, "victim", "other", "x", 1, true, NULL, &st), &st);
+    assert_non_null(strstr(st.message, "\"t1.\""));
+    assert_denied(esc_kv_get(a, "victim", "k", &val, &len, &st), &st);
+    assert_denied(esc_kv_del(a, "victim", "k", NULL, &st), &st);
+    char **keys = NULL;
+    size_t n = 0;
+    assert_denied(esc_kv_keys(a, "victim", "", &keys, &n, &st), &st);
+    assert_non_null(strstr(st.message, "\"t1.\""));
+    assert_denied(esc_kv_keys(a, "victim", "t", &keys, &n, &st), &st);
+    assert_int_equal(esc_kv_keys(a, "victim", "t1.feedback/", &keys, &n, &st), ESC_OK);
+    assert_int_equal(n, 1);
+    esc_kv_keys_free(keys, n);
+    assert_denied(raw_watch(a, NULL, "victim", "", &st), &st);
+    assert_non_null(strstr(st.message, "\"t1.\""));
+    assert_denied(raw_watch(a, "victim/", NULL, NULL, &st), &st);
+    assert_int_equal(raw_watch(a, NULL, "victim", "t1.feedback/", &st), ESC_OK);
+    assert_int_equal(raw_watch(a, "victim/t1.", NULL, NULL, &st), ESC_OK);
+}
+
+/* The tenant's resources under a prefix grant "t1.": it sets and requests victim/t1.*,
+ * never another name of the namespace, alone or next to a granted one in one task. */
+static void check_prefix_resources(esc_client *v, esc_client *a)
+{
+    esc_status st;
+    uint64_t seq;
+    assert_int_equal(esc_resource_set_ns(a, "victim", "t1.cpu", ESC_QTY(1), NULL, &seq, &st),
+                     ESC_OK);
+    assert_int_equal(esc_wait_applied(a, seq, NULL, 0, 10000, &st), ESC_OK);
+    assert_int_equal(total_of(v, "victim/t1.cpu"), ESC_QTY(1));
+    assert_denied(esc_resource_set_ns(a, "victim", "gang", 0, NULL, NULL, &st), &st);
+    assert_non_null(strstr(st.message, "\"t1.\""));
+    int rc;
+    double end = h_now_ms() + 10000; /* the grant reaches the raylet through the log */
+    while ((rc = run_echo(a, "victim/t1.cpu", &st)) == ESC_PERMISSION_DENIED && h_now_ms() < end)
+        ;
+    assert_int_equal(rc, ESC_OK);
+    assert_denied(run_echo(a, "victim/gang", &st), &st);
+    assert_denied(run_echo2(a, "victim/t1.cpu", "victim/gang", &st), &st);
+}
+
+/* A grant limited to a prefix (a controller's tenant: its own capacity and reports):
+ * resources and KV under the prefix only, not the owner's actors or objects; listed by
+ * esc_list_jobs and `escher status`; a revoke removes it. */
+static void test_prefix_grant(void **state)
+{
+    (void)state;
+    esc_client *v = victim();
+    esc_client *a = h_connect(&C, "tenant", 0, false);
+    const char *vid = esc_client_job_id(v), *aid = esc_client_job_id(a);
+    esc_status st;
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, "", &st), ESC_INVALID_ARGUMENT);
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, NULL, &st), ESC_INVALID_ARGUMENT);
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, "t\n", &st), ESC_INVALID_ARGUMENT);
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, "t1.", &st), ESC_OK);
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, "t1.", &st), ESC_OK); /* a no-op */
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, "t2.", &st), ESC_OK);
+    bool has;
+    assert_int_equal(listed_prefixes(a, vid, aid, "t2.", &has), 2);
+    assert_true(has);
+    assert_true(status_shows_grant("victim", aid, "t1."));
+    check_prefix_kv(a);
+    check_prefix_resources(v, a);
+
+    /* Not the victim's actors or objects: those need the whole namespace. */
+    esc_actor *act = victim_counter(v);
+    assert_int_equal(add_one(a, act), -ESC_PERMISSION_DENIED);
+    assert_int_equal(esc_actor_kill(v, act, &st), ESC_OK);
+    esc_actor_free(act);
+    esc_ref *ref = NULL;
+    assert_int_equal(esc_put(v, "secret", 6, &ref, &st), ESC_OK);
+    void *val = NULL;
+    size_t len = 0;
+    assert_denied(esc_get(a, ref, 5000, &val, &len, &st), &st);
+    esc_ref_free(ref);
+
+    /* A whole grant covers the prefixes: it replaces them, and a new one is a no-op. */
+    assert_int_equal(esc_namespace_grant(v, aid, &st), ESC_OK);
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, "t3.", &st), ESC_OK);
+    assert_int_equal(listed_prefixes(a, vid, aid, "t1.", &has), 0);
+    assert_true(status_shows_grant("victim", aid, ""));
+    assert_int_equal(esc_namespace_revoke(v, aid, &st), ESC_OK);
+    assert_false(status_shows_grant("victim", aid, NULL));
+
+    /* A revoke removes every prefix grant to the job. */
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, "t1.", &st), ESC_OK);
+    assert_int_equal(esc_namespace_grant_prefix(v, aid, "t2.", &st), ESC_OK);
+    assert_int_equal(esc_namespace_revoke(v, aid, &st), ESC_OK);
+    assert_int_equal(listed_prefixes(a, vid, aid, "t1.", &has), 0);
+    assert_false(status_shows_grant("victim", aid, NULL));
+    assert_denied(esc_kv_put(a, "victim", "t1.feedback/00000002", "r", 1, true, NULL, &st), &st);
+    assert_denied(esc_resource_set_ns(a, "victim", "t1.cpu", 0, NULL, NULL, &st), &st);
+    int rc;
+    double end = h_now_ms() + 10000;
+    while ((rc = run_echo(a, "victim/t1.cpu", &st)) == ESC_OK && h_now_ms() < end)
+        ;
+    assert_denied(rc, &st);
+    assert_victim_intact(v);
+    esc_disconnect(a);
+    esc_disconnect(v);
 }
 
 int main(void)
@@ -1012,6 +1197,7 @@ int main(void)
         cmocka_unit_test(test_forged_seq_not_held_forever),
         cmocka_unit_test(test_default_shared),
         cmocka_unit_test(test_grant_and_revoke),
+        cmocka_unit_test(test_prefix_grant),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

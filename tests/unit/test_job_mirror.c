@@ -55,7 +55,7 @@ static int verify(job_mirror *m, const char *id, const char *cred)
 static int uses(job_mirror *m, const char *id, const char *name)
 {
     char why[300] = "";
-    int rc = job_mirror_resource_ok(m, id, name, why, sizeof why);
+    int rc = job_mirror_resource_ok(m, id, name, NULL, why, sizeof why);
     assert_true(rc == ESC_OK || (*why && !strchr(why, '\n')));
     return rc;
 }
@@ -108,6 +108,62 @@ static void test_namespaces_and_grants(void **state)
     job_mirror_free(m);
 }
 
+/* An EV_JOB_UPDATED of ja in alpha whose only grants are prefixes to jb. */
+static void prefix_row(job_mirror *m, const char *const *prefixes, size_t n)
+{
+    Escher__JobInfo row = ESCHER__JOB_INFO__INIT;
+    char hash[65];
+    gcs_auth_hash(CRED_A, hash);
+    row.job_id = "ja";
+    row.namespace_ = "alpha";
+    row.state = ESCHER__JOB_STATE__JOB_RUNNING;
+    row.credential_sha256 = hash;
+    Escher__PrefixGrant pg[4], *pgs[4];
+    for (size_t i = 0; i < n && i < 4; i++) {
+        escher__prefix_grant__init(&pg[i]);
+        pg[i].grantee = "jb";
+        pg[i].prefix = (char *)prefixes[i];
+        pgs[i] = &pg[i];
+    }
+    row.prefix_grants = pgs;
+    row.n_prefix_grants = n;
+    Escher__JobInfo *rows[] = {&row};
+    Escher__Event ev = ESCHER__EVENT__INIT;
+    ev.kind = ESCHER__EVENT_KIND__EV_JOB_UPDATED;
+    ev.jobs = rows;
+    ev.n_jobs = 1;
+    job_mirror_apply(m, &ev);
+}
+
+/* A prefix grant covers the names that start with one of its prefixes, per name (not
+ * the namespace), and never the owner's actors or objects (job_mirror_may_use). */
+static void test_prefix_grants(void **state)
+{
+    (void)state;
+    job_mirror *m = job_mirror_new();
+    const char *prefixes[] = {"t1.", "t2."};
+    prefix_row(m, prefixes, 2);
+    job_row(m, "jb", "beta", CRED_B, NULL, false);
+    char why[300] = "";
+    bool per_name = false;
+    assert_int_equal(job_mirror_resource_ok(m, "jb", "alpha/t1.cpu", &per_name, why, sizeof why),
+                     ESC_OK);
+    assert_true(per_name);
+    assert_int_equal(uses(m, "jb", "alpha/t2.cpu"), ESC_OK);
+    assert_int_equal(job_mirror_resource_ok(m, "jb", "alpha/gang", NULL, why, sizeof why),
+                     ESC_PERMISSION_DENIED);
+    assert_non_null(strstr(why, "\"t1.\", \"t2.\""));
+    assert_int_equal(uses(m, "jb", "alpha/t1"), ESC_PERMISSION_DENIED); /* shorter */
+    assert_int_equal(uses(m, "jc", "alpha/t1.cpu"), ESC_PERMISSION_DENIED); /* not jc's */
+    assert_false(job_mirror_may_use(m, "jb", "ja"));
+    assert_int_equal(job_mirror_resource_ok(m, "ja", "alpha/gang", &per_name, why, sizeof why),
+                     ESC_OK);
+    assert_false(per_name); /* its own: the whole namespace */
+    prefix_row(m, prefixes, 0);                                /* revoked */
+    assert_int_equal(uses(m, "jb", "alpha/t1.cpu"), ESC_PERMISSION_DENIED);
+    job_mirror_free(m);
+}
+
 static void test_snapshot_replaces(void **state)
 {
     (void)state;
@@ -126,6 +182,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_credentials),
         cmocka_unit_test(test_namespaces_and_grants),
+        cmocka_unit_test(test_prefix_grants),
         cmocka_unit_test(test_snapshot_replaces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,7 +78,8 @@ typedef struct {
  * job it is. A namespace belongs to the running job registered in it: registering
  * another job in it is PERMISSION_DENIED, except in the shared namespace "default"
  * (the CLI's) and in namespaces no running job has. Another job uses a namespace only
- * when its owner grants it (esc_namespace_grant).
+ * when its owner grants it (esc_namespace_grant), or the names in it that start with a
+ * prefix (esc_namespace_grant_prefix).
  *
  * In a process that escher runs for a job (a job's entrypoint, a command task: they
  * have $ESCHER_JOB_ID and $ESCHER_JOB_CREDENTIAL), the client joins that job instead,
@@ -123,9 +124,27 @@ const char *esc_client_job_credential(const esc_client *c);
  * or its namespace is shared ("default"); PERMISSION_DENIED when c is not the job (a
  * client that joined it is). */
 int esc_namespace_grant(esc_client *c, const char *job_id, esc_status *st);
-/* Takes back esc_namespace_grant: the job's later calls on the namespace are
- * PERMISSION_DENIED (resources it created there stay until deleted or its end).
- * Revoking what was not granted is a no-op. Same codes as esc_namespace_grant. */
+/* Like esc_namespace_grant, limited to names that start with prefix (copied; not empty):
+ * in c's namespace, job job_id may then only request (tasks, actors) and set, add and
+ * delete the ephemeral resources whose name (after "ns/") starts with prefix, and
+ * get, put and delete the KV keys that start with prefix; listing keys (esc_kv_keys)
+ * and watching (KV or resources) only with a key or name prefix that itself starts
+ * with prefix. Anything else of the namespace is PERMISSION_DENIED with one line naming
+ * the prefix; so are c's actors and objects, which need esc_namespace_grant. A job may
+ * hold several prefixes from one job; a whole grant covers them all (granting a prefix
+ * then is a no-op, and esc_namespace_grant replaces the prefix grants). Granting the
+ * same (job_id, prefix) again is a no-op. Stored with c's job like esc_namespace_grant
+ * and shown by esc_list_jobs (prefix_grants) and `escher status`. Returns the codes of
+ * esc_namespace_grant, and INVALID_ARGUMENT for a NULL or empty prefix (use
+ * esc_namespace_grant), one longer than 1024 bytes or holding a control character;
+ * RESOURCE_EXHAUSTED when c's job holds 256 prefix grants already. */
+int esc_namespace_grant_prefix(esc_client *c, const char *job_id, const char *prefix,
+                               esc_status *st);
+/* Takes back every grant of c's namespace to job_id, whole and prefix
+ * (esc_namespace_grant, esc_namespace_grant_prefix): the job's later calls on the
+ * namespace are PERMISSION_DENIED (resources it created there stay until deleted or
+ * its end). Revoking what was not granted is a no-op. Same codes as
+ * esc_namespace_grant. */
 int esc_namespace_revoke(esc_client *c, const char *job_id, esc_status *st);
 
 /* ------------------------------------------------------------------ resources */
@@ -178,7 +197,8 @@ int esc_resource_set(esc_client *c, const char *name, int64_t qty, const esc_tar
 
 /* esc_resource_set naming the namespace explicitly (NULL: the client's). Only the
  * client's own namespace, and namespaces whose owner granted them to the client's job
- * (esc_namespace_grant), are writable: any other is PERMISSION_DENIED from the GCS. */
+ * (esc_namespace_grant; esc_namespace_grant_prefix: the names with that prefix), are
+ * writable: any other is PERMISSION_DENIED from the GCS. */
 int esc_resource_set_ns(esc_client *c, const char *ns, const char *name, int64_t qty,
                         const esc_target *target, uint64_t *seq, esc_status *st);
 
@@ -309,6 +329,12 @@ const esc_resource_info *esc_node_resource(const esc_node_status *n, const char 
 
 /* ------------------------------------------------------------------ jobs */
 
+/* A grant of the names that start with prefix (esc_namespace_grant_prefix). */
+typedef struct {
+    char *job_id;         /* the grantee */
+    char *prefix;
+} esc_prefix_grant;
+
 typedef struct {
     char *id;
     char *namespace_;
@@ -328,6 +354,9 @@ typedef struct {
     /* The jobs this job granted its namespace (esc_namespace_grant), in grant order. */
     char **grants;
     size_t ngrants;
+    /* Its prefix grants (esc_namespace_grant_prefix), in grant order. */
+    esc_prefix_grant *prefix_grants;
+    size_t nprefix_grants;
 } esc_job_info;
 
 /* Lists every job the GCS knows. On ESC_OK *jobs (owned by the caller, freed with
