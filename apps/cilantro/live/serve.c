@@ -493,9 +493,11 @@ static int start_tenant(serve_t *s, tenant_t *t, const char *bindir, const char 
     esc_connect_opts co = {.address = address, .namespace_ = ns, .new_job = true};
     esc_status st;
     esc_job_spec spec = {.argv = argv, .working_dir = pkg};
+    char prefix[72]; /* its rows and its records, no one else's: "<tenant>." */
+    snprintf(prefix, sizeof prefix, "%s.", t->name);
     if (esc_connect(&co, &t->job, &st) != ESC_OK ||
         esc_job_submit(t->job, &spec, t->job_id, &st) != ESC_OK ||
-        esc_namespace_grant(s->c, t->job_id, &st) != ESC_OK) {
+        esc_namespace_grant_prefix(s->c, t->job_id, prefix, &st) != ESC_OK) {
         char what[128];
         snprintf(what, sizeof what, "starting tenant %s", t->name);
         return fail(what, st.message);
