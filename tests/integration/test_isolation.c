@@ -471,14 +471,16 @@ static bool gang_free(void *v)
     return held_of(v, "victim/gang") == 0;
 }
 
-/* Submits `echo` requesting one unit of `res` (NULL: nothing) as cl; returns esc_get's
+/* Submits `echo` requesting one unit of each of names[0..n) as cl; returns esc_get's
  * code, with st. */
-static int run_echo(esc_client *cl, const char *res, esc_status *st)
+static int run_echo_n(esc_client *cl, const char *const *names, size_t n, esc_status *st)
 {
-    esc_amount amt[] = {{.name = res, .value = ESC_QTY(1)}};
+    esc_amount amt[2];
+    for (size_t i = 0; i < n && i < 2; i++)
+        amt[i] = (esc_amount){.name = names[i], .value = ESC_QTY(1)};
     esc_task_arg arg = {.data = "hi", .len = 2};
     esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg,
-                          .nargs = 1, .resources = res ? amt : NULL, .nresources = res ? 1 : 0};
+                          .nargs = 1, .resources = n ? amt : NULL, .nresources = n < 2 ? n : 2};
     esc_ref *r = NULL;
     int rc = esc_task_submit(cl, &spec, &r, NULL, st);
     if (rc != ESC_OK)
@@ -489,6 +491,12 @@ static int run_echo(esc_client *cl, const char *res, esc_status *st)
     free(val);
     esc_ref_free(r);
     return rc;
+}
+
+/* echo requesting one unit of res (NULL: nothing). */
+static int run_echo(esc_client *cl, const char *res, esc_status *st)
+{
+    return run_echo_n(cl, &res, res ? 1 : 0, st);
 }
 
 /* A task of the attacker that requests the victim's gang resource is refused, and
@@ -1047,20 +1055,8 @@ static size_t listed_prefixes(esc_client *cl, const char *owner, const char *to,
 /* A task of cl asking for 1 of each of two resources: the submit-and-get code. */
 static int run_echo2(esc_client *cl, const char *r1, const char *r2, esc_status *st)
 {
-    esc_amount amt[] = {{.name = r1, .value = ESC_QTY(1)}, {.name = r2, .value = ESC_QTY(1)}};
-    esc_task_arg arg = {.data = "hi", .len = 2};
-    esc_task_spec spec = {.library = h_tasks_lib(), .symbol = "echo", .args = &arg,
-                          .nargs = 1, .resources = amt, .nresources = 2};
-    esc_ref *r = NULL;
-    int rc = esc_task_submit(cl, &spec, &r, NULL, st);
-    if (rc != ESC_OK)
-        return rc;
-    void *val = NULL;
-    size_t len = 0;
-    rc = esc_get(cl, r, 30000, &val, &len, st);
-    free(val);
-    esc_ref_free(r);
-    return rc;
+    const char *names[] = {r1, r2};
+    return run_echo_n(cl, names, 2, st);
 }
 
 /* The tenant's KV under a prefix grant "t1.": its own keys, nothing else of the
