@@ -87,9 +87,11 @@ static int draw(const char *dir, const series *s, int ns, const char *xlabel)
     static const char *const titles[3] = {"social welfare", "egalitarian welfare",
                                           "NJC fairness"};
     /* offsets: a series at 1.0 (or 0) sits inside the frame, not on it */
-    fprintf(g, "set terminal pngcairo size 900,480\nset datafile separator '\\t'\n"
-               "set datafile missing 'nan'\nset key outside right\nset xlabel '%s'\n"
-               "set grid\nset offsets 0, 0, graph 0.06, graph 0.06\n", xlabel);
+    /* the key below the plot, in rows: the plot keeps the picture's width */
+    fprintf(g, "set terminal pngcairo size 900,520\nset datafile separator '\\t'\n"
+               "set datafile missing 'nan'\nset key below maxrows 3\nset xlabel '%s'\n"
+               "set autoscale xfix\nset grid\nset offsets 0, 0, graph 0.06, graph 0.06\n",
+            xlabel);
     for (int m = 0; m < 3; m++) {
         fprintf(g, "set output '%s/%s.png'\nset ylabel '%s'\nplot ", dir, names[m], titles[m]);
         for (int k = 0; k < ns; k++)
