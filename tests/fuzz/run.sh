@@ -33,6 +33,11 @@ fi
 # sent); leaks count as failures (ASan's leak check at exit).
 flags=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=128 -print_final_stats=1)
 
+# Code that prints each rejected input's error on stderr (the CLI's cluster file) would
+# fill the log with one line an input: its stderr is closed (-close_fd_mask=2; libFuzzer
+# and the sanitizers still report). Replay an artifact by hand to see its messages.
+quiet() { case $1 in fuzz_cluster_file) echo -close_fd_mask=2 ;; esac; }
+
 fail() {
   local name=$1 log=$2
   echo "fuzz: $name FAILED; log: $log" >&2
@@ -47,7 +52,9 @@ replay() {
   [ -d "$dir" ] || return 0
   mapfile -t inputs < <(find "$dir" -type f ! -name 'README*' | sort)
   [ ${#inputs[@]} -gt 0 ] || return 0
-  "$build/$name" "${flags[@]}" -artifact_prefix="$build/fuzz-artifacts/$name/" \
+  mkdir -p "$build/fuzz-artifacts/$name"
+  # shellcheck disable=SC2046
+  "$build/$name" "${flags[@]}" $(quiet "$name") -artifact_prefix="$build/fuzz-artifacts/$name/" \
     "${inputs[@]}" >"$log" 2>&1 || fail "$name" "$log"
   echo "fuzz: $name: ${#inputs[@]} regression input(s) pass"
 }
@@ -59,7 +66,8 @@ run_one() {
   for d in "$here/corpus/$short" "$here/regress/$short"; do
     [ -d "$d" ] && dirs+=("$d")
   done
-  "$build/$name" "${flags[@]}" -max_total_time="$seconds" \
+  # shellcheck disable=SC2046 # quiet prints one word or none
+  "$build/$name" "${flags[@]}" $(quiet "$name") -max_total_time="$seconds" \
     -artifact_prefix="$build/fuzz-artifacts/$name/" "$work" "${dirs[@]}" >"$log" 2>&1 ||
     fail "$name" "$log"
   local execs
