@@ -4,8 +4,10 @@
  * handler code runs. The handlers themselves (gcs/, raylet/) need a daemon's state and
  * are not covered here (docs/testing.md, "Fuzzing").
  *
+ * The same for the rows the GCS reloads from storage after a restart (gcs/persist.c).
+ *
  * Input: the first two bytes pick the method (of all services' methods in order) and
- * whether its request or its reply; the rest is the message. What unpacks packs to the
+ * whether its request or its reply, or a stored row's type; the rest is the message. What unpacks packs to the
  * size it reports, and that packing is stable: unpacked and packed again, it is the
  * same bytes. */
 #include "fuzz_util.h"
@@ -22,9 +24,21 @@ static const ProtobufCServiceDescriptor *const services[] = {
 };
 #define NSERVICES (sizeof services / sizeof services[0])
 
-/* The message type of method number k among all services' (k taken modulo their count). */
-static const ProtobufCMessageDescriptor *pick(unsigned k, int reply)
+/* The rows the GCS stores and reloads after a restart (gcs/persist.c unpacks each
+ * table's values as these before handing them to the tables). */
+static const ProtobufCMessageDescriptor *const rows[] = {
+    &escher__node_info__descriptor,      &escher__job_info__descriptor,
+    &escher__registry_entry__descriptor, &escher__object_location__descriptor,
+};
+#define NROWS (sizeof rows / sizeof rows[0])
+
+/* Selector bit 1 set: stored row k (modulo their count). Else the message type of method
+ * number k among all services' (modulo their count), its reply when bit 0 is set. */
+static const ProtobufCMessageDescriptor *pick(unsigned k, unsigned sel)
 {
+    if (sel & 2)
+        return rows[k % NROWS];
+    int reply = sel & 1;
     unsigned total = 0;
     for (size_t i = 0; i < NSERVICES; i++)
         total += services[i]->n_methods;
@@ -52,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
         return 0;
-    const ProtobufCMessageDescriptor *d = pick(data[0], data[1] & 1);
+    const ProtobufCMessageDescriptor *d = pick(data[0], data[1]);
     ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, size - 2, data + 2);
     if (!m)
         return 0;
