@@ -2,16 +2,22 @@
 # make test: install what is missing, build (plain and with ASan+UBSan), run every test;
 #            the 5-minute chaos run only in the plain pass (sanitized daemons are several
 #            times slower, so its latency bounds would measure the sanitizer).
+# make fuzz [FUZZ_SECONDS=300]: build the libFuzzer targets (tests/fuzz, clang, in
+#            build-fuzz) and run each for FUZZ_SECONDS; `make test` runs them for about a
+#            minute in all (test-fuzz), after replaying every regression input.
 # make chaos: the chaos run alone (tests/integration/test_chaos.c, docs/benchmarks.md).
 # make install [PREFIX=/usr/local]: build, then install the programs and the SDK under PREFIX.
 # make package: build, then the .deb (build/escher_<version>_<arch>.deb).
 #               Both: docs/deploy.md, "Installing the SDK".
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 
-.PHONY: all deps build build-asan test test-plain test-asan chaos demo bench install package clean
+.PHONY: all deps build build-asan build-fuzz test test-plain test-asan test-fuzz fuzz chaos demo bench install package clean
 
 all: build
 
@@ -30,16 +36,28 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DESCHER_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_DIR) -j$(JOBS) $(call QUIET,$(ASAN_DIR))
 
+# Only the fuzz targets and the library files they read (tests/fuzz/CMakeLists.txt).
+build-fuzz: deps
+	@cmake -S . -B $(FUZZ_DIR) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DESCHER_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_DIR) -j$(JOBS) $(call QUIET,$(FUZZ_DIR))
+
 test-plain: build
 	cd $(BUILD_DIR) && { ctest --output-on-failure || { $(CURDIR)/tests/failure_summary.sh .; exit 1; }; }
 
 test-asan: build-asan
 	cd $(ASAN_DIR) && { ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --output-on-failure -E test_chaos || { $(CURDIR)/tests/failure_summary.sh .; exit 1; }; }
 
+# The smoke run: FUZZ_SMOKE_SECONDS shared among the targets (--split).
+test-fuzz: build-fuzz
+	tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SMOKE_SECONDS) --split
+
+fuzz: build-fuzz
+	tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
 chaos: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -R test_chaos
 
-test: test-plain test-asan
+test: test-plain test-asan test-fuzz
 
 demo: build
 	@deploy/demo.sh $(BUILD_DIR)
@@ -54,4 +72,4 @@ package: build
 	cd $(BUILD_DIR) && cpack -G DEB
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

@@ -67,6 +67,37 @@ static ssize_t read_full(int fd, uint8_t *buf, size_t len)
     return (ssize_t)got;
 }
 
+/* Reads a payload of len bytes into a buffer that grows as its bytes arrive (doubling
+ * from READ_CHUNK): a header announcing a large frame costs memory only once the peer
+ * sends that much, not for the four bytes of the header (found by tests/fuzz/fuzz_frame).
+ * Returns the buffer (never NULL for len 0), or NULL with errno (EPROTO: the stream ended
+ * inside the payload). */
+static uint8_t *read_payload(int fd, size_t len)
+{
+    size_t cap = len < READ_CHUNK ? len : READ_CHUNK, got = 0;
+    uint8_t *data = malloc(cap ? cap : 1);
+    while (data && got < len) {
+        if (got == cap) {
+            cap = len - cap < cap ? len : 2 * cap;
+            uint8_t *bigger = realloc(data, cap);
+            if (!bigger) {
+                free(data);
+                return NULL;
+            }
+            data = bigger;
+        }
+        ssize_t n = read_full(fd, data + got, cap - got);
+        if (n < 0 || (size_t)n < cap - got) {
+            int e = n < 0 ? errno : EPROTO;
+            free(data);
+            errno = e;
+            return NULL;
+        }
+        got += (size_t)n;
+    }
+    return data;
+}
+
 /* ------------------------------------------------------------------- blocking helpers */
 
 int esc_frame_write_bytes(int fd, const void *data, size_t len)
@@ -119,16 +150,9 @@ int esc_frame_read(int fd, uint8_t **buf, size_t *len)
         errno = EMSGSIZE;
         return -1;
     }
-    uint8_t *data = malloc(flen ? flen : 1);
+    uint8_t *data = read_payload(fd, flen);
     if (!data)
         return -1;
-    n = read_full(fd, data, flen);
-    if (n != (ssize_t)flen) {
-        free(data);
-        if (n >= 0)
-            errno = EPROTO;
-        return -1;
-    }
     *buf = data;
     *len = flen;
     return 1;
@@ -241,7 +265,7 @@ static void dispatch(esc_frame_conn *c)
 }
 
 /* Makes room for the next read: moves the undispatched tail to the front and grows the
- * buffer to hold the whole frame being received (its header says how big). */
+ * buffer toward the whole frame being received (its header says how big). */
 static int make_room(esc_frame_conn *c)
 {
     if (c->rpos > 0) {
@@ -250,13 +274,16 @@ static int make_room(esc_frame_conn *c)
         c->rpos = 0;
     }
     size_t want = c->rlen + READ_CHUNK;
-    if (c->rlen >= ESC_FRAME_HEADER) {
-        size_t frame = ESC_FRAME_HEADER + (size_t)get_be32(c->rbuf);
-        if (frame > want)
-            want = frame; /* the length was checked by dispatch() */
-    }
     if (want <= c->rcap)
         return 0;
+    /* Toward the whole frame (its length was checked by dispatch()) by doubling, so that
+     * a header alone never costs the memory of the frame it announces. */
+    if (c->rlen >= ESC_FRAME_HEADER) {
+        size_t frame = ESC_FRAME_HEADER + (size_t)get_be32(c->rbuf);
+        size_t doubled = 2 * c->rcap;
+        if (frame > want)
+            want = frame < doubled ? frame : doubled > want ? doubled : want;
+    }
     uint8_t *nb = realloc(c->rbuf, want);
     if (!nb)
         return -1;

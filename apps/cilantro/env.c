@@ -255,9 +255,15 @@ cil_profile *cil_profile_load(const char *path, char *err, size_t errlen)
         cil_errorf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
     }
+    cil_profile *p = cil_profile_parse(buf, path, err, errlen);
+    free(buf);
+    return p;
+}
+
+cil_profile *cil_profile_parse(char *buf, const char *path, char *err, size_t errlen)
+{
     cil_profile *p = calloc(1, sizeof *p);
     if (!p) {
-        free(buf);
         cil_errorf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
@@ -317,10 +323,8 @@ cil_profile *cil_profile_load(const char *path, char *err, size_t errlen)
         cil_errorf(err, errlen, "%s: no data rows", path);
         goto fail;
     }
-    free(buf);
     return p;
 fail:
-    free(buf);
     cil_profile_free(p);
     return NULL;
 }
@@ -365,9 +369,15 @@ cil_trace *cil_trace_load(const char *path, char *err, size_t errlen)
         cil_errorf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
     }
+    cil_trace *t = cil_trace_parse(buf, path, err, errlen);
+    free(buf);
+    return t;
+}
+
+cil_trace *cil_trace_parse(char *buf, const char *path, char *err, size_t errlen)
+{
     cil_trace *t = calloc(1, sizeof *t);
     if (!t) {
-        free(buf);
         cil_errorf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
@@ -410,10 +420,8 @@ cil_trace *cil_trace_load(const char *path, char *err, size_t errlen)
         cil_errorf(err, errlen, "%s: no data rows", path);
         goto fail;
     }
-    free(buf);
     return t;
 fail:
-    free(buf);
     cil_trace_free(t);
     return NULL;
 }

@@ -45,6 +45,9 @@ typedef struct {
  * int_ub, p50_load, p99_load; other keys ignored), a header naming at least the
  * columns grid and ests, then rows. NULL and a one-line message in err on error. */
 cil_profile *cil_profile_load(const char *path, char *err, size_t errlen);
+/* The same from text in memory (NUL-terminated; modified in place, still the caller's);
+ * name stands for the path in messages. */
+cil_profile *cil_profile_parse(char *text, const char *name, char *err, size_t errlen);
 void cil_profile_free(cil_profile *p);
 /* interp(x, grid, ests), linear between rows, clamped to the end values outside. */
 double cil_profile_eval(const cil_profile *p, double x);
@@ -56,6 +59,8 @@ typedef struct {
 
 /* Loads a trace CSV with a header naming a column "data" (e.g. timestamp,data). */
 cil_trace *cil_trace_load(const char *path, char *err, size_t errlen);
+/* The same from text in memory, as cil_profile_parse. */
+cil_trace *cil_trace_parse(char *text, const char *name, char *err, size_t errlen);
 void cil_trace_free(cil_trace *t);
 /* data[floor(t) mod n] (t in seconds; negative t wraps too). */
 double cil_trace_at(const cil_trace *t, double t_s);
