@@ -96,7 +96,10 @@ def run_policy(a, policy, cores, results):
         results[policy] = p.returncode, p.stderr.strip().splitlines()[-3:]
     finally:
         stop_cluster(esc, root, env)
-        shutil.rmtree(root, ignore_errors=True)
+        if a.keep:  # the session directories: daemons' and jobs' logs
+            print("live.py: %s kept in %s" % (policy, root), file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def cmd_run(a):
@@ -266,6 +269,7 @@ def main():
     r.add_argument("out")
     r.add_argument("--minutes", type=float, default=30)
     r.add_argument("--policies", default="resource-fair@0,cilantro-ew@1")
+    r.add_argument("--keep", action="store_true", help="keep the clusters' session directories")
     s = sub.add_parser("summary")
     s.add_argument("logs", nargs="+")
     m = sub.add_parser("sim")
