@@ -71,10 +71,13 @@ static void make_package(int n, uint64_t size, char *dir, size_t len)
 {
     snprintf(dir, len, "%s/pkg-%d", DIR_, n);
     char cmd[3000];
-    snprintf(cmd, sizeof cmd,
+    /* a truncated command would run a different shell line: fail instead */
+    int cmd_len = snprintf(cmd, sizeof cmd,
              "mkdir -p %s && cp %s %s/ && head -c %" PRIu64 " /dev/urandom >%s/data.bin && "
              "echo %d-%d >%s/stamp",
              dir, LIB, dir, size, dir, n, (int)getpid(), dir);
+    if (cmd_len < 0 || (size_t)cmd_len >= sizeof cmd)
+        die("package directory path too long", NULL);
     if (system(cmd) != 0)
         die("cannot make a package directory", NULL);
 }

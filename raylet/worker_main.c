@@ -643,9 +643,9 @@ static int find_cli(char *out, size_t len)
     if (bin && *bin && executable_at(out, len, bin, "client/escher"))
         return 0;
     char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
+    ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (exe_len > 0) {
+        exe[exe_len] = '\0';
         char *slash = strrchr(exe, '/');
         if (slash)
             *slash = '\0';
@@ -655,12 +655,12 @@ static int find_cli(char *out, size_t len)
     }
     const char *path = getenv("PATH");
     while (path && *path) {
-        size_t n = strcspn(path, ":");
+        size_t dir_len = strcspn(path, ":");
         char dir[4096];
-        snprintf(dir, sizeof dir, "%.*s", (int)n, path);
-        if (n > 0 && executable_at(out, len, dir, "escher"))
+        snprintf(dir, sizeof dir, "%.*s", (int)dir_len, path);
+        if (dir_len > 0 && executable_at(out, len, dir, "escher"))
             return 0;
-        path += n + (path[n] == ':');
+        path += dir_len + (path[dir_len] == ':');
     }
     return -1;
 }

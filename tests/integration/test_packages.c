@@ -63,12 +63,14 @@ static void make_job_dir(const char *name, char *dir, size_t len)
 {
     snprintf(dir, len, "%s/%s", SRC, name);
     char cmd[1500];
-    snprintf(cmd, sizeof cmd,
+    /* a truncated command would run a different shell line: fail instead */
+    int cmd_len = snprintf(cmd, sizeof cmd,
              "mkdir -p '%s/lib' && cp '%s' '%s/lib/libmytasks.so' && "
              "printf 'payload-%s' >'%s/data.txt' && "
              "printf '#!/bin/sh\\ntest \"$(cat data.txt)\" = payload-%s\\n' >'%s/run.sh' && "
              "chmod +x '%s/run.sh'",
              dir, h_tasks_lib(), dir, name, dir, name, dir, dir);
+    assert_true(cmd_len >= 0 && (size_t)cmd_len < sizeof cmd);
     assert_int_equal(system(cmd), 0);
 }
 

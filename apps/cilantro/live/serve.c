@@ -655,8 +655,8 @@ static int round_once(serve_t *s, int r, double *alloc)
 static int run(serve_t *s, const char *address)
 {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = '\0';
+    ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[exe_len > 0 ? exe_len : 0] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = '\0';
@@ -700,8 +700,8 @@ static int run(serve_t *s, const char *address)
     esc_unsubscribe(w);
     stop_tenants(s);
     esc_disconnect(s->c);
-    for (int n = 0; n < s->nnodes; n++)
-        free(s->nodes[n]);
+    for (int i = 0; i < s->nnodes; i++)
+        free(s->nodes[i]);
     return rc;
 }
 
