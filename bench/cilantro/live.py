@@ -23,6 +23,7 @@
       (from the fitted curves: live_njc_fairness_curve).
 """
 import argparse
+import gzip
 import json
 import math
 import os
@@ -52,7 +53,8 @@ def mean(v):
 
 
 def read_log(path):
-    rows = [json.loads(line) for line in open(path) if line.strip()]
+    f = gzip.open(path, "rt") if path.endswith(".gz") else open(path)  # results/ keeps .gz
+    rows = [json.loads(line) for line in f if line.strip()]
     if not rows:
         sys.exit("live.py: %s: no rounds" % path)
     return rows
