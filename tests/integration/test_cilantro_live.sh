@@ -31,7 +31,7 @@ cleanup() {
   local rc=$?
   [ -n "$RUN_PID" ] && kill "$RUN_PID" 2>/dev/null
   if [ "$rc" -ne 0 ]; then
-    for f in "$T"/*.err "$T"/out.txt "$T"/*/logs/raylet.log; do
+    for f in "$T"/*.err "$T"/out.txt "$T"/out2.txt "$T"/*/logs/raylet.log; do
       [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 15 "$f" >&2; }
     done
   fi
