@@ -34,6 +34,11 @@ cleanup() {
     for f in "$T"/*.err "$T"/out.txt "$T"/out2.txt "$T"/*/logs/raylet.log; do
       [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 15 "$f" >&2; }
     done
+    # the tenants' own words (their jobs' logs), while the cluster is still up
+    for j in $(cat "$T"/out*.txt 2>/dev/null | awk '$1 == "tenant" && $3 == "job" {print $2 ":" $4}'); do
+      echo "--- job log of tenant ${j%%:*} (last lines)" >&2
+      timeout 10 "$ESC" job logs "${j#*:}" 2>&1 | grep -v '^{' | tail -n 8 >&2
+    done
   fi
   for d in "$T"/n*; do [ -d "$d" ] && ESCHER_SESSION_DIR=$d "$ESC" stop --force >/dev/null 2>&1; done
   "$ESC" stop --force >/dev/null 2>&1 || true

@@ -43,6 +43,8 @@
 /* A get of a result on another node can take ~0.1 s (a busy machine): one collect stops
  * after this long, so reports and resizes keep their pace. */
 #define COLLECT_S 0.2
+#define START_TIMEOUT_MS 20000 /* an actor's first answer (its worker starts, the package
+                                  is fetched on its node) */
 #define GET_TIMEOUT_MS 1000 /* a ready result's pull (0.1-0.2 s on a loaded machine) */
 #define SUSPECT_S 3.0       /* how long an actor whose pull timed out is left alone */
 #define PER_ACTOR_QUEUE 64 /* slo: requests beyond this per actor are dropped (violations) */
@@ -196,14 +198,17 @@ static int create_actor(tenant *t, int k, double cap)
     *x = (actor_t){.held = cap};
     if (esc_actor_create(t->c, &spec, &x->a, &st) != ESC_OK ||
         esc_actor_call(t->c, x->a, "cil_where", NULL, 0, 1, &ref, &st) != ESC_OK ||
-        esc_get(t->c, ref, 60000, &data, &len, &st) != ESC_OK ||
+        esc_get(t->c, ref, START_TIMEOUT_MS, &data, &len, &st) != ESC_OK ||
         sscanf(data, "%79s %ld", x->node, &x->pid) != 2) {
-        fprintf(stderr, "cilantro-tenant %s: an actor did not start: %s\n", t->o.name,
-                st.message);
+        fprintf(stderr, "cilantro-tenant %s: an actor did not start (it is tried again): %s\n",
+                t->o.name, st.message);
         if (x->a)
             esc_actor_kill(t->c, x->a, NULL);
         x->gone = 1;
     }
+    else
+        fprintf(stderr, "cilantro-tenant %s: actor %s started on node %s (pid %ld)\n",
+                t->o.name, an, x->node, x->pid);
     esc_ref_free(ref);
     free(data);
     return x->gone ? -1 : 0;
