@@ -22,6 +22,7 @@
 
 #include "cilantro/metrics.h"
 #include "cilantro/policy.h"
+#include "../cli/cli.h" /* cli_median: serve.c is part of the cilantro command */
 #include "live.h"
 
 #define MAX_TENANTS 32
@@ -516,20 +517,6 @@ static void stop_tenants(serve_t *s)
 }
 
 /* ---- rounds ---- */
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* What one round measured: per tenant (reward NAN without records), and overall. */
 typedef struct {
     double reward[MAX_TENANTS], util[MAX_TENANTS], reports[MAX_TENANTS], held[MAX_TENANTS],
@@ -552,7 +539,7 @@ static void take_feedback(serve_t *s, round_stats *rs)
         rs->load[j] = t->load_n > 0 ? t->load_sum / t->load_n : NAN;
         t->rsum = t->rn = t->lat_sum = t->served = t->load_sum = t->load_n = 0;
     }
-    rs->feedback_ms = median(s->fb_ms, s->nfb);
+    rs->feedback_ms = s->nfb ? cli_median(s->fb_ms, (size_t)s->nfb) : NAN;
     s->nfb = 0;
 }
 
