@@ -444,6 +444,36 @@ const char *actor_manager_job(actor_manager *am, const char *actor_id)
     return a ? a->creation->job_id : NULL;
 }
 
+static const char *actor_state(const actor *a)
+{
+    if (a->dead)
+        return "DEAD";
+    if (a->initialized)
+        return "ALIVE";
+    return a->restarts ? "RESTARTING" : "STARTING";
+}
+
+static unsigned count_calls(const call *c)
+{
+    unsigned n = 0;
+    for (; c; c = c->next)
+        n++;
+    return n;
+}
+
+void actor_manager_each(actor_manager *am, void (*fn)(void *ud, const actor_row *row), void *ud)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(am->actors, &pos, &k, &v)) {
+        const actor *a = v;
+        actor_row row = {a->creation->actor_id, a->creation->job_id, a->creation->name,
+                         actor_state(a), count_calls(a->head), a->nrunning, a->restarts};
+        fn(ud, &row);
+    }
+}
+
 bool actor_manager_kill(actor_manager *am, const char *actor_id, const char *why)
 {
     actor *a = esc_strmap_get(am->actors, actor_id);

@@ -69,6 +69,21 @@ const char *actor_manager_credential(actor_manager *am, const char *actor_id);
  * hosts no such actor. */
 const char *actor_manager_job(actor_manager *am, const char *actor_id);
 
+/* What the state API shows of an actor hosted here (strings owned by the manager). */
+typedef struct {
+    const char *actor_id;
+    const char *job_id;
+    const char *name;        /* its creation spec's name */
+    const char *state;       /* STARTING, ALIVE, RESTARTING, DEAD */
+    unsigned pending_calls;  /* queued, not started */
+    unsigned running_calls;
+    unsigned restarts;
+} actor_row;
+
+/* Calls fn for every actor this raylet hosts or hosted (dead ones stay while the manager
+ * keeps them to answer calls). fn must not change the manager. */
+void actor_manager_each(actor_manager *am, void (*fn)(void *ud, const actor_row *row), void *ud);
+
 /* Kills an actor hosted here. Returns false when there is none alive by that id. */
 bool actor_manager_kill(actor_manager *am, const char *actor_id, const char *why);
 

@@ -38,6 +38,8 @@ static const char usage[] =
     "  --node-id ID                reuse a node id\n"
     "  --forward-timeout-ms MS     deadline of a call to another raylet (forwarding a\n"
     "                              task); one that misses it is suspect (500)\n"
+    "  --ended-tasks N             rows of tasks that ended here kept for `escher list\n"
+    "                              tasks` (0..1000000; 0 keeps none; default 1000)\n"
     "  --no-cpu-quota              do not enforce CPU shares with cgroups (default: a\n"
     "                              worker's CPU quota is what its task holds, where a\n"
     "                              cgroup cpu controller is writable)\n"
@@ -120,6 +122,19 @@ static int parse_ms(const char *flag, const char *v, int *out, char *err, size_t
     if (!*v || *end || errno || ms < 1 || ms > 3600000)
         return fail(err, errlen, "%s: expected milliseconds 1..3600000, got '%s'", flag, v);
     *out = (int)ms;
+    return 0;
+}
+
+static int parse_ended_tasks(const char *flag, const char *v, int *out, char *err,
+                             size_t errlen)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || errno || n < 0 || n > RAYLET_ENDED_TASKS_MAX)
+        return fail(err, errlen, "%s: expected a count 0..%d, got '%s'", flag,
+                    RAYLET_ENDED_TASKS_MAX, v);
+    *out = (int)n;
     return 0;
 }
 
@@ -281,6 +296,7 @@ enum {
     OPT_NODE_ID,
     OPT_LOG_DIR,
     OPT_FORWARD_TIMEOUT_MS,
+    OPT_ENDED_TASKS,
     OPT_NO_CPU_QUOTA,
     OPT_HELP,
     OPT_VERSION,
@@ -307,6 +323,7 @@ static const struct option long_opts[] = {
     {"node-id", required_argument, NULL, OPT_NODE_ID},
     {"log-dir", required_argument, NULL, OPT_LOG_DIR},
     {"forward-timeout-ms", required_argument, NULL, OPT_FORWARD_TIMEOUT_MS},
+    {"ended-tasks", required_argument, NULL, OPT_ENDED_TASKS},
     {"no-cpu-quota", no_argument, NULL, OPT_NO_CPU_QUOTA},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -387,6 +404,8 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
         return 0;
     case OPT_FORWARD_TIMEOUT_MS:
         return parse_ms(flag, v, &cfg->forward_timeout_ms, err, errlen);
+    case OPT_ENDED_TASKS:
+        return parse_ended_tasks(flag, v, &cfg->ended_tasks, err, errlen);
     case OPT_NO_CPU_QUOTA:
         cfg->no_cpu_quota = true;
         return 0;
@@ -440,6 +459,7 @@ int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t er
     cfg->bind = strdup("0.0.0.0");
     cfg->node_ip = strdup("127.0.0.1");
     cfg->forward_timeout_ms = RAYLET_FORWARD_TIMEOUT_MS;
+    cfg->ended_tasks = RAYLET_ENDED_TASKS;
     cfg->exit_on_stop_ms = -1;
     cfg->metrics_port = -1;
     cfg->metrics_bind = strdup("127.0.0.1");

@@ -22,6 +22,11 @@ typedef struct {
  * suspect (peers.h). */
 #define RAYLET_FORWARD_TIMEOUT_MS 500
 
+/* Rows of tasks that ended here kept for the state API (`escher list tasks --state
+ * finished`, docs/observability.md): about 200 bytes each. */
+#define RAYLET_ENDED_TASKS 1000
+#define RAYLET_ENDED_TASKS_MAX 1000000
+
 /* The command line (docs/processes.md), parsed by config.c. */
 typedef struct {
     char *gcs_address;
@@ -44,6 +49,7 @@ typedef struct {
     char *log_dir;               /* NULL: /tmp/escher-<uid>/logs/raylet-<pid> */
     int forward_timeout_ms;      /* calls to other raylets (peers.h) */
     bool no_cpu_quota;           /* --no-cpu-quota: CPU shares not enforced */
+    int ended_tasks;             /* --ended-tasks: ended task rows kept (state API) */
     bool help;
     bool version;                /* --version */
     int exit_on_stop_ms;         /* --exit-on-cluster-stop; -1: keep retrying */

@@ -441,6 +441,13 @@ void object_service_stop(object_service *o)
         announcer_stop(o->announcer);
 }
 
+void object_service_each(object_service *o, void (*fn)(void *ud, const object_row *row),
+                         void *ud)
+{
+    if (o)
+        object_store_each(o->store, fn, ud);
+}
+
 void object_service_job_finished(object_service *o, const char *job_id)
 {
     size_t n = object_store_delete_job(o->store, job_id);
@@ -483,7 +490,8 @@ int object_service_serve(object_service *o, esc_rpc_server *srv)
     if (esc_rpc_server_handle(srv, svc, "PutChunk", on_put_chunk, o) != 0 ||
         esc_rpc_server_handle(srv, svc, "Pull", on_pull, o) != 0 ||
         esc_rpc_server_handle(srv, svc, "FreeObjects", on_free_objects, o) != 0 ||
-        esc_rpc_server_handle(srv, svc, "Stats", on_stats, o) != 0)
+        esc_rpc_server_handle(srv, svc, "Stats", on_stats, o) != 0 ||
+        esc_rpc_server_handle(srv, svc, "ListObjects", state_list_handle_objects, o->r) != 0)
         return -1;
     return 0;
 }

@@ -30,6 +30,12 @@ int object_service_store(struct raylet *r, const char *id, const char *job_id, c
  * changes); false when this node does not hold it. */
 bool object_service_get(struct raylet *r, const char *id, object_view *out);
 /* Frees every object of the job (its EV_JOB_FINISHED was applied). */
+/* The state API: fn for every object in the store (object_store_each); NULL o: none. */
+void object_service_each(object_service *o, void (*fn)(void *ud, const object_row *row),
+                         void *ud);
+/* ObjectStore.ListObjects (raylet/state_list.c; ud is the raylet). */
+void state_list_handle_objects(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+
 void object_service_job_finished(object_service *o, const char *job_id);
 /* Announces every sealed object again (after a snapshot: the GCS may have restarted and
  * lost its directory, which lives only in memory). */

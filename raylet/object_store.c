@@ -326,6 +326,19 @@ void object_store_each_sealed(const object_store *s,
     }
 }
 
+void object_store_each(const object_store *s, void (*fn)(void *ud, const object_row *row),
+                       void *ud)
+{
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(s->index, &pos, &k, &v)) {
+        const object_entry *e = v;
+        object_row row = {e->id, e->job_id, e->size, e->sealed, e->pins > 0, e->is_error};
+        fn(ud, &row);
+    }
+}
+
 void object_store_get_stats(const object_store *s, object_store_stats *out)
 {
     out->capacity = s->capacity;

@@ -107,6 +107,20 @@ size_t object_store_expire(object_store *s, uint64_t now_ms);
 void object_store_each_sealed(const object_store *s,
                               void (*fn)(void *ud, const object_view *v), void *ud);
 
+/* What the state API shows of an object (docs/observability.md): never its data. */
+typedef struct {
+    const char *id;
+    const char *job_id;
+    uint64_t size;       /* bytes of its value */
+    bool sealed;
+    bool pinned;         /* a reader streams it out now */
+    bool is_error;
+} object_row;
+
+/* Calls fn for every object in the index, sealed or not. fn must not change the store. */
+void object_store_each(const object_store *s, void (*fn)(void *ud, const object_row *row),
+                       void *ud);
+
 void object_store_get_stats(const object_store *s, object_store_stats *out);
 
 #endif

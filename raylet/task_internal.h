@@ -11,7 +11,9 @@
  *   task_cancel.c   cancel, withdraw, kill an actor;
  *   task_lineage.c  ends reported by the raylets tasks were forwarded to, and the lineage
  *                   kept to make lost results again (Reconstruct);
- *   task_state.c    where one task is on this raylet (GetTaskState, log following).
+ *   task_state.c    where one task is on this raylet (GetTaskState, log following);
+ *   state_list.c    the state API: ListTasks, ListActors (and ObjectStore.ListObjects),
+ *                   with the record of tasks that ended here lately.
  *
  * Only these files include this header; the rest of the raylet sees task_manager.h. */
 #ifndef RAYLET_TASK_INTERNAL_H
@@ -47,6 +49,7 @@ typedef struct task_entry {
     int64_t gpus;                   /* the GPU quantity requested (fixed point) */
     gpu_grant grant;                /* the instances it holds while running */
     char *shape_key;                /* while queued: its shape's key in tm->shapes */
+    uint64_t start_ms;              /* wall clock when it last started here; 0 before */
 } task_entry;
 
 struct task_manager {
@@ -90,6 +93,10 @@ struct task_manager {
     bool mps;                       /* an MPS daemon ran when the raylet started */
     esc_strmap *actors;             /* actor id -> creation entry holding its resources */
     struct held_submit *held;       /* submissions waiting for their job's event (task_submit.c) */
+    /* The tasks that ended here lately, for the state API (state_list.c): a ring of
+     * ended_cap rows (raylet --ended-tasks), the oldest overwritten first. */
+    Escher__TaskRow **ended_rows;
+    size_t ended_cap, ended_next;
 };
 
 /* ---- task_manager.c */
@@ -173,5 +180,13 @@ void task_state_report_entrypoint(task_manager *tm, const task_entry *e, bool pe
  * `escher job logs --follow` learns where it runs from an event, without looking. */
 #define JOBS_KV_NS "_jobs"
 void task_state_report_started(task_manager *tm, const task_entry *e);
+
+/* ---- state_list.c */
+/* Records that e ended here (ok: FINISHED, else FAILED) in the ring of ended rows. */
+void task_list_record_end(task_manager *tm, const task_entry *e, bool ok);
+void task_list_handle_tasks(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+void task_list_handle_actors(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
+/* Frees the ring of ended rows (task_manager_free). */
+void task_list_free(task_manager *tm);
 
 #endif

@@ -149,6 +149,7 @@ static void on_done(void *ud, const Escher__TaskResult *res)
         return;
     }
     tm->ended[res->ok ? TASK_SUCCEEDED : TASK_FAILED]++;
+    task_list_record_end(tm, e, res->ok);
     results_store(tm->r->results, e->spec, res);
     task_entry_free(e);
 }
@@ -170,6 +171,7 @@ static void run(task_manager *tm, task_entry *e)
     char why[512];
     if (task_args_lend(tm, e, why, sizeof why)) {
         task_args_unlend(e);
+        task_list_record_end(tm, e, false);
         results_store_error(tm->r->results, e->spec, why);
         task_entry_free(e);
         return;
@@ -181,6 +183,7 @@ static void run(task_manager *tm, task_entry *e)
         return;
     }
     gpu_slots_acquire(tm->gpus, gpus, &e->grant);
+    e->start_ms = esc_wall_ms();
     raylet_changed(r, false);
     esc_strmap_put(tm->running, e->spec->task_id, e);
     if (e->spec->job_entrypoint)
@@ -222,6 +225,7 @@ static void run(task_manager *tm, task_entry *e)
     if (rc != 0) {
         esc_strmap_del(tm->running, e->spec->task_id);
         release(tm, e);
+        task_list_record_end(tm, e, false);
         results_store_error(tm->r->results, e->spec, "cannot start a worker process");
         task_entry_free(e);
     }
@@ -472,7 +476,9 @@ int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
            esc_rpc_server_handle(srv, d, "KillActor", task_cancel_handle_kill_actor, tm) |
            esc_rpc_server_handle(srv, d, "ResizeActor", actor_resize_handle, tm) |
            esc_rpc_server_handle(srv, d, "Reconstruct", task_lineage_handle_reconstruct, tm) |
-           esc_rpc_server_handle(srv, d, "GetTaskState", task_state_handle, tm);
+           esc_rpc_server_handle(srv, d, "GetTaskState", task_state_handle, tm) |
+           esc_rpc_server_handle(srv, d, "ListTasks", task_list_handle_tasks, tm) |
+           esc_rpc_server_handle(srv, d, "ListActors", task_list_handle_actors, tm);
 }
 
 void task_manager_log_applied(task_manager *tm)
@@ -574,6 +580,7 @@ void task_manager_free(task_manager *tm)
     while (esc_strmap_next(tm->actors, &pos, &k, &v))
         task_entry_free(v);
     esc_strmap_free(tm->actors);
+    task_list_free(tm);
     free(tm);
 }
 
