@@ -785,6 +785,158 @@ const char *esc_actor_state_name(esc_actor_state s);
 /* Frees the handle (the actor is untouched). */
 void esc_actor_free(esc_actor *a);
 
+/* ------------------------------------------------------------------ state API */
+
+/* `escher list` (docs/observability.md, "State API: escher list"): the cluster's nodes,
+ * jobs, resources, tasks, actors and objects as rows. Nodes, jobs and resources come
+ * from the GCS (one GetClusterStatus or ListJobs call); tasks, actors and objects from
+ * the raylets: one call to every alive node (or to the one node of the filter), made one
+ * after the other, each with a deadline of ESC_LIST_NODE_TIMEOUT_MS. A node that does
+ * not answer in time is named in info.unreachable and its rows are missing; the call is
+ * still ESC_OK.
+ *
+ * Visibility: nodes, jobs and resources are everyone's who holds the cluster token (as
+ * `escher status`). Tasks, actors and objects: a client in a job sees its job's rows
+ * and those of jobs that granted it their whole namespace; a client with no job (the
+ * CLI's reader) sees every row. Enforced by the raylets (docs/security.md). */
+
+#define ESC_LIST_DEFAULT_LIMIT 1000
+#define ESC_LIST_NODE_TIMEOUT_MS 2000
+
+/* Filters; every field may be left zero. Strings are only read during the call. */
+typedef struct {
+    const char *job_id;   /* NULL or "": every job. Nodes: INVALID_ARGUMENT */
+    /* NULL or "": any. Else one of the kind's states, any case:
+     *   nodes      ALIVE, DRAINING, DEAD
+     *   jobs       RUNNING, FINISHED, FAILED
+     *   resources  PHYSICAL, EPHEMERAL
+     *   tasks      QUEUED, WAITING_FOR_ARGS, RUNNING, FINISHED, FAILED
+     *   actors     STARTING, ALIVE, RESTARTING, DEAD
+     *   objects    SEALED, UNSEALED
+     * Another name is INVALID_ARGUMENT, naming the kind's states. */
+    const char *state;
+    const char *node_id;  /* NULL or "": every node. Jobs: INVALID_ARGUMENT. Tasks, actors,
+                             objects: a node that is not alive is NOT_FOUND */
+    size_t limit;         /* rows at most; 0: ESC_LIST_DEFAULT_LIMIT */
+} esc_list_filter;
+
+/* What every list says besides its rows. */
+typedef struct {
+    size_t total;         /* rows that matched the filter, before the limit */
+    bool truncated;       /* total > rows returned: the list was cut at the limit */
+    char **unreachable;   /* ids of the nodes that did not answer (their rows are missing) */
+    size_t nunreachable;
+} esc_list_info;
+
+/* Nodes: rows point into status (the whole cluster status, owned by the list). */
+typedef struct {
+    esc_list_info info;
+    const esc_node_status **nodes;
+    size_t n;
+    esc_cluster_status *status;
+} esc_node_table;
+
+/* Resources: one row per node and resource; res points into status. job_id filters on
+ * the owner (ephemeral resources only). */
+typedef struct {
+    const char *node_id;
+    const esc_resource_info *res;
+} esc_resource_row;
+typedef struct {
+    esc_list_info info;
+    esc_resource_row *rows;
+    size_t n;
+    esc_cluster_status *status;
+} esc_resource_table;
+
+/* Jobs: the rows of esc_list_jobs, newest start first. */
+typedef struct {
+    esc_list_info info;
+    esc_job_info *jobs;
+    size_t n;
+} esc_job_table;
+
+/* A task as the raylet where it is knows it. */
+typedef struct {
+    char *task_id;
+    char *job_id;
+    char *name;           /* the spec's name, else its function's symbol, else argv[0] */
+    char *state;          /* QUEUED, WAITING_FOR_ARGS, RUNNING, FINISHED, FAILED */
+    char *node_id;
+    char *actor_id;       /* an actor's creation: the actor, else "" */
+    esc_amount *resources;/* requested (names owned by the list) */
+    size_t nresources;
+    unsigned attempt;     /* retries made so far */
+    unsigned max_retries;
+    uint64_t start_ms;    /* wall clock of its (last) start; 0 when not started */
+    uint64_t end_ms;      /* wall clock of its end; 0 while it has not ended */
+} esc_task_row;
+typedef struct {
+    esc_list_info info;
+    esc_task_row *rows;   /* not ended first (by task id), then ended ones, latest first */
+    size_t n;
+} esc_task_table;
+
+typedef struct {
+    char *actor_id;
+    char *job_id;
+    char *name;
+    char *node_id;
+    char *state;          /* STARTING, ALIVE, RESTARTING, DEAD */
+    esc_amount *resources;/* held now; none once dead (names owned by the list) */
+    size_t nresources;
+    unsigned pending_calls, running_calls, restarts;
+} esc_actor_row;
+typedef struct {
+    esc_list_info info;
+    esc_actor_row *rows;  /* by actor id */
+    size_t n;
+} esc_actor_table;
+
+/* An object, merged over the nodes that hold a copy. */
+typedef struct {
+    char *object_id;
+    char *job_id;         /* owner job; "" none */
+    uint64_t size;        /* bytes */
+    char **node_ids;      /* nodes holding a copy */
+    size_t nnodes;
+    bool sealed;          /* every copy complete */
+    bool pinned;          /* a reader streams some copy out now */
+    bool spilled;         /* always false: stores keep objects in memory */
+    bool is_error;        /* a failed task's error object */
+} esc_object_row;
+typedef struct {
+    esc_list_info info;
+    esc_object_row *rows; /* by object id */
+    size_t n;
+} esc_object_table;
+
+/* Each lists what the filter (NULL: none) selects into *out, owned by the caller and
+ * freed with the matching _free (NULL is fine). Returns ESC_OK, INVALID_ARGUMENT (a
+ * filter that does not apply, a bad state), NOT_FOUND (node_id not alive, for tasks,
+ * actors and objects), PERMISSION_DENIED (a raylet refused the client's job credential),
+ * or the GCS call's code; *out is NULL unless ESC_OK. */
+int esc_list_nodes(esc_client *c, const esc_list_filter *f, esc_node_table **out,
+                   esc_status *st);
+int esc_list_resources(esc_client *c, const esc_list_filter *f, esc_resource_table **out,
+                       esc_status *st);
+/* The jobs: esc_list_jobs with a filter (that name predates the state API and keeps its
+ * signature). */
+int esc_list_jobs_filtered(esc_client *c, const esc_list_filter *f, esc_job_table **out,
+                           esc_status *st);
+int esc_list_tasks(esc_client *c, const esc_list_filter *f, esc_task_table **out,
+                   esc_status *st);
+int esc_list_actors(esc_client *c, const esc_list_filter *f, esc_actor_table **out,
+                    esc_status *st);
+int esc_list_objects(esc_client *c, const esc_list_filter *f, esc_object_table **out,
+                     esc_status *st);
+void esc_node_table_free(esc_node_table *l);
+void esc_resource_table_free(esc_resource_table *l);
+void esc_job_table_free(esc_job_table *l);
+void esc_task_table_free(esc_task_table *l);
+void esc_actor_table_free(esc_actor_table *l);
+void esc_object_table_free(esc_object_table *l);
+
 #ifdef __cplusplus
 }
 #endif
