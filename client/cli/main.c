@@ -18,6 +18,7 @@ static const char usage[] =
     "  resource  set, add, delete and list ephemeral resources\n"
     "  job       submit a command as a job, list, inspect and stop jobs\n"
     "  logs      a task's captured stdout or stderr\n"
+    "  list      list nodes, jobs, resources, tasks, actors or objects (the state API)\n"
     "  up        start (or update) the cluster a cluster file describes, over SSH\n"
     "  down      stop everything `up` started on a cluster file's hosts\n"
     "  exec      run a command on a cluster file's head node\n"
@@ -44,6 +45,7 @@ static const command commands[] = {
     {"resource", cmd_resource},
     {"job", cmd_job},
     {"logs", cmd_logs},
+    {"list", cmd_list_state},
     {"up", cmd_up},
     {"down", cmd_down},
     {"exec", cmd_exec},
