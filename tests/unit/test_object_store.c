@@ -1,6 +1,7 @@
 /* test_object_store.c: the raylet's object store: chunked writes and sealing, repeats
  * and gaps, the capacity (a full store is an error, not a crash), free, free of a job,
- * expiry of a partial put whose writer went away, pins outliving a free, error objects. */
+ * expiry of a partial put whose writer went away, pins outliving a free, error objects,
+ * the rows the state API lists (object_store_each). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -138,6 +139,54 @@ static void test_pin_outlives_free(void **state)
     object_store_free(s);
 }
 
+typedef struct {
+    object_row rows[4];
+    int n;
+} seen_rows;
+
+static void see_row(void *ud, const object_row *row)
+{
+    seen_rows *s = ud;
+    s->rows[s->n++] = *row;
+}
+
+static const object_row *row_of(const seen_rows *s, const char *id)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->rows[i].id, id))
+            return &s->rows[i];
+    return NULL;
+}
+
+/* Every object in the index, sealed or not, with its size, job, pin and error flag. */
+static void test_each_row(void **state)
+{
+    (void)state;
+    object_store *s = object_store_new(1000, 100);
+    esc_status st;
+    assert_int_equal(object_store_put(s, "a", "j1", "hello", 5, false, NULL, &st), ESC_OK);
+    assert_int_equal(object_store_create(s, "b", "j2", 10, false, NULL, 0, &st), ESC_OK);
+    assert_int_equal(object_store_put(s, "c", "", NULL, 0, true, "boom", &st), ESC_OK);
+    object_view v;
+    object_entry *pin = object_store_pin(s, "a", &v);
+    seen_rows seen = {0};
+    object_store_each(s, see_row, &seen);
+    assert_int_equal(seen.n, 3);
+    const object_row *a = row_of(&seen, "a"), *b = row_of(&seen, "b"), *c = row_of(&seen, "c");
+    assert_true(a && b && c);
+    assert_int_equal(a->size, 5);
+    assert_string_equal(a->job_id, "j1");
+    assert_true(a->sealed && a->pinned && !a->is_error);
+    assert_int_equal(b->size, 10);
+    assert_true(!b->sealed && !b->pinned);
+    assert_true(c->is_error && c->sealed);
+    object_store_unpin(s, pin);
+    seen.n = 0;
+    object_store_each(s, see_row, &seen);
+    assert_false(row_of(&seen, "a")->pinned);
+    object_store_free(s);
+}
+
 static void test_error_and_empty_objects(void **state)
 {
     (void)state;
@@ -168,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_partial_timeout),
         cmocka_unit_test(test_pin_outlives_free),
         cmocka_unit_test(test_error_and_empty_objects),
+        cmocka_unit_test(test_each_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
