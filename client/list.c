@@ -229,7 +229,8 @@ int esc_list_jobs_filtered(esc_client *c, const esc_list_filter *lf, esc_job_tab
         kept += pass;
     }
     jobs_free_tail(jobs, kept, n);
-    qsort(jobs, kept, sizeof *jobs, job_newest_first);
+    if (kept)
+        qsort(jobs, kept, sizeof *jobs, job_newest_first);
     esc_job_table *l = calloc(1, sizeof *l);
     l->jobs = jobs;
     l->n = kept;
@@ -408,7 +409,8 @@ int esc_list_tasks(esc_client *c, const esc_list_filter *lf, esc_task_table **ou
     task_acc acc = {0};
     rc = ask_nodes(c, &f, &escher__task_service__descriptor, "ListTasks", &req.base, &l->info,
                    merge_tasks, &acc, st);
-    qsort(acc.rows, acc.n, sizeof *acc.rows, task_order);
+    if (acc.n)
+        qsort(acc.rows, acc.n, sizeof *acc.rows, task_order);
     l->rows = acc.rows;
     l->n = acc.n;
     cut(&l->info, acc.total, &l->n, f.limit);
@@ -494,7 +496,8 @@ int esc_list_actors(esc_client *c, const esc_list_filter *lf, esc_actor_table **
     actor_acc acc = {0};
     rc = ask_nodes(c, &f, &escher__task_service__descriptor, "ListActors", &req.base,
                    &l->info, merge_actors, &acc, st);
-    qsort(acc.rows, acc.n, sizeof *acc.rows, actor_order);
+    if (acc.n)
+        qsort(acc.rows, acc.n, sizeof *acc.rows, actor_order);
     l->rows = acc.rows;
     l->n = acc.n;
     cut(&l->info, acc.total, &l->n, f.limit);
@@ -593,7 +596,8 @@ int esc_list_objects(esc_client *c, const esc_list_filter *lf, esc_object_table 
     rc = ask_nodes(c, &f, &escher__object_store__descriptor, "ListObjects", &req.base,
                    &l->info, merge_objects, &acc, st);
     esc_strmap_free(acc.index);
-    qsort(acc.rows, acc.n, sizeof *acc.rows, object_order);
+    if (acc.n)
+        qsort(acc.rows, acc.n, sizeof *acc.rows, object_order);
     l->rows = acc.rows;
     l->n = acc.n;
     cut(&l->info, acc.total, &l->n, f.limit);

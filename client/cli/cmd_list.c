@@ -69,6 +69,15 @@ static void table_row(table *t, ...)
     t->nrows++;
 }
 
+static void table_free(table *t)
+{
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    t->cells = NULL;
+    t->nrows = t->cap = 0;
+}
+
 /* Prints the header and the rows, each column as wide as its widest cell; frees. */
 static void table_print(table *t)
 {
@@ -91,9 +100,7 @@ static void table_print(table *t)
         }
         putchar('\n');
     }
-    for (size_t i = 0; i < t->nrows * t->ncols; i++)
-        free(t->cells[i]);
-    free(t->cells);
+    table_free(t);
 }
 
 /* ------------------------------------------------------------------ cells */
@@ -161,6 +168,7 @@ static int finish(out_ctx *o, const esc_list_info *info, size_t n)
     for (size_t i = 0; i < info->nunreachable; i++)
         cli_warn("node %s did not answer: its rows are missing", info->unreachable[i]);
     if (o->json) {
+        table_free(&o->t);
         json_t *doc = json_object();
         json_object_set_new(doc, "kind", json_string(o->kind));
         json_object_set_new(doc, "total", json_integer((json_int_t)info->total));

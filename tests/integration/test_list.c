@@ -416,5 +416,7 @@ int main(void)
         cmocka_unit_test(test_objects),   cmocka_unit_test(test_visibility),
         cmocka_unit_test(test_filters),   cmocka_unit_test(test_bad_input),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests(tests, setup, teardown);
+    /* A daemon that crashed or leaked (under ASan) on its way out fails the test too. */
+    return failed || h_unclean_exits() ? 1 : 0;
 }
