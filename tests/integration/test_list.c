@@ -1,7 +1,8 @@
 /* test_list.c: the state API (esc_list_*, `escher list`; docs/observability.md, "State
  * API: escher list") on a two-raylet loopback cluster:
  *  - tasks: one running (on the node that alone has `slot`), one queued behind it there,
- *    one finished and one failed on node 0, each with its state, node, resources, times;
+ *    one waiting for the running one's return, one finished and one failed on node 0,
+ *    each with its state, node, resources, times;
  *  - an actor appears on its node (the only one with `aslot`) with what it holds;
  *  - an object put appears with its size and node;
  *  - filters: --job, --state, --node, --limit with the cut marker (SDK and CLI);
@@ -32,7 +33,7 @@
 static h_cluster C;
 static esc_client *A, *B;         /* job A (namespace "lista"), job B ("listb") */
 static char running_id[ESC_ID_MAX], queued_id[ESC_ID_MAX], done_id[ESC_ID_MAX],
-    failed_id[ESC_ID_MAX];
+    failed_id[ESC_ID_MAX], waiting_id[ESC_ID_MAX];
 static esc_actor *actor;
 static esc_ref *put_a, *put_b;
 
@@ -202,8 +203,15 @@ static void test_tasks(void **state)
     esc_ref *r = NULL;
     const char *long_args[] = {"60000", marker};
     submit(A, "marked_stamp", long_args, 2, slot, 1, running_id, &r);
-    esc_ref_free(r);
     assert_true(h_wait_marker(marker, WAIT_MS));
+    /* Its return as another task's argument: that task waits for it on node 0. */
+    esc_task_arg dep = {.ref = r};
+    esc_task_spec wspec = {.library = h_tasks_lib(), .symbol = "echo", .resources = cpu,
+                           .nresources = 1, .args = &dep, .nargs = 1};
+    esc_ref *w = NULL;
+    assert_int_equal(esc_task_submit(A, &wspec, &w, waiting_id, NULL), ESC_OK);
+    esc_ref_free(w);
+    esc_ref_free(r);
     const char *q_args[] = {"0"};
     submit(A, "stamp", q_args, 1, slot, 1, queued_id, &r);
     esc_ref_free(r);
@@ -221,6 +229,7 @@ static void test_tasks(void **state)
     wait_task(queued_id, "QUEUED", 1);
     wait_task(done_id, "FINISHED", 0);
     wait_task(failed_id, "FAILED", 0);
+    wait_task(waiting_id, "WAITING_FOR_ARGS", 0);
 
     esc_task_table *l = NULL;
     assert_int_equal(esc_list_tasks(A, NULL, &l, NULL), ESC_OK);
