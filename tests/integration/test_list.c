@@ -7,6 +7,7 @@
  *  - an object put appears with its size and node;
  *  - filters: --job, --state, --node, --limit with the cut marker (SDK and CLI);
  *  - `--json` parses (python3's json module) and carries the rows;
+ *  - a raylet that does not answer is named unreachable, the other node's rows listed;
  *  - bad kind, state, limit and a filter that does not apply: one line, exit 2;
  *  - visibility: a client of job B sees none of job A's tasks, actors or objects; the
  *    CLI (no job) sees both jobs' rows.
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,7 +42,9 @@ static esc_ref *put_a, *put_b;
 static int setup(void **state)
 {
     *state = &C;
-    h_init(&C, 3000);
+    /* A node timeout well above the list's per-node deadline: a raylet stopped for one
+     * list is unreachable, not dead. */
+    h_init(&C, 15000);
     const char *extras[] = {"--num-cpus 4", "--num-cpus 4 --resources slot=1,aslot=1"};
     if (h_start_cluster(&C, 2, extras) != 0)
         return -1;
@@ -401,6 +405,26 @@ static void test_filters(void **state)
     json_decref(doc);
 }
 
+/* A raylet that does not answer (SIGSTOP) is named, its rows missing; the rest is listed. */
+static void test_unreachable(void **state)
+{
+    (void)state;
+    kill(C.raylets[1].pid, SIGSTOP);
+    esc_task_table *l = NULL;
+    esc_status st;
+    double t0 = h_now_ms();
+    int rc = esc_list_tasks(A, NULL, &l, &st);
+    double took = h_now_ms() - t0;
+    kill(C.raylets[1].pid, SIGCONT);
+    assert_int_equal(rc, ESC_OK);
+    assert_int_equal(l->info.nunreachable, 1);
+    assert_string_equal(l->info.unreachable[0], C.raylets[1].node_id);
+    assert_non_null(find_task(l, done_id));    /* node 0's rows */
+    assert_null(find_task(l, running_id));     /* node 1's are missing */
+    assert_true(took < ESC_LIST_NODE_TIMEOUT_MS + 3000);
+    esc_task_table_free(l);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -423,7 +447,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tasks),     cmocka_unit_test(test_actor),
         cmocka_unit_test(test_objects),   cmocka_unit_test(test_visibility),
-        cmocka_unit_test(test_filters),   cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_filters),   cmocka_unit_test(test_unreachable),
+        cmocka_unit_test(test_bad_input),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     /* A daemon that crashed or leaked (under ASan) on its way out fails the test too. */
