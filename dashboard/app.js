@@ -185,6 +185,7 @@ function renderJobs(s) {
     const tr = row([j.job_id, j.namespace, el('span', j.state, 'state-' + j.state),
                     j.entrypoint, when(j.start_ms), when(j.end_ms), j.driver_pid || '']);
     tr.dataset.job = j.job_id;
+    tr.cells[3].classList.add('wrap');
     return tr;
   }));
 }
@@ -197,7 +198,7 @@ function describe(e) {
     parts.push(op.op + ' ' + op.name + (op.op === 'delete' ? '' : ' ' + fmt(op.value)) +
                ' on ' + op.node_id);
   for (const j of e.jobs) if (j.job_id !== e.job_id) parts.push('job ' + j.job_id + ' ' + j.state);
-  for (const k of e.kvs) parts.push((k.deleted ? 'kv delete ' : 'kv put ') + k.ns + '/' + k.key);
+  for (const k of e.kvs) parts.push((k.deleted ? 'delete ' : 'put ') + k.ns + '/' + k.key);
   return parts.join('  ');
 }
 

@@ -15,6 +15,7 @@
  *   grants.c      GrantNamespace
  *   wait_applied.c WaitApplied
  *   status.c      GetClusterStatus
+ *   dashboard.c   the web dashboard: HTTP routes, token, event stream (dashboard.h)
  *   kv.c          the key-value table
  *   packages.c    jobs' packages: SetJobPackage, removal when no running job names one
  *   object_dir.c  the object directory (locations in memory only: objects die with their
