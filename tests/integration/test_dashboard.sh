@@ -12,7 +12,8 @@
 #  - an idle event stream costs the GCS no CPU (the connection sleeps, no busy loop);
 #    streams whose clients went away are released (more than the 64 connection slots
 #    are opened and dropped, and the dashboard still answers);
-#  - escher-gcs refuses a --dashboard-dir without index.html, in one line.
+#  - escher-gcs refuses a --dashboard-dir without index.html, in one line;
+#  - `escher start --head --no-dashboard` starts none.
 # No fixed sleeps stand in for a condition: every wait polls with a deadline.
 set -euo pipefail
 
@@ -200,5 +201,20 @@ set -e
 [ "$rc" -ne 0 ] || fail "escher-gcs accepted a --dashboard-dir with no page"
 [ "$(wc -l <"$T/g.err")" -eq 1 ] && grep -q "dashboard-dir.*index.html" "$T/g.err" ||
   fail "its error: $(cat "$T/g.err")"
+
+step "escher start --no-dashboard"
+for p in "${STREAM_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+STREAM_PIDS=()
+"$ESC" stop --session-dir "$S" >/dev/null 2>&1 || fail "escher stop"
+S2="$T/session2"
+"$ESC" start --head --no-dashboard --dashboard-port 1 --session-dir "$S2" >"$T/o" 2>"$T/e" &&
+  fail "--no-dashboard with --dashboard-port was accepted"
+grep -q "exclude each other" "$T/e" || fail "its error: $(cat "$T/e")"
+S="$S2" # cleanup stops this one
+"$ESC" start --head --no-dashboard --port 0 --num-cpus 1 --num-gpus 0 --node-ip 127.0.0.1 \
+  --session-dir "$S2" >"$T/o" 2>"$T/e" || fail "escher start --no-dashboard: $(cat "$T/e")"
+[ ! -e "$S2/gcs.dashboard_port" ] || fail "a dashboard port file with --no-dashboard"
+! grep -q "dashboard http" "$T/o" || fail "a dashboard line with --no-dashboard: $(cat "$T/o")"
+! grep -q "dashboard on" "$S2/logs/gcs.log" || fail "the GCS serves a dashboard: $(grep "dashboard on" "$S2/logs/gcs.log")"
 
 echo "test_dashboard: PASS"
