@@ -165,6 +165,9 @@ function spark(h) {
 
 function renderResources(s) {
   const now = s.t_ms;
+  // A row that is gone takes its plot with it (as on the server).
+  const present = new Set(s.resources.map(r => r.node_id + '|' + r.name));
+  for (const k of [...history.keys()]) if (!present.has(k)) history.delete(k);
   const rows = s.resources.slice().sort((a, b) =>
     (a.node_id + a.name).localeCompare(b.node_id + b.name));
   fill($('ephemeral').tBodies[0], rows.map(r => {
@@ -269,6 +272,8 @@ function connect() {
     live.textContent = 'reconnecting';
     live.className = 'badge off';
     refresh();   // shows the 401 notice when the cookie is missing
+    // The browser retries a dropped stream by itself, but not one that was refused.
+    if (es.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
   };
 }
 
