@@ -511,16 +511,17 @@ void esc_http_stop(esc_http_server *s)
 {
     if (!s)
         return;
+    /* MHD refuses to stop with suspended connections: wake every stream to its end
+     * (which arms the timer: the watchers are stopped after). */
+    for (esc_http_sse *st = s->streams; st; st = st->next) {
+        st->ending = true;
+        sse_wake(st);
+    }
     ev_ref(s->ev);
     ev_ref(s->ev);
     ev_io_stop(s->ev, &s->io);
     ev_timer_stop(s->ev, &s->timer);
     ev_timer_stop(s->ev, &s->ping);
-    /* MHD refuses to stop with suspended connections: wake every stream to its end. */
-    for (esc_http_sse *st = s->streams; st; st = st->next) {
-        st->ending = true;
-        sse_wake(st);
-    }
     MHD_stop_daemon(s->d);
     while (s->routes) {
         route *r = s->routes;
