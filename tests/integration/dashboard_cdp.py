@@ -50,6 +50,9 @@ class Browser:
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL,
                                      stderr=open(os.path.join(profile, "chromium.log"), "w"),
                                      start_new_session=True)
+        # The test's trap kills this process group if we cannot (SIGKILL, a timeout).
+        with open(os.path.join(profile, "chromium.pid"), "w") as f:
+            f.write(f"{self.proc.pid}\n")
         port_file = os.path.join(profile, "DevToolsActivePort")
         deadline = time.monotonic() + 30
         while not os.path.exists(port_file) or not open(port_file).read().strip():
@@ -143,6 +146,8 @@ def shows(key_attr, key, value):
 
 
 def main():
+    # SIGTERM (ctest's timeout, the shell's trap) ends us through the finally below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     a = parse()
     b = Browser(a.profile)
     try:

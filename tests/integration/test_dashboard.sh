@@ -44,6 +44,10 @@ STREAM_PIDS=()
 cleanup() {
   local rc=$?
   for p in "${STREAM_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  # Chromium, if dashboard_cdp.py could not kill it: its own process group.
+  if [ -s "$T/profile/chromium.pid" ]; then
+    kill -KILL -- "-$(cat "$T/profile/chromium.pid")" 2>/dev/null || true
+  fi
   if [ "$rc" -ne 0 ]; then
     for f in "$S"/logs/*.log "$T"/profile/chromium.log; do
       [ -f "$f" ] && { echo "--- tail of $f" >&2; tail -n 20 "$f" >&2; }
