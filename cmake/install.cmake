@@ -16,6 +16,11 @@ set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 install(TARGETS escher-cli escher-gcs escher-raylet escher-worker escher-gang-ghost
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
+# The dashboard's page (plain HTML/CSS/JS, nothing built): escher-gcs finds it at
+# <bindir>/../share/escher/dashboard (gcs/CMakeLists.txt, docs/observability.md).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboard/
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/escher/dashboard)
+
 # Man pages, one per program, generated from its --help and --version by help2man
 # (Debian's help2man; without it, or in a sanitized build whose programs would report
 # at exit, none are made and none installed).

@@ -15,6 +15,7 @@
  *   grants.c      GrantNamespace
  *   wait_applied.c WaitApplied
  *   status.c      GetClusterStatus
+ *   dashboard.c   the web dashboard: HTTP routes, token, event stream (dashboard.h)
  *   kv.c          the key-value table
  *   packages.c    jobs' packages: SetJobPackage, removal when no running job names one
  *   object_dir.c  the object directory (locations in memory only: objects die with their
@@ -58,6 +59,10 @@ typedef struct {
     long max_resources_per_job;
     int storage_timeout_ms;           /* a write's deadline for reaching storage */
     int dead_node_retention_ms;       /* how long a dead node stays in the table */
+    const char *dashboard_bind;       /* --dashboard-bind (127.0.0.1) */
+    int dashboard_port;               /* --dashboard-port; -1: no dashboard */
+    const char *dashboard_port_file;  /* --dashboard-port-file, or NULL */
+    const char *dashboard_dir;        /* --dashboard-dir, or NULL: found (dashboard.c) */
     const char *metrics_bind;         /* --metrics-bind (127.0.0.1) */
     int metrics_port;                 /* --metrics-port; -1: no endpoint */
     const char *metrics_port_file;    /* --metrics-port-file, or NULL */
@@ -100,6 +105,7 @@ typedef struct gcs_sub gcs_sub;
 typedef struct gcs_waiter gcs_waiter;
 typedef struct gcs_objdir gcs_objdir;
 typedef struct gcs_writes gcs_writes;
+typedef struct gcs_dash gcs_dash;
 
 typedef struct {
     Escher__Event **events;           /* circular, owned */
@@ -124,6 +130,7 @@ typedef struct gcs {
     gcs_waiter *waiters;
     gcs_objdir *objdir;     /* object directory (object_dir.c) */
     gcs_writes *writes;     /* writes waiting for their turn (write_queue.c) */
+    gcs_dash *dash;         /* the dashboard, or NULL (dashboard.c) */
     ev_timer sweep;
     ev_timer load_timer;    /* load.c: coalesces advertisements */
     ev_signal stop_all_sig; /* SIGUSR1: stop the whole cluster (main.c) */
@@ -261,6 +268,14 @@ void gcs_wait_close_all(gcs *g);
 
 /* ---- status.c ---- */
 void gcs_status_register(gcs *g);
+
+/* ---- dashboard.c (docs/observability.md, "Dashboard") ---- */
+/* Starts the dashboard when --dashboard-port is given; 0, or 1 after printing why not. */
+int gcs_dashboard_start(gcs *g);
+/* Ends its event streams and stops serving (nothing when not started). */
+void gcs_dashboard_stop(gcs *g);
+/* An event of the broadcast (pubsub.c): kept for the page and sent to its streams. */
+void gcs_dashboard_event(gcs *g, const Escher__Event *ev);
 
 /* ---- packages.c ---- */
 void gcs_packages_register(gcs *g);

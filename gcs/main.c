@@ -27,12 +27,19 @@ static const char usage_text[] =
     "                  [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]\n"
     "                  [--storage-timeout-ms N] [--dead-node-retention-ms N]\n"
     "                  [--metrics-port P] [--metrics-bind HOST] [--metrics-port-file F]\n"
+    "                  [--dashboard-port P] [--dashboard-bind HOST]\n"
+    "                  [--dashboard-port-file F] [--dashboard-dir DIR]\n"
     "                  [--help] [--version]\n"
     "  --bind HOST   listen address (default 0.0.0.0)\n"
     "  --port P      port (default 6380; 0 picks a free one, written to --port-file)\n"
     "  --metrics-port P       serve Prometheus metrics on http://HOST:P/metrics (0 picks a\n"
     "                         free port, written to --metrics-port-file; default: off)\n"
-    "  --metrics-bind HOST    the metrics listen address (default 127.0.0.1)\n";
+    "  --metrics-bind HOST    the metrics listen address (default 127.0.0.1)\n"
+    "  --dashboard-port P     serve the web dashboard on http://HOST:P/ (0 picks a free\n"
+    "                         port, written to --dashboard-port-file; default: off); it\n"
+    "                         asks for the cluster token (docs/observability.md)\n"
+    "  --dashboard-bind HOST  the dashboard listen address (default 127.0.0.1)\n"
+    "  --dashboard-dir DIR    the page's files (default: the installed copy)\n";
 
 static int usage(const char *msg)
 {
@@ -42,7 +49,9 @@ static int usage(const char *msg)
                     " [--storage memory|redis://HOST:PORT] [--node-timeout-ms N]"
                     " [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]"
                     " [--storage-timeout-ms N] [--dead-node-retention-ms N]"
-                    " [--metrics-port P] [--metrics-bind HOST] [--metrics-port-file F]\n");
+                    " [--metrics-port P] [--metrics-bind HOST] [--metrics-port-file F]"
+                    " [--dashboard-port P] [--dashboard-bind HOST] [--dashboard-port-file F]"
+                    " [--dashboard-dir DIR]\n");
     return 2;
 }
 
@@ -132,6 +141,10 @@ static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files
         {"metrics-port", required_argument, 0, 'm'},
         {"metrics-bind", required_argument, 0, 'M'},
         {"metrics-port-file", required_argument, 0, 'F'},
+        {"dashboard-port", required_argument, 0, 'D'},
+        {"dashboard-bind", required_argument, 0, 'B'},
+        {"dashboard-port-file", required_argument, 0, 'P'},
+        {"dashboard-dir", required_argument, 0, 'W'},
         {"help", no_argument, 0, 'H'},                {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     int o;
@@ -146,6 +159,10 @@ static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files
         case 'm': if (!parse_int(optarg, 0, 65535, &v)) return usage("bad --metrics-port"); c->metrics_port = (int)v; break;
         case 'M': c->metrics_bind = optarg; break;
         case 'F': c->metrics_port_file = optarg; break;
+        case 'D': if (!parse_int(optarg, 0, 65535, &v)) return usage("bad --dashboard-port"); c->dashboard_port = (int)v; break;
+        case 'B': c->dashboard_bind = optarg; break;
+        case 'P': c->dashboard_port_file = optarg; break;
+        case 'W': c->dashboard_dir = optarg; break;
         case 't': files->token = optarg; break;
         case 'd': files->daemon_key = optarg; break;
         case 'o': files->operator_key = optarg; break;
@@ -257,6 +274,8 @@ static int serve(gcs *g)
     gcs_load_init(g);
     if (gcs_metrics_start(g) != 0)
         return 1;
+    if (gcs_dashboard_start(g) != 0)
+        return 1;
     if (esc_rpc_server_start(g->server) != 0) {
         fprintf(stderr, "escher-gcs: cannot start the server\n");
         return 1;
@@ -286,6 +305,7 @@ static int serve(gcs *g)
     ev_timer_stop(esc_loop_ev(g->loop), &g->sweep);
     gcs_load_stop(g);
     gcs_metrics_stop(g);
+    gcs_dashboard_stop(g);
     ESC_INFO("shutting down");
     return 0;
 }
@@ -299,7 +319,8 @@ int main(int argc, char **argv)
                          .node_timeout_ms = 10000, .heartbeat_ms = 1000,
                          .job_timeout_ms = 10000, .max_resources_per_job = 100000,
                          .storage_timeout_ms = 5000, .dead_node_retention_ms = 60000,
-                         .metrics_bind = "127.0.0.1", .metrics_port = -1};
+                         .metrics_bind = "127.0.0.1", .metrics_port = -1,
+                         .dashboard_bind = "127.0.0.1", .dashboard_port = -1};
     secret_files files = {0};
     int rc = parse_flags(argc, argv, &g.cfg, &files);
     if (rc == CLI_DONE)
@@ -338,6 +359,7 @@ int main(int argc, char **argv)
     gcs_wait_close_all(&g);
     gcs_objects_close_all(&g);
     gcs_metrics_stop(&g); /* when serve failed after starting it */
+    gcs_dashboard_stop(&g);
     esc_rpc_server_free(g.server);
     esc_loop_drain(g.loop);
     gcs_free_tables(&g);

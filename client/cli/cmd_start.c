@@ -30,6 +30,9 @@ static const char usage[] =
     "  --port P                 GCS port (default 6380; 0 picks a free one)\n"
     "  --storage URI            GCS storage: memory (default) or redis://HOST:PORT[/DB]\n"
     "  --node-timeout-ms N      silence after which a raylet is declared dead\n"
+    "  --dashboard-port P       the web dashboard's port on 127.0.0.1 (default 0: any free\n"
+    "                           one); its URL, with the token, is printed\n"
+    "  --no-dashboard           no web dashboard\n"
     "  --block                  stay in the foreground; SIGINT/SIGTERM stops the session\n"
     "  --session-dir DIR        session directory (default: a new session_<ms>_<pid> under\n"
     "                           $XDG_RUNTIME_DIR/escher, else /tmp/escher-<uid>)\n"
@@ -108,6 +111,8 @@ static int check_head_flags(const start_ctx *s)
     if (s->storage && strcmp(s->storage, "memory") != 0 && strncmp(s->storage, "redis://", 8) != 0)
         return cli_usage("--storage wants memory or redis://HOST:PORT, not \"%s\"", s->storage);
     int rc = check_uint("--port", s->port, 65535);
+    if (!rc)
+        rc = check_uint("--dashboard-port", s->dashboard_port, 65535);
     return rc ? rc : check_uint("--node-timeout-ms", s->node_timeout_ms, 86400000);
 }
 
@@ -119,6 +124,10 @@ static int check_flags(const start_ctx *s)
                                    "to join one");
     if (!s->head && (s->port || s->storage || s->node_timeout_ms))
         return cli_usage("--port, --storage and --node-timeout-ms go with --head");
+    if (!s->head && (s->dashboard_port || s->no_dashboard))
+        return cli_usage("--dashboard-port and --no-dashboard go with --head");
+    if (s->dashboard_port && s->no_dashboard)
+        return cli_usage("--dashboard-port and --no-dashboard exclude each other");
     if (s->object_port)
         return cli_usage("--object-port: the raylet serves objects on its one gRPC port; "
                          "give --raylet-port instead");
@@ -273,6 +282,16 @@ static void print_metrics(const start_ctx *s)
     }
 }
 
+/* The dashboard's URL with the token, to paste into a browser: the first visit turns
+ * the token into a cookie (docs/observability.md, "Dashboard"). */
+static void print_dashboard(const start_ctx *s)
+{
+    char *port = s->head ? esc_session_read(s->dir, "gcs.dashboard_port") : NULL;
+    if (port && *port)
+        printf("  dashboard http://127.0.0.1:%s/?token=%s\n", port, s->token);
+    free(port);
+}
+
 static void print_started(const start_ctx *s)
 {
     char flag[PATH_MAX + 16];
@@ -283,6 +302,7 @@ static void print_started(const start_ctx *s)
     printf("  node      %s%s%s%s\n", s->node_id, s->raylet_addr[0] ? " (raylet " : "",
            s->raylet_addr, s->raylet_addr[0] ? ")" : "");
     print_metrics(s);
+    print_dashboard(s);
     if (s->head) {
         printf("\nTo add a node to this cluster, run on it:\n");
         printf("  escher start --address %s --token %s --daemon-key %s\n", s->gcs_addr,
@@ -401,6 +421,8 @@ int cmd_start(const cli_globals *g, int argc, char **argv)
         {"--raylet-port", &s->raylet_port, NULL},
         {"--object-port", &s->object_port, NULL},
         {"--keep", NULL, &s->keep},
+        {"--dashboard-port", &s->dashboard_port, NULL},
+        {"--no-dashboard", NULL, &s->no_dashboard},
         {"--daemon-key", &s->daemon_key_opt, NULL},
         {NULL, NULL, NULL},
     };

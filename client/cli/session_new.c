@@ -20,7 +20,8 @@
 /* Files of a previous run that would mislead readiness checks or clients. */
 static const char *const stale_files[] = {"token", "daemon_key", "operator", "gcs.port",
                                           "node_id", "gcs_address", "raylet_address",
-                                          "gcs.metrics_port", "raylet.metrics_port"};
+                                          "gcs.metrics_port", "raylet.metrics_port",
+                                          "gcs.dashboard_port"};
 
 bool cli_session_live(const char *dir)
 {

@@ -21,6 +21,8 @@ typedef struct {
     const char *daemon_key_opt;   /* --daemon-key (joining) */
     const char *bind, *raylet_port, *object_port;
     bool keep;                    /* --keep: the raylet outlives a stopped head */
+    const char *dashboard_port;   /* --dashboard-port (head; default "0") */
+    bool no_dashboard;            /* --no-dashboard */
     bool dir_made, dir_created;   /* the session directory: made by this start; new */
     bool started;                 /* every daemon is ready (a failure now keeps the dir) */
     const cli_globals *g;

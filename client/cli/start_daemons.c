@@ -208,6 +208,10 @@ int start_gcs(start_ctx *s)
     opt_file(&a, "--port-file", s->dir, "gcs.port");
     opt(&a, "--metrics-port", "0");
     opt_file(&a, "--metrics-port-file", s->dir, "gcs.metrics_port");
+    if (!s->no_dashboard) {
+        opt(&a, "--dashboard-port", s->dashboard_port ? s->dashboard_port : "0");
+        opt_file(&a, "--dashboard-port-file", s->dir, "gcs.dashboard_port");
+    }
     opt_file(&a, "--token-file", s->dir, "token");
     opt_file(&a, "--daemon-key-file", s->dir, "daemon_key");
     opt_file(&a, "--operator-key-file", s->dir, "operator");

@@ -1,0 +1,47 @@
+/* dashboard.h: the GCS dashboard's parts (docs/observability.md, "Dashboard").
+ *   dashboard.c       the HTTP routes, the token check, the event stream and the
+ *                     capacity history kept per registry row
+ *   dashboard_json.c  the GCS tables as JSON documents (jansson)
+ * Everything runs on the GCS loop thread. */
+#ifndef ESC_GCS_DASHBOARD_H
+#define ESC_GCS_DASHBOARD_H
+
+#include <jansson.h>
+
+#include "gcs.h"
+
+/* Capacity changes kept per registry row (the page's history plots). */
+#define GCS_DASH_HISTORY 32
+
+/* The history of one registry row: the last GCS_DASH_HISTORY capacities it had, oldest
+ * first, each at the wall-clock time (ms) its event was committed. */
+typedef struct {
+    uint64_t t_ms[GCS_DASH_HISTORY];
+    uint64_t seq[GCS_DASH_HISTORY];
+    int64_t value[GCS_DASH_HISTORY];
+    bool unbounded[GCS_DASH_HISTORY];
+    size_t start, len;
+} gcs_dash_history;
+
+/* The row's history (registry key, gcs_registry_key), or NULL when none was seen. */
+const gcs_dash_history *gcs_dashboard_history(const gcs *g, const char *key);
+
+/* ---- dashboard_json.c: new references, NULL only when out of memory ---- */
+/* A quantity as a JSON number of units (null when unbounded). */
+json_t *gcs_dash_qty(int64_t q, bool unbounded);
+/* Every node: id, address, hostname, state, labels, applied_seq, its resource rows
+ * (name, total, held, available, ephemeral...) and its queued demand. */
+json_t *gcs_dash_nodes(gcs *g);
+/* Per resource name, the sums over alive nodes. */
+json_t *gcs_dash_totals(gcs *g);
+/* Queued demand by shape, per node, with what is missing. */
+json_t *gcs_dash_demand(gcs *g);
+/* The registry: one row per (node, ephemeral resource) with owner, namespace, the
+ * node's held/available for it and its capacity history. */
+json_t *gcs_dash_resources(gcs *g);
+/* The jobs with their state. */
+json_t *gcs_dash_jobs(gcs *g);
+/* One event of the GCS's broadcast as the stream sends it. */
+json_t *gcs_dash_event(const Escher__Event *ev, uint64_t wall_ms);
+
+#endif
