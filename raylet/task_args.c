@@ -86,6 +86,7 @@ void task_manager_object_failed(task_manager *tm, const char *id, const char *wh
     for (size_t i = 0; i < n; i++) {
         char msg[700];
         snprintf(msg, sizeof msg, "cannot fetch argument %.80s: %.500s", id, why);
+        task_list_record_end(tm, lost[i], false);
         results_store_error(tm->r->results, lost[i]->spec, msg);
         task_entry_free(lost[i]);
     }
@@ -104,6 +105,7 @@ void task_manager_package_ready(task_manager *tm, const char *hash, const char *
     task_entry **list = take_fetching(tm, why ? needs_package : all_args_here, hash, &n);
     for (size_t i = 0; i < n; i++) {
         if (why) {
+            task_list_record_end(tm, list[i], false);
             results_store_error(tm->r->results, list[i]->spec, why);
             task_entry_free(list[i]);
         } else {

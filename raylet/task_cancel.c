@@ -124,6 +124,7 @@ void task_cancel_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
     task_entry *e = task_find_queued(tm, req->task_id);
     if (e) {
         task_dequeue(tm, e);
+        task_list_record_end(tm, e, false);
         results_store_error(tm->r->results, e->spec, "cancelled");
         task_entry_free(e);
         rep.found = true;

@@ -347,6 +347,7 @@ static void run_again(task_manager *tm, task_entry *e, const char *node_id)
 {
     bool actor = e->spec->actor_creation;
     if (e->spec->attempt >= (actor ? e->spec->max_restarts : e->spec->max_retries)) {
+        task_list_record_end(tm, e, false);
         results_store_error(tm->r->results, e->spec,
                             actor ? "the actor's node died and no restarts remain"
                                   : "the node running it died and no retries remain");
