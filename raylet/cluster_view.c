@@ -15,6 +15,17 @@
 /* A debit stands for tasks sent to a node since its last advertisement; if none comes
  * (the tasks queued there and changed nothing) it lapses after this long. */
 #define DEBIT_TTL_MS 1000
+/* An advertisement reflects a forward only once the task arrived, was admitted and the
+ * node reported (its rows at most every 20 ms) and the GCS advertised (every 50 ms). One
+ * that comes sooner may predate the task: a debit goes when an advertisement shows its
+ * name's availability fallen by it, or from the first advertisement this long after it. */
+#define DEBIT_FRESH_MS 100
+
+/* What this raylet sent to a node of one name, and the availability it saw then. */
+typedef struct {
+    int64_t qty;
+    int64_t base_free;
+} debit;
 
 typedef struct {
     int64_t free;       /* total - held as advertised (0 once deleted); may be < 0 */
@@ -26,7 +37,7 @@ typedef struct {
     bool alive;
     esc_strmap *caps;   /* name -> esc_capacity* (physical and ephemeral) */
     esc_strmap *avail;  /* name -> avail_row*, from EV_NODE_LOAD */
-    esc_strmap *debits; /* name -> int64_t*: sent there since the last advertisement */
+    esc_strmap *debits; /* name -> debit*: sent there, not yet seen advertised */
     uint64_t debit_ms;  /* when the last debit was made */
 } view_node;
 
@@ -179,9 +190,13 @@ static void apply_load(cluster_view *v, const Escher__NodeLoad *l)
         }
         a->unbounded = s->unbounded && !s->deleted;
         a->free = s->deleted ? 0 : s->total - s->held;
+        debit *d = esc_strmap_get(n->debits, s->name);
+        if (d && a->free <= d->base_free - d->qty)
+            free(esc_strmap_del(n->debits, s->name)); /* the row has what was sent */
     }
     /* Fresh numbers include (or no longer need) what this raylet sent there. */
-    clear_debits(n);
+    if (esc_now_ms() - n->debit_ms >= DEBIT_FRESH_MS)
+        clear_debits(n);
 }
 
 void cluster_view_apply(cluster_view *v, const Escher__Event *ev)
@@ -301,9 +316,9 @@ static bool free_of(view_node *n, const char *name, bool debits_valid, int64_t *
         return false;
     *unbounded = a->unbounded;
     *out = a->free;
-    const int64_t *d = debits_valid ? esc_strmap_get(n->debits, name) : NULL;
+    const debit *d = debits_valid ? esc_strmap_get(n->debits, name) : NULL;
     if (d)
-        *out -= *d;
+        *out -= d->qty;
     return true;
 }
 
@@ -364,6 +379,17 @@ const char *cluster_view_find_available(cluster_view *v, const char *self,
     return best_addr;
 }
 
+/* The availability a new debit of name starts from: the advertised one, else (not
+ * advertised yet) the capacity, all of it free. */
+static int64_t debit_base(view_node *n, const char *name)
+{
+    const avail_row *a = esc_strmap_get(n->avail, name);
+    if (a)
+        return a->free;
+    const esc_capacity *c = esc_strmap_get(n->caps, name);
+    return c && c->present ? c->total : 0;
+}
+
 void cluster_view_debit(cluster_view *v, const char *node_id, const accounting_req *req, size_t n)
 {
     view_node *node = esc_strmap_get(v->nodes, node_id);
@@ -374,12 +400,13 @@ void cluster_view_debit(cluster_view *v, const char *node_id, const accounting_r
         clear_debits(node);
     node->debit_ms = now;
     for (size_t i = 0; i < n; i++) {
-        int64_t *d = esc_strmap_get(node->debits, req[i].name);
+        debit *d = esc_strmap_get(node->debits, req[i].name);
         if (!d) {
             d = calloc(1, sizeof *d);
+            d->base_free = debit_base(node, req[i].name);
             esc_strmap_put(node->debits, req[i].name, d);
         }
-        *d += req[i].qty;
+        d->qty += req[i].qty;
     }
 }
 
