@@ -1,6 +1,7 @@
 /* test_cluster_view.c: other nodes' advertised availability (EV_NODE_LOAD): which node
- * a busy task may go to, headroom, excluding self and the sender, debits until the next
- * advertisement, changed rows versus full rows, deleted and unbounded rows, dead nodes. */
+ * a busy task may go to, headroom, excluding self and the sender, debits until an
+ * advertisement shows them, changed rows versus full rows, deleted and unbounded rows,
+ * dead nodes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <cmocka.h>
 
 #include <string.h>
+#include <time.h>
 
 #include "cluster_view.h"
 
@@ -78,7 +80,10 @@ static void test_most_headroom_self_and_sender_excluded(void **state)
     cluster_view_free(v);
 }
 
-static void test_debit_until_next_advertisement(void **state)
+/* A debit stays until an advertisement shows what was sent (availability fallen by the
+ * debit), so one made before the tasks arrived does not free their room; an
+ * advertisement 100 ms or more after the last debit clears every debit. */
+static void test_debit_until_advertised(void **state)
 {
     (void)state;
     cluster_view *v = cluster_view_new();
@@ -89,8 +94,20 @@ static void test_debit_until_next_advertisement(void **state)
     assert_string_equal(pick(v, NULL, "CPU", Q(1)), "a");
     cluster_view_debit(v, "a", req, 1);
     assert_null(pick(v, NULL, "CPU", Q(1))); /* both sent there count */
+    load(v, "a", false, "CPU", Q(2), 0, false, false);
+    assert_null(pick(v, NULL, "CPU", Q(1))); /* made before they arrived: still debited */
     load(v, "a", false, "CPU", Q(2), Q(1), false, false);
-    assert_string_equal(pick(v, NULL, "CPU", Q(1)), "a"); /* fresh numbers replace debits */
+    assert_null(pick(v, NULL, "CPU", Q(1))); /* one arrived, one on its way */
+    load(v, "a", false, "CPU", Q(2), Q(2), false, false);
+    assert_null(pick(v, NULL, "CPU", Q(1))); /* both arrived: the debit goes, no room */
+    load(v, "a", false, "CPU", Q(2), Q(1), false, false);
+    assert_string_equal(pick(v, NULL, "CPU", Q(1)), "a"); /* one ended: room, no debit */
+    cluster_view_debit(v, "a", req, 1);
+    assert_null(pick(v, NULL, "CPU", Q(1)));
+    struct timespec ts = {0, 110 * 1000000L}; /* past the 100 ms */
+    nanosleep(&ts, NULL);
+    load(v, "a", false, "CPU", Q(2), Q(1), false, false);
+    assert_string_equal(pick(v, NULL, "CPU", Q(1)), "a"); /* late enough to hold it */
     cluster_view_free(v);
 }
 
@@ -135,7 +152,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_most_headroom_self_and_sender_excluded),
-        cmocka_unit_test(test_debit_until_next_advertisement),
+        cmocka_unit_test(test_debit_until_advertised),
         cmocka_unit_test(test_rows_changed_full_deleted_unbounded_dead),
         cmocka_unit_test(test_ties_spread),
     };
