@@ -373,6 +373,8 @@ Escher__HistoryEvent *gcs_history_row(Escher__HistoryKind kind);
 /* Sets the row's node, job and namespace (NULL: leave as is), copied. */
 void gcs_history_set(Escher__HistoryEvent *r, const char *node_id, const char *job_id,
                      const char *ns);
+/* Sets the row's entrypoint (copied, cut at 256 bytes): a resource change's writer's. */
+void gcs_history_set_entrypoint(Escher__HistoryEvent *r, const char *entrypoint);
 /* Stages row r (taken) for the next gcs_commit or gcs_write, which must follow in the
  * same loop turn: the row is stored with that commit's batch and seq, and is in the
  * history once (and only if) the commit is. */

@@ -116,6 +116,11 @@ void gcs_history_set(hrow *r, const char *node_id, const char *job_id, const cha
         set_str(&r->namespace_, ns, 256);
 }
 
+void gcs_history_set_entrypoint(hrow *r, const char *entrypoint)
+{
+    set_str(&r->entrypoint, entrypoint, ENTRYPOINT_MAX);
+}
+
 void gcs_history_stage_node(gcs *g, Escher__HistoryKind kind, const Escher__NodeInfo *n)
 {
     hrow *r = gcs_history_row(kind);
@@ -458,6 +463,7 @@ static hrow *visible_view(gcs *g, const gcs_job *caller, const hrow *r, hrow *ou
     if (!job_seen) {
         out->job_id = (char *)"";
         out->namespace_ = (char *)"";
+        out->entrypoint = (char *)"";
     }
     if (out->n_ops < r->n_ops)
         out->ops_total -= (uint32_t)(r->n_ops - out->n_ops);

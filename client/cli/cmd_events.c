@@ -62,14 +62,18 @@ static void fmt_time(uint64_t ms, char *out, size_t len)
 
 static void print_ops(const esc_history_event *e)
 {
+    if (!e->ops_total)
+        printf(" none");
     for (size_t i = 0; i < e->nops; i++) {
         const esc_history_op *o = &e->ops[i];
         char q[48];
+        const char *v = cli_fmt_qty(o->name, o->value, o->unbounded, false, q, sizeof q);
         if (!strcmp(o->op, "delete"))
             printf(" delete %s@%s", o->name, o->node_id);
+        else if (!strcmp(o->op, "add"))
+            printf(" add %s%s%s@%s", o->name, o->value < 0 ? "" : "+", v, o->node_id);
         else
-            printf(" %s %s=%s@%s", o->op, o->name,
-                   cli_fmt_qty(o->name, o->value, o->unbounded, false, q, sizeof q), o->node_id);
+            printf(" set %s=%s@%s", o->name, v, o->node_id);
     }
     if (e->ops_total > e->nops)
         printf(" (+%zu more)", (size_t)(e->ops_total - e->nops));
@@ -96,7 +100,10 @@ static void print_fields(const esc_history_event *e)
         print_ops(e);
         break;
     case ESC_HIST_RESOURCES:
-        printf(" writer=%s ns=%s:", *e->job_id ? e->job_id : "(hidden)", e->namespace_);
+        printf(" writer=%s ns=%s", *e->job_id ? e->job_id : "(hidden)", e->namespace_);
+        if (*e->entrypoint)
+            printf(" (%s)", e->entrypoint);
+        putchar(':');
         print_ops(e);
         break;
     case ESC_HIST_TASK_FAILED:
@@ -162,10 +169,10 @@ static void json_fields(json_t *o, const esc_history_event *e)
     case ESC_HIST_RESOURCES:
         set_str(o, e->kind == ESC_HIST_RESOURCES ? "writer" : "job", e->job_id);
         set_str(o, "namespace", e->namespace_);
-        if (e->kind == ESC_HIST_JOB_STARTED) {
+        if (e->kind != ESC_HIST_JOB_ENDED)
             set_str(o, "entrypoint", e->entrypoint);
+        if (e->kind == ESC_HIST_JOB_STARTED)
             break;
-        }
         if (e->kind == ESC_HIST_JOB_ENDED)
             set_str(o, "state", e->job_state);
         json_object_set_new(o, "ops", ops_json(e));
@@ -283,7 +290,7 @@ static int list_history(esc_client *c, const events_opts *o, uint64_t *after)
     *after = o->since;
     while (more && rc == CLI_EXIT_OK)
         rc = list_page(c, o, after, &p, &more, &info);
-    if (rc == CLI_EXIT_OK && o->since + 1 < info.first_id && info.first_id > 1)
+    if (rc == CLI_EXIT_OK && o->since && o->since + 1 < info.first_id)
         cli_warn("events before id %" PRIu64 " were cut at the history's bound (%u)",
                  info.first_id, info.bound);
     pages_print(&p, rc == CLI_EXIT_OK ? o : &(events_opts){.limit = 0, .json = o->json});

@@ -377,7 +377,9 @@ typedef enum {
     ESC_HIST_NODE_DEAD = 2,     /* node_id; ops: its ephemeral resources, removed */
     ESC_HIST_JOB_STARTED = 3,   /* job_id, namespace_, entrypoint */
     ESC_HIST_JOB_ENDED = 4,     /* job_id, namespace_, job_state; ops: its resources */
-    ESC_HIST_RESOURCES = 5,     /* seq, job_id and namespace_ of the writer, ops */
+    ESC_HIST_RESOURCES = 5,     /* seq, job_id, namespace_ and entrypoint of the writer
+                                   (the CLI's short-lived job shows its command line),
+                                   ops */
     ESC_HIST_TASK_FAILED = 6,   /* task_id, task_name, job_id, node_id, attempt,
                                    max_retries, error: the task's last attempt failed */
     ESC_HIST_TASK_RETRIED = 7,  /* the same; attempt is the one that now runs */
@@ -413,7 +415,8 @@ typedef struct {
     char *namespace_;     /* that job's namespace */
     char *job_state;      /* ESC_HIST_JOB_ENDED: "FINISHED" or "FAILED"; else "" */
     char *address, *hostname;  /* ESC_HIST_NODE_ADDED */
-    char *entrypoint;     /* ESC_HIST_JOB_STARTED, cut at 256 bytes */
+    char *entrypoint;     /* ESC_HIST_JOB_STARTED, ESC_HIST_RESOURCES (the writer's),
+                             cut at 256 bytes */
     char *task_id, *task_name, *error; /* task kinds; error cut at 512 bytes */
     uint32_t attempt, max_retries;
     uint64_t dropped;     /* ESC_HIST_TASK_EVENTS_DROPPED */
