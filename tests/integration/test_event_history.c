@@ -1,10 +1,11 @@
 /* test_event_history.c: the GCS's event history (esc_list_events, `escher events`;
  * docs/observability.md, "Event history: escher events").
  *
- * One cluster on a private Redis with --event-history 40: a node joining, a job starting
+ * One cluster on a private Redis with --event-history 200: a node joining, a job starting
  * and ending (FINISHED and FAILED), a resource set/add/delete with seq, writer and target,
- * a task retried after its worker crashed and one that failed for good; what another
- * job sees; the CLI's lines, --json, bad input and --follow (a change made after it
+ * a task retried after its worker crashed and one that failed for good; a node draining
+ * and dying with its resource; a storm of task failures cut to 64 rows and counted; what
+ * another job sees; the CLI's lines, --json, bad input and --follow (a change made after it
  * started shows up, SIGINT ends it with 0); the history cut at its bound, in storage too;
  * and the history unchanged after the GCS is killed (-9) and restarted on Redis, with
  * ids going on from where they were. */
@@ -23,8 +24,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "gcs.pb-c.h"
 
-#define BOUND 40
+#define BOUND 200
 #define WAIT_MS 15000
 
 static h_cluster C;
@@ -272,6 +274,114 @@ static void test_visibility(void **state)
     esc_disconnect(a);
 }
 
+/* A raw call as a daemon (the daemon key), as the raylets make it. */
+static int daemon_call(const char *method, const ProtobufCMessage *req)
+{
+    esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
+    esc_rpc_channel_set_secret(ch, ESC_RPC_DAEMON_KEY, C.daemon_key);
+    ProtobufCMessage *out = NULL;
+    esc_status st;
+    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, method, req, &out, 5000, 0, &st);
+    if (rc != ESC_OK)
+        fprintf(stderr, "%s: %s\n", method, st.message);
+    if (out)
+        protobuf_c_message_free_unpacked(out, NULL);
+    esc_rpc_channel_free(ch);
+    return rc;
+}
+
+typedef struct {
+    const char *node;
+    bool with_op; /* node_dead: its resource removed in the same entry */
+} dead_probe;
+
+static bool node_dead_seen(void *arg)
+{
+    const dead_probe *d = arg;
+    size_t n;
+    esc_history_event *ev = list(RD, 0, ESC_HIST_NODE_DEAD, &n, NULL);
+    bool ok = false;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(ev[i].node_id, d->node))
+            ok = ev[i].nops == 1 && !strcmp(ev[i].ops[0].op, "delete") &&
+                 !strcmp(ev[i].ops[0].name, "ehd/onnode") && ev[i].seq > 0;
+    esc_history_free(ev, n);
+    return ok;
+}
+
+/* A second node joins, drains (DrainNode, as a raylet's daemon call) and dies (kill
+ * -9, then the node timeout): node_draining, then node_dead with its resource removed. */
+static void test_node_drain_and_death(void **state)
+{
+    (void)state;
+    assert_int_equal(h_raylet_start(&C, 1, NULL), 0);
+    const char *node = C.raylets[1].node_id;
+    esc_client *cl = h_connect(&C, "ehd", -1, true);
+    esc_target t = ESC_NODE(node);
+    assert_int_equal(esc_resource_set(cl, "onnode", ESC_QTY(1), &t, NULL, NULL), ESC_OK);
+    uint64_t mark = last_id();
+    Escher__DrainNodeRequest drain = ESCHER__DRAIN_NODE_REQUEST__INIT;
+    drain.node_id = (char *)node;
+    assert_int_equal(daemon_call("DrainNode", &drain.base), ESC_OK);
+    size_t n;
+    esc_history_event *ev = list(RD, mark, ESC_HIST_NODE_DRAINING, &n, NULL);
+    assert_int_equal(n, 1);
+    assert_string_equal(ev[0].node_id, node);
+    assert_int_equal(ev[0].seq, 0); /* a table write, not a log entry */
+    esc_history_free(ev, n);
+    h_kill(&C.raylets[1].pid, SIGKILL);
+    dead_probe d = {node, true};
+    assert_true(h_wait_until(node_dead_seen, &d, WAIT_MS));
+    esc_disconnect(cl);
+}
+
+/* A storm of task failures in one report: the GCS keeps 64 rows of it and counts the
+ * rest, with what the raylet said it dropped, in one task_events_dropped entry. */
+static void test_task_event_bound(void **state)
+{
+    (void)state;
+    enum { SENT = 100, KEPT = 64, RAYLET_DROPPED = 7 };
+    uint64_t mark = last_id();
+    Escher__TaskEvent evs[SENT], *ptrs[SENT];
+    char ids[SENT][32];
+    for (int i = 0; i < SENT; i++) {
+        escher__task_event__init(&evs[i]);
+        snprintf(ids[i], sizeof ids[i], "storm%02d", i);
+        evs[i].task_id = ids[i];
+        evs[i].name = "storm";
+        evs[i].error = "boom";
+        evs[i].time_ms = 1;
+        ptrs[i] = &evs[i];
+    }
+    Escher__ReportNodeRequest rep = ESCHER__REPORT_NODE_REQUEST__INIT;
+    rep.node_id = C.raylets[0].node_id;
+    rep.task_events = ptrs;
+    rep.n_task_events = SENT;
+    rep.task_events_dropped = RAYLET_DROPPED;
+    assert_int_equal(daemon_call("ReportNode", &rep.base), ESC_OK);
+    esc_history_kind kinds[] = {ESC_HIST_TASK_FAILED, ESC_HIST_TASK_EVENTS_DROPPED};
+    size_t failed = 0, dropped = 0;
+    double t0 = h_now_ms();
+    while ((failed < KEPT || !dropped) && h_now_ms() - t0 < WAIT_MS) {
+        esc_history_filter f = {.after_id = mark, .kinds = kinds, .nkinds = 2};
+        esc_history_event *ev;
+        size_t n;
+        assert_int_equal(esc_list_events(RD, &f, &ev, &n, NULL, NULL), ESC_OK);
+        failed = dropped = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (ev[i].kind == ESC_HIST_TASK_FAILED && !strncmp(ev[i].task_id, "storm", 5))
+                failed++;
+            if (ev[i].kind == ESC_HIST_TASK_EVENTS_DROPPED)
+                dropped += ev[i].dropped;
+        }
+        esc_history_free(ev, n);
+        if (failed < KEPT || !dropped)
+            usleep(20000);
+    }
+    assert_int_equal(failed, KEPT);
+    assert_int_equal(dropped, SENT - KEPT + RAYLET_DROPPED);
+}
+
 /* Runs the CLI with args; stdout into out (size bytes), returns the exit status. */
 static int cli(const char *args, char *out, size_t size, char *err, size_t esize)
 {
@@ -473,7 +583,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_node_added),   cmocka_unit_test(test_resource_changes),
         cmocka_unit_test(test_job_end),      cmocka_unit_test(test_task_failures),
-        cmocka_unit_test(test_visibility),   cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_visibility),   cmocka_unit_test(test_node_drain_and_death),
+        cmocka_unit_test(test_task_event_bound), cmocka_unit_test(test_cli),
         cmocka_unit_test(test_follow),       cmocka_unit_test(test_bound),
         cmocka_unit_test(test_survives_restart),
     };
