@@ -360,7 +360,8 @@ int gcs_history_load(gcs *g)
     hrow_vec v = {0};
     if (esc_storage_scan(g->store, GCS_T_HISTORY, load_row, &v) < 0)
         return -1;
-    qsort(v.v, v.n, sizeof *v.v, by_id);
+    if (v.n)
+        qsort(v.v, v.n, sizeof *v.v, by_id);
     /* Rows past the bound (it was larger in an earlier life) go from storage now. */
     size_t extra = v.n > bound(g) ? v.n - bound(g) : 0;
     esc_storage_batch *b = esc_storage_batch_new();

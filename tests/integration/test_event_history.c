@@ -238,11 +238,15 @@ static void test_task_failures(void **state)
 
     seek s = {ESC_HIST_TASK_RETRIED, retried_id, mark, "", 0};
     assert_true(h_wait_until(found, &s, WAIT_MS));
-    assert_non_null(strstr(s.err, "SIGSEGV"));
+    /* Only a worker's death is retried; its cause reads "signal 11 (SIGSEGV)", or under
+     * ASan whatever the sanitizer made of it. */
+    if (!strstr(s.err, "worker died"))
+        fprintf(stderr, "retried: %s\n", s.err);
+    assert_non_null(strstr(s.err, "worker died"));
     assert_int_equal(s.attempt, 1); /* the attempt that runs now */
     s = (seek){ESC_HIST_TASK_FAILED, failed_id, mark, "", 0};
     assert_true(h_wait_until(found, &s, WAIT_MS));
-    assert_non_null(strstr(s.err, "SIGSEGV"));
+    assert_non_null(strstr(s.err, "worker died"));
     esc_disconnect(cl);
 }
 
