@@ -113,7 +113,7 @@ static void print_fields(const esc_history_event *e)
                e->error);
         break;
     case ESC_HIST_TASK_EVENTS_DROPPED:
-        printf(" node=%s dropped=%" PRIu64, *e->node_id ? e->node_id : "(gcs)", e->dropped);
+        printf(" dropped=%" PRIu64, e->dropped);
         break;
     }
 }
@@ -154,10 +154,10 @@ static void json_fields(json_t *o, const esc_history_event *e)
         set_str(o, "hostname", e->hostname);
         /* fall through */
     case ESC_HIST_NODE_DRAINING:
-    case ESC_HIST_TASK_EVENTS_DROPPED:
         set_str(o, "node", e->node_id);
-        if (e->kind == ESC_HIST_TASK_EVENTS_DROPPED)
-            json_object_set_new(o, "dropped", json_integer((json_int_t)e->dropped));
+        break;
+    case ESC_HIST_TASK_EVENTS_DROPPED:
+        json_object_set_new(o, "dropped", json_integer((json_int_t)e->dropped));
         break;
     case ESC_HIST_NODE_DEAD:
         set_str(o, "node", e->node_id);
@@ -383,17 +383,18 @@ int cmd_events(const cli_globals *g, int argc, char **argv)
     int rc = parse_opts(argc, argv, &o);
     if (rc)
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
-    /* Blocked before anything is listed: an interrupt during the history is then taken
-     * by the first wait of --follow, never kills the process mid-line. */
+    esc_client *c;
+    if ((rc = cli_connect_reader(g, &c)) != CLI_EXIT_OK)
+        return rc;
+    /* Blocked once connected (a connection that waits for a GCS stays interruptible)
+     * and before anything is listed: an interrupt during the history is then taken by
+     * the first wait of --follow, never kills the process mid-line. */
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
     if (o.follow)
         sigprocmask(SIG_BLOCK, &sigs, NULL);
-    esc_client *c;
-    if ((rc = cli_connect_reader(g, &c)) != CLI_EXIT_OK)
-        return rc;
     uint64_t after = 0;
     rc = list_history(c, &o, &after);
     if (rc == CLI_EXIT_OK && o.follow)

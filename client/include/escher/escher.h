@@ -383,7 +383,8 @@ typedef enum {
     ESC_HIST_TASK_FAILED = 6,   /* task_id, task_name, job_id, node_id, attempt,
                                    max_retries, error: the task's last attempt failed */
     ESC_HIST_TASK_RETRIED = 7,  /* the same; attempt is the one that now runs */
-    ESC_HIST_TASK_EVENTS_DROPPED = 8, /* node_id ("" the GCS), dropped: task events lost */
+    ESC_HIST_TASK_EVENTS_DROPPED = 8, /* dropped: task events lost since the last such
+                                         entry, by the raylets and the GCS together */
 } esc_history_kind;
 #define ESC_HIST_KINDS 9
 
