@@ -7,8 +7,8 @@
  * and dying with its resource; a storm of task failures cut to 64 rows and counted; what
  * another job sees; the CLI's lines, --json, bad input and --follow (a change made after it
  * started shows up, SIGINT ends it with 0); the history cut at its bound, in storage too;
- * and the history unchanged after the GCS is killed (-9) and restarted on Redis, with
- * ids going on from where they were. */
+ * the history unchanged after the GCS is killed (-9) and restarted on Redis, with ids
+ * going on from where they were; and a restart with a smaller bound trimming storage. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -582,6 +582,31 @@ static void test_survives_restart(void **state)
     esc_disconnect(cl);
 }
 
+/* Restarted with a smaller bound, the GCS keeps the newest entries and deletes the rest
+ * from storage: restarted again with the larger bound, it still has only those. */
+static void test_smaller_bound_at_restart(void **state)
+{
+    (void)state;
+    enum { SMALL = 50 };
+    size_t n;
+    esc_history_page p0, p;
+    esc_history_event *all = list(RD, 0, -1, &n, &p0);
+    esc_history_free(all, n);
+    for (int round = 0; round < 2; round++) {
+        esc_disconnect(RD);
+        h_kill(&C.gcs_pid, SIGTERM);
+        snprintf(C.gcs_extra, sizeof C.gcs_extra, "--event-history %d", round ? BOUND : SMALL);
+        assert_int_equal(h_gcs_start(&C), 0);
+        RD = reader();
+        esc_history_event *ev = list(RD, 0, -1, &n, &p);
+        assert_int_equal(n, SMALL);
+        assert_int_equal(p.bound, round ? BOUND : SMALL);
+        assert_int_equal(ev[n - 1].id, p0.last_id);
+        assert_int_equal(ev[0].id, p0.last_id - SMALL + 1);
+        esc_history_free(ev, n);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -590,7 +615,7 @@ int main(void)
         cmocka_unit_test(test_visibility),   cmocka_unit_test(test_node_drain_and_death),
         cmocka_unit_test(test_task_event_bound), cmocka_unit_test(test_cli),
         cmocka_unit_test(test_follow),       cmocka_unit_test(test_bound),
-        cmocka_unit_test(test_survives_restart),
+        cmocka_unit_test(test_survives_restart), cmocka_unit_test(test_smaller_bound_at_restart),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     return failed || h_unclean_exits();
