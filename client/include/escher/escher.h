@@ -423,7 +423,9 @@ typedef struct {
     uint64_t dropped;     /* ESC_HIST_TASK_EVENTS_DROPPED */
     esc_history_op *ops;  /* at most 16 (the first of the commit's) */
     size_t nops;
-    uint32_t ops_total;   /* how many the commit had (that the caller may see) */
+    uint32_t ops_total;   /* how many the commit had; for a job, less the ops held here
+                             that it may not see (ops past the first 16 are not kept,
+                             so not checked) */
 } esc_history_event;
 
 /* What to list. Zeroed (or NULL): every entry the caller may see, oldest first. */
