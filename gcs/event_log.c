@@ -61,12 +61,15 @@ static void commit_done(void *ud, const char *err)
                                   (double)(now.tv_nsec - c->started.tv_nsec) / 1e9);
     if (err) {
         ESC_ERROR("storage write failed, change not committed: %s", err);
+        gcs_history_landed(g, false);
         if (c->ev)
             protobuf_c_message_free_unpacked(&c->ev->base, NULL);
         c->done(g, 0, err, c->ud);
     } else if (c->ev) {
+        gcs_history_landed(g, true);
         publish(g, c);
     } else {
+        gcs_history_landed(g, true);
         c->done(g, 0, NULL, c->ud);
     }
     free(c);
@@ -78,6 +81,7 @@ static void start_commit(gcs *g, commit_ctx *c, esc_storage_batch *b)
     if (!gcs_write_begin(g)) {
         /* A bug: a second commit would be planned without the first's effects. */
         esc_storage_batch_free(b);
+        gcs_history_landed(g, false);
         if (c->ev)
             protobuf_c_message_free_unpacked(&c->ev->base, NULL);
         c->done(g, 0, "internal error: a commit was started while another was in flight",
@@ -93,6 +97,7 @@ void gcs_write(gcs *g, esc_storage_batch *b, gcs_done_fn done, void *ud)
 {
     commit_ctx *c = calloc(1, sizeof *c);
     *c = (commit_ctx){.g = g, .done = done, .ud = ud};
+    gcs_history_flush(g, b, 0, NULL);
     start_commit(g, c, b);
 }
 
@@ -180,6 +185,7 @@ void gcs_commit(gcs *g, Escher__Event *ev, esc_storage_batch *b, gcs_apply_fn ap
     char text[32];
     snprintf(text, sizeof text, "%" PRIu64, seq);
     esc_storage_put(b, GCS_T_META, "seq", text, strlen(text));
+    gcs_history_flush(g, b, seq, ev);
     commit_ctx *c = calloc(1, sizeof *c);
     *c = (commit_ctx){.g = g, .ev = ev, .seq = seq, .apply = apply, .done = done, .ud = ud};
     start_commit(g, c, b);

@@ -22,6 +22,7 @@
  *                 raylet; lost objects stored, table "lost")
  *   persist.c     loading every table from storage at start
  *   metrics.c     the Prometheus endpoint's samples (docs/observability.md)
+ *   history.c     the event history and ListEvents (docs/observability.md)
  */
 #ifndef ESC_GCS_H
 #define ESC_GCS_H
@@ -44,6 +45,7 @@
 #define GCS_T_KV "kv"
 #define GCS_T_META "meta"
 #define GCS_T_LOST "lost"          /* object_dir.c: objects lost with their nodes */
+#define GCS_T_HISTORY "history"    /* history.c: the event history, by id */
 
 typedef struct {
     const char *bind;
@@ -66,6 +68,7 @@ typedef struct {
     const char *metrics_bind;         /* --metrics-bind (127.0.0.1) */
     int metrics_port;                 /* --metrics-port; -1: no endpoint */
     const char *metrics_port_file;    /* --metrics-port-file, or NULL */
+    long event_history;               /* --event-history: rows kept (history.c) */
 } gcs_config;
 
 /* Storage write latency buckets (seconds), metrics.c. */
@@ -106,6 +109,7 @@ typedef struct gcs_waiter gcs_waiter;
 typedef struct gcs_objdir gcs_objdir;
 typedef struct gcs_writes gcs_writes;
 typedef struct gcs_dash gcs_dash;
+typedef struct gcs_history gcs_history;
 
 typedef struct {
     Escher__Event **events;           /* circular, owned */
@@ -131,6 +135,7 @@ typedef struct gcs {
     gcs_objdir *objdir;     /* object directory (object_dir.c) */
     gcs_writes *writes;     /* writes waiting for their turn (write_queue.c) */
     gcs_dash *dash;         /* the dashboard, or NULL (dashboard.c) */
+    gcs_history *history;   /* the event history (history.c) */
     ev_timer sweep;
     ev_timer load_timer;    /* load.c: coalesces advertisements */
     ev_signal stop_all_sig; /* SIGUSR1: stop the whole cluster (main.c) */
@@ -355,6 +360,34 @@ void gcs_objects_job_ended(gcs *g, const char *job_id);
 /* Answers held GetLocations calls UNAVAILABLE (before the server goes). */
 void gcs_objects_close_all(gcs *g);
 void gcs_objects_free(gcs *g);
+
+/* ---- history.c (docs/observability.md, "Event history: escher events") ---- */
+#define GCS_EVENT_HISTORY_DEFAULT 10000
+void gcs_history_init(gcs *g);
+void gcs_history_free(gcs *g);
+void gcs_history_register(gcs *g);
+/* Loads the stored rows (startup, before the store is attached): 0, or -1. */
+int gcs_history_load(gcs *g);
+/* A new row of kind with every string empty (owned by the caller until staged). */
+Escher__HistoryEvent *gcs_history_row(Escher__HistoryKind kind);
+/* Sets the row's node, job and namespace (NULL: leave as is), copied. */
+void gcs_history_set(Escher__HistoryEvent *r, const char *node_id, const char *job_id,
+                     const char *ns);
+/* Sets the row's entrypoint (copied, cut at 256 bytes): a resource change's writer's. */
+void gcs_history_set_entrypoint(Escher__HistoryEvent *r, const char *entrypoint);
+/* Stages row r (taken) for the next gcs_commit or gcs_write, which must follow in the
+ * same loop turn: the row is stored with that commit's batch and seq, and is in the
+ * history once (and only if) the commit is. */
+void gcs_history_stage(gcs *g, Escher__HistoryEvent *r);
+/* Stage a node's or a job's row (copies what it needs). */
+void gcs_history_stage_node(gcs *g, Escher__HistoryKind kind, const Escher__NodeInfo *n);
+void gcs_history_stage_job(gcs *g, Escher__HistoryKind kind, const Escher__JobInfo *j);
+/* event_log.c: the staged rows go into b (ids, time, seq, ops from ev when not NULL;
+ * the row past the bound deleted); then landed(ok) when the commit is over. */
+void gcs_history_flush(gcs *g, esc_storage_batch *b, uint64_t seq, const Escher__Event *ev);
+void gcs_history_landed(gcs *g, bool ok);
+/* node_table.c: a report's task events (bounded; the excess is counted as dropped). */
+void gcs_history_report(gcs *g, const Escher__ReportNodeRequest *req);
 
 /* ---- persist.c ---- */
 /* Loads every table from storage. Returns 0, or -1 with err. */

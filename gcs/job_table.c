@@ -167,6 +167,7 @@ static void register_new(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     gcs_put_msg(b, GCS_T_JOBS, info->job_id, &info->base);
     job_call *c = malloc(sizeof *c);
     *c = (job_call){call, info, credential};
+    gcs_history_stage_job(g, ESCHER__HISTORY_KIND__H_JOB_STARTED, info);
     /* An event, not just a write: the raylets learn the job from the log (job_mirror.c). */
     gcs_commit(g, gcs_job_event(info), b, NULL, job_registered, c);
 }
@@ -224,6 +225,7 @@ static void job_end(gcs *g, gcs_job *j, end_ctx *c)
     gcs_put_msg(b, GCS_T_JOBS, done->job_id, &done->base);
     Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_JOB_FINISHED);
     ev->job_id = strdup(done->job_id);
+    gcs_history_stage_job(g, ESCHER__HISTORY_KIND__H_JOB_ENDED, done);
     gcs_registry_remove_where(g, NULL, j->info->job_id, ev, b, job_ended, c);
 }
 

@@ -29,7 +29,7 @@ static const char usage_text[] =
     "                  [--metrics-port P] [--metrics-bind HOST] [--metrics-port-file F]\n"
     "                  [--dashboard-port P] [--dashboard-bind HOST]\n"
     "                  [--dashboard-port-file F] [--dashboard-dir DIR]\n"
-    "                  [--help] [--version]\n"
+    "                  [--event-history N] [--help] [--version]\n"
     "  --bind HOST   listen address (default 0.0.0.0)\n"
     "  --port P      port (default 6380; 0 picks a free one, written to --port-file)\n"
     "  --metrics-port P       serve Prometheus metrics on http://HOST:P/metrics (0 picks a\n"
@@ -39,7 +39,8 @@ static const char usage_text[] =
     "                         port, written to --dashboard-port-file; default: off); it\n"
     "                         asks for the cluster token (docs/observability.md)\n"
     "  --dashboard-bind HOST  the dashboard listen address (default 127.0.0.1)\n"
-    "  --dashboard-dir DIR    the page's files (default: the installed copy)\n";
+    "  --dashboard-dir DIR    the page's files (default: the installed copy)\n"
+    "  --event-history N      events kept in the history (`escher events`; default 10000)\n";
 
 static int usage(const char *msg)
 {
@@ -51,7 +52,8 @@ static int usage(const char *msg)
                     " [--storage-timeout-ms N] [--dead-node-retention-ms N]"
                     " [--metrics-port P] [--metrics-bind HOST] [--metrics-port-file F]"
                     " [--dashboard-port P] [--dashboard-bind HOST] [--dashboard-port-file F]"
-                    " [--dashboard-dir DIR]\n");
+                    " [--dashboard-dir DIR]"
+                    " [--event-history N]\n");
     return 2;
 }
 
@@ -145,6 +147,7 @@ static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files
         {"dashboard-bind", required_argument, 0, 'B'},
         {"dashboard-port-file", required_argument, 0, 'P'},
         {"dashboard-dir", required_argument, 0, 'W'},
+        {"event-history", required_argument, 0, 'E'},
         {"help", no_argument, 0, 'H'},                {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0}};
     int o;
@@ -163,6 +166,7 @@ static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files
         case 'B': c->dashboard_bind = optarg; break;
         case 'P': c->dashboard_port_file = optarg; break;
         case 'W': c->dashboard_dir = optarg; break;
+        case 'E': if (!parse_int(optarg, 1, 1000000, &v)) return usage("bad --event-history (1..1000000 events)"); c->event_history = v; break;
         case 't': files->token = optarg; break;
         case 'd': files->daemon_key = optarg; break;
         case 'o': files->operator_key = optarg; break;
@@ -232,6 +236,7 @@ static void register_services(gcs *g)
     gcs_kv_register(g);
     gcs_packages_register(g);
     gcs_objects_register(g);
+    gcs_history_register(g);
 }
 
 static void gcs_free_tables(gcs *g)
@@ -242,6 +247,7 @@ static void gcs_free_tables(gcs *g)
     gcs_kv_free(g);
     gcs_objects_free(g);
     gcs_ring_free(&g->ring);
+    gcs_history_free(g);
 }
 
 static int serve(gcs *g)
@@ -320,7 +326,8 @@ int main(int argc, char **argv)
                          .job_timeout_ms = 10000, .max_resources_per_job = 100000,
                          .storage_timeout_ms = 5000, .dead_node_retention_ms = 60000,
                          .metrics_bind = "127.0.0.1", .metrics_port = -1,
-                         .dashboard_bind = "127.0.0.1", .dashboard_port = -1};
+                         .dashboard_bind = "127.0.0.1", .dashboard_port = -1,
+                         .event_history = GCS_EVENT_HISTORY_DEFAULT};
     secret_files files = {0};
     int rc = parse_flags(argc, argv, &g.cfg, &files);
     if (rc == CLI_DONE)
@@ -346,6 +353,7 @@ int main(int argc, char **argv)
     gcs_ring_init(&g.ring, 65536);
     gcs_writes_init(&g);
     gcs_objects_init(&g);
+    gcs_history_init(&g);
     /* serve prints its own errors; err is only the loading's. */
     err[0] = '\0';
     if (gcs_persist_load(&g, err, sizeof err) == 0) {

@@ -148,6 +148,7 @@ static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
     ev->node = (Escher__NodeInfo *)esc_pb_dup(&info->base);
     add_ctx *c = malloc(sizeof *c);
     *c = (add_ctx){call, info};
+    gcs_history_stage_node(g, ESCHER__HISTORY_KIND__H_NODE_ADDED, info);
     gcs_commit(g, ev, b, apply_node_added, node_added, c);
 }
 
@@ -169,6 +170,7 @@ static void handle_report(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
     }
     if (req->has_demand)
         gcs_load_set_demand(g, n, req);
+    gcs_history_report(g, req);
     /* A GCS restarted on durable storage knows the node but not its accounting. */
     rep.want_resources = !n->report;
     bool advanced = req->applied_seq != n->applied_seq;
@@ -217,6 +219,7 @@ static void handle_drain(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     protobuf_c_message_free_unpacked(&draining->base, NULL);
     drain_ctx *c = malloc(sizeof *c);
     *c = (drain_ctx){call, strdup(req->node_id)};
+    gcs_history_stage_node(g, ESCHER__HISTORY_KIND__H_NODE_DRAINING, n->info);
     gcs_write(g, b, node_drained, c);
 }
 
@@ -250,6 +253,7 @@ static void death_run(gcs *g, void *ud)
     gcs_put_msg(b, GCS_T_NODES, dead->node_id, &dead->base);
     Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_NODE_DEAD);
     ev->node = dead;
+    gcs_history_stage_node(g, ESCHER__HISTORY_KIND__H_NODE_DEAD, dead);
     gcs_registry_remove_where(g, id, NULL, ev, b, death_stored, id);
 }
 

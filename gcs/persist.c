@@ -89,7 +89,8 @@ int gcs_persist_load(gcs *g, char *err, size_t errlen)
         esc_storage_scan(g->store, GCS_T_JOBS, load_job, &c) < 0 ||
         esc_storage_scan(g->store, GCS_T_REGISTRY, load_registry, &c) < 0 ||
         esc_storage_scan(g->store, GCS_T_KV, load_kv, &c) < 0 ||
-        esc_storage_scan(g->store, GCS_T_LOST, load_lost, &c) < 0) {
+        esc_storage_scan(g->store, GCS_T_LOST, load_lost, &c) < 0 ||
+        gcs_history_load(g) < 0) {
         snprintf(err, errlen, "cannot read tables from storage");
         return -1;
     }

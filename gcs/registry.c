@@ -753,6 +753,11 @@ static void handle_update(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
         esc_strmap_put(touched, p.ops[i]->node_id, (void *)1);
     update_ctx *c = malloc(sizeof *c);
     *c = (update_ctx){call, touched};
+    /* The history's row: the writer is the job whose credential the call carried. */
+    Escher__HistoryEvent *h = gcs_history_row(ESCHER__HISTORY_KIND__H_RESOURCES);
+    gcs_history_set(h, NULL, job->info->job_id, job->info->namespace_);
+    gcs_history_set_entrypoint(h, job->info->entrypoint);
+    gcs_history_stage(g, h);
     plan_commit(g, &p, gcs_event_new(ESCHER__EVENT_KIND__EV_RESOURCES),
                 esc_storage_batch_new(), update_committed, c);
 }

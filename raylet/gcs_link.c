@@ -38,6 +38,11 @@
 #define REPORT_TIMEOUT_MS 2000
 #define REPORT_RETRY_MS 100       /* after a failed report, wait this long at least */
 #define DEFAULT_HEARTBEAT_MS 1000
+/* Task events (failed, retried) held for the next report: a storm of failures costs the
+ * GCS at most this many rows per report; the rest are counted as dropped and the count
+ * travels instead (ReportNodeRequest.task_events_dropped). */
+#define TASK_EVENTS_PER_REPORT 64
+#define TASK_EVENT_ERROR_MAX 512
 
 typedef struct demand_set demand_set;
 
@@ -65,6 +70,9 @@ struct gcs_link {
     resource_rows *pending;          /* latest rows published and not yet taken */
     resource_rows *spare;            /* a used rows block, for the loop to fill again */
     demand_set *pending_demand;      /* latest demand published and not yet taken */
+    Escher__TaskEvent *task_events[TASK_EVENTS_PER_REPORT]; /* for the next report, owned */
+    size_t ntask_events;
+    uint64_t task_events_dropped;  /* over the bound or lost with a failed report */
     esc_subscription *sub;         /* the event stream (started and stopped by the loop) */
 
     pthread_t report_thread;
@@ -316,6 +324,73 @@ void gcs_link_publish_demand(gcs_link *l, Escher__Demand **v, size_t n)
     demand_set_free(old);
 }
 
+static void task_event_free(Escher__TaskEvent *t)
+{
+    free(t->task_id);
+    free(t->job_id);
+    free(t->name);
+    free(t->error);
+    free(t);
+}
+
+void gcs_link_task_event(gcs_link *l, const char *task_id, const char *job_id,
+                         const char *name, uint32_t attempt, uint32_t max_retries,
+                         const char *error, bool retried)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->ntask_events == TASK_EVENTS_PER_REPORT) {
+        l->task_events_dropped++;
+    } else {
+        Escher__TaskEvent *t = malloc(sizeof *t);
+        if (!t)
+            abort();
+        escher__task_event__init(t);
+        t->task_id = strdup(task_id ? task_id : "");
+        t->job_id = strdup(job_id ? job_id : "");
+        t->name = strdup(name ? name : "");
+        t->error = strndup(error ? error : "", TASK_EVENT_ERROR_MAX);
+        t->attempt = attempt;
+        t->max_retries = max_retries;
+        t->retried = retried;
+        t->time_ms = esc_wall_ms();
+        l->task_events[l->ntask_events++] = t;
+    }
+    l->wake = true;
+    pthread_cond_signal(&l->report_cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Task events taken from the link for one report (report thread). */
+typedef struct {
+    Escher__TaskEvent *v[TASK_EVENTS_PER_REPORT];
+    size_t n;
+    uint64_t dropped;
+} task_batch;
+
+static void take_task_events(gcs_link *l, task_batch *tb)
+{
+    memcpy(tb->v, l->task_events, l->ntask_events * sizeof *tb->v);
+    tb->n = l->ntask_events;
+    tb->dropped = l->task_events_dropped;
+    l->ntask_events = 0;
+    l->task_events_dropped = 0;
+}
+
+/* After the report: the events are freed; when it failed they count as dropped (the
+ * GCS may or may not have them: never sent twice). */
+static void task_events_sent(gcs_link *l, task_batch *tb, bool ok)
+{
+    for (size_t i = 0; i < tb->n; i++)
+        task_event_free(tb->v[i]);
+    if (!ok && (tb->n || tb->dropped)) {
+        pthread_mutex_lock(&l->mu);
+        l->task_events_dropped += tb->n + tb->dropped;
+        pthread_mutex_unlock(&l->mu);
+    }
+    tb->n = 0;
+    tb->dropped = 0;
+}
+
 resource_rows *gcs_link_take_spare(gcs_link *l)
 {
     pthread_mutex_lock(&l->mu);
@@ -326,12 +401,17 @@ resource_rows *gcs_link_take_spare(gcs_link *l)
 }
 
 static int send_report(gcs_link *l, uint64_t seq, const resource_rows *rows,
-                       const demand_set *demand, bool *unknown, bool *want_rows,
-                       esc_status *st)
+                       const demand_set *demand, task_batch *tasks, bool *unknown,
+                       bool *want_rows, esc_status *st)
 {
     Escher__ReportNodeRequest rq = ESCHER__REPORT_NODE_REQUEST__INIT;
     rq.node_id = l->node_id;
     rq.applied_seq = seq;
+    if (tasks) {
+        rq.task_events = tasks->v;
+        rq.n_task_events = tasks->n;
+        rq.task_events_dropped = tasks->dropped;
+    }
     if (rows) {
         rq.has_resources = true;
         rq.n_resources = rows->n;
@@ -359,6 +439,7 @@ typedef struct {
     resource_rows *rows;
     demand_set *demand;
     bool send_rows, send_demand;
+    task_batch tasks;      /* go with the first report only */
 } report_state;
 
 /* One report with what the GCS lacks; again whole when it asks for rows (it restarted)
@@ -368,16 +449,19 @@ static int report_once(gcs_link *l, uint64_t seq, report_state *cur, esc_status 
 {
     bool unknown = false, want_rows = false;
     int rc = send_report(l, seq, cur->send_rows ? cur->rows : NULL,
-                         cur->send_demand ? cur->demand : NULL, &unknown, &want_rows, st);
+                         cur->send_demand ? cur->demand : NULL, &cur->tasks, &unknown,
+                         &want_rows, st);
+    /* An unknown node's report was refused whole: its task events are lost too. */
+    task_events_sent(l, &cur->tasks, rc == ESC_OK && !unknown);
     if (rc == ESC_OK && want_rows && !cur->send_rows && cur->rows)
-        rc = send_report(l, seq, cur->rows, cur->demand, &unknown, &want_rows, st);
+        rc = send_report(l, seq, cur->rows, cur->demand, NULL, &unknown, &want_rows, st);
     if (rc == ESC_OK && unknown) {
         rc = reregister(l);
         if (rc < 0)
             return -1;
         if (rc == ESC_OK) {
             cur->send_rows = cur->send_demand = true;
-            rc = send_report(l, seq, cur->rows, cur->demand, &unknown, &want_rows, st);
+            rc = send_report(l, seq, cur->rows, cur->demand, NULL, &unknown, &want_rows, st);
         }
     }
     if (rc == ESC_OK && !unknown)
@@ -410,6 +494,7 @@ static void report_loop(gcs_link *l)
         l->pending = NULL;
         l->pending_demand = NULL;
         l->wake = false;
+        take_task_events(l, &cur.tasks);
         pthread_mutex_unlock(&l->mu);
 
         if (rows) {
@@ -576,6 +661,8 @@ void gcs_link_free(gcs_link *l)
     esc_rpc_channel_free(l->ch);
     free(l->pending);
     demand_set_free(l->pending_demand);
+    for (size_t i = 0; i < l->ntask_events; i++)
+        task_event_free(l->task_events[i]);
     free(l->spare);
     free(l->amounts);
     free(l->amount_ptrs);

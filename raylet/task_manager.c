@@ -17,6 +17,7 @@
 #include "pbutil.h"
 #include "qty.h"
 #include "raylet.h"
+#include "gcs_link.h"
 #include "object_service.h"
 #include "object.pb-c.h"
 #include "rpc_async.h"
@@ -133,6 +134,18 @@ static void release(task_manager *tm, task_entry *e)
     raylet_changed(tm->r, true);
 }
 
+/* The event history (docs/observability.md): a failed attempt, retried or not. */
+static void report_failure(task_manager *tm, const task_entry *e, const char *error,
+                           bool retried)
+{
+    const Escher__TaskSpec *s = e->spec;
+    bool actor = s->actor_creation;
+    if (!tm->r->link) /* unit tests run the manager without a GCS */
+        return;
+    gcs_link_task_event(tm->r->link, s->task_id, s->job_id, s->name, s->attempt,
+                        actor ? s->max_restarts : s->max_retries, error, retried);
+}
+
 static void on_done(void *ud, const Escher__TaskResult *res)
 {
     task_entry *e = ud;
@@ -145,11 +158,14 @@ static void on_done(void *ud, const Escher__TaskResult *res)
         tm->ended[TASK_RETRIED]++;
         ESC_WARN("task %s (%s): %s; retrying (attempt %u of %u)", e->spec->task_id,
                  e->spec->name, res->error, e->spec->attempt, e->spec->max_retries);
+        report_failure(tm, e, res->error, true);
         task_schedule(tm, e);
         return;
     }
     tm->ended[res->ok ? TASK_SUCCEEDED : TASK_FAILED]++;
     task_list_record_end(tm, e, res->ok);
+    if (!res->ok)
+        report_failure(tm, e, res->error, false);
     results_store(tm->r->results, e->spec, res);
     task_entry_free(e);
 }
@@ -347,15 +363,17 @@ static void run_again(task_manager *tm, task_entry *e, const char *node_id)
 {
     bool actor = e->spec->actor_creation;
     if (e->spec->attempt >= (actor ? e->spec->max_restarts : e->spec->max_retries)) {
+        const char *why = actor ? "the actor's node died and no restarts remain"
+                                : "the node running it died and no retries remain";
         task_list_record_end(tm, e, false);
-        results_store_error(tm->r->results, e->spec,
-                            actor ? "the actor's node died and no restarts remain"
-                                  : "the node running it died and no retries remain");
+        report_failure(tm, e, why, false);
+        results_store_error(tm->r->results, e->spec, why);
         task_entry_free(e);
         return;
     }
     e->spec->attempt++;
     e->spec->spill_hops = 0;
+    report_failure(tm, e, "the node running it died", true);
     ESC_WARN("task %s (%s) was on dead node %s; submitting it again (attempt %u of %u)",
              e->spec->task_id, e->spec->name, node_id, e->spec->attempt,
              actor ? e->spec->max_restarts : e->spec->max_retries);

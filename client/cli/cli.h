@@ -98,6 +98,9 @@ int cmd_resource(const cli_globals *g, int argc, char **argv);
 int cmd_job(const cli_globals *g, int argc, char **argv);
 /* cmd_list.c: the state API (docs/observability.md, "State API: escher list"). */
 int cmd_list_state(const cli_globals *g, int argc, char **argv);
+/* cmd_events.c: `escher events [--follow] [--kind K] [--job ID] [--node ID] [--since ID]
+ * [--limit N] [--json]`; argv starts after "events" (`escher list events` may call it). */
+int cmd_events(const cli_globals *g, int argc, char **argv);
 /* cmd_cluster.c: a cluster file's cluster over SSH (docs/deploy.md). */
 int cmd_up(const cli_globals *g, int argc, char **argv);
 int cmd_down(const cli_globals *g, int argc, char **argv);

@@ -18,7 +18,8 @@
 
 static const char usage[] =
     "usage: escher start --head [--port P] [--storage memory|redis://HOST:PORT]\n"
-    "                    [--node-timeout-ms N] [NODE OPTIONS] [--block] [--session-dir DIR]\n"
+    "                    [--node-timeout-ms N] [--event-history N] [NODE OPTIONS] [--block]\n"
+    "                    [--session-dir DIR]\n"
     "       escher start --address HOST:PORT [--token TOKEN] [--daemon-key KEY]\n"
     "                    [NODE OPTIONS] [--block] [--session-dir DIR]\n"
     "\n"
@@ -33,6 +34,7 @@ static const char usage[] =
     "  --dashboard-port P       the web dashboard's port on 127.0.0.1 (default 0: any free\n"
     "                           one); its URL, with the token, is printed\n"
     "  --no-dashboard           no web dashboard\n"
+    "  --event-history N        events the GCS keeps for `escher events` (default 10000)\n"
     "  --block                  stay in the foreground; SIGINT/SIGTERM stops the session\n"
     "  --session-dir DIR        session directory (default: a new session_<ms>_<pid> under\n"
     "                           $XDG_RUNTIME_DIR/escher, else /tmp/escher-<uid>)\n"
@@ -113,7 +115,12 @@ static int check_head_flags(const start_ctx *s)
     int rc = check_uint("--port", s->port, 65535);
     if (!rc)
         rc = check_uint("--dashboard-port", s->dashboard_port, 65535);
-    return rc ? rc : check_uint("--node-timeout-ms", s->node_timeout_ms, 86400000);
+    if (!rc)
+        rc = check_uint("--node-timeout-ms", s->node_timeout_ms, 86400000);
+    if (!rc && s->event_history && (rc = check_uint("--event-history", s->event_history, 1000000)) == 0 &&
+        atoll(s->event_history) < 1)
+        rc = cli_usage("--event-history wants at least 1");
+    return rc;
 }
 
 static int check_flags(const start_ctx *s)
@@ -122,8 +129,9 @@ static int check_flags(const start_ctx *s)
         return cli_usage(s->head ? "--head and --address exclude each other"
                                  : "give --head to start a cluster, or --address HOST:PORT "
                                    "to join one");
-    if (!s->head && (s->port || s->storage || s->node_timeout_ms))
-        return cli_usage("--port, --storage and --node-timeout-ms go with --head");
+    if (!s->head && (s->port || s->storage || s->node_timeout_ms || s->event_history))
+        return cli_usage("--port, --storage, --node-timeout-ms and --event-history go with "
+                         "--head");
     if (!s->head && (s->dashboard_port || s->no_dashboard))
         return cli_usage("--dashboard-port and --no-dashboard go with --head");
     if (s->dashboard_port && s->no_dashboard)
@@ -416,6 +424,7 @@ int cmd_start(const cli_globals *g, int argc, char **argv)
         {"--labels", &s->labels, NULL},
         {"--storage", &s->storage, NULL},
         {"--node-timeout-ms", &s->node_timeout_ms, NULL},
+        {"--event-history", &s->event_history, NULL},
         {"--node-ip", &s->node_ip, NULL},
         {"--bind", &s->bind, NULL},
         {"--raylet-port", &s->raylet_port, NULL},

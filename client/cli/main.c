@@ -19,6 +19,7 @@ static const char usage[] =
     "  job       submit a command as a job, list, inspect and stop jobs\n"
     "  logs      a task's captured stdout or stderr\n"
     "  list      list nodes, jobs, resources, tasks, actors or objects (the state API)\n"
+    "  events    the cluster's event history (--follow: and new events as they happen)\n"
     "  up        start (or update) the cluster a cluster file describes, over SSH\n"
     "  down      stop everything `up` started on a cluster file's hosts\n"
     "  exec      run a command on a cluster file's head node\n"
@@ -46,6 +47,7 @@ static const command commands[] = {
     {"job", cmd_job},
     {"logs", cmd_logs},
     {"list", cmd_list_state},
+    {"events", cmd_events},
     {"up", cmd_up},
     {"down", cmd_down},
     {"exec", cmd_exec},

@@ -18,6 +18,7 @@ typedef struct {
     bool head, block;
     const char *port, *num_cpus, *num_gpus, *memory, *object_store_memory;
     const char *resources, *labels, *storage, *node_timeout_ms, *node_ip;
+    const char *event_history;   /* --event-history, passed to the GCS */
     const char *daemon_key_opt;   /* --daemon-key (joining) */
     const char *bind, *raylet_port, *object_port;
     bool keep;                    /* --keep: the raylet outlives a stopped head */

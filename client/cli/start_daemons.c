@@ -217,6 +217,7 @@ int start_gcs(start_ctx *s)
     opt_file(&a, "--operator-key-file", s->dir, "operator");
     opt(&a, "--storage", s->storage);
     opt(&a, "--node-timeout-ms", s->node_timeout_ms);
+    opt(&a, "--event-history", s->event_history);
     int rc = spawn(s, "gcs", &a);
     return rc ? rc : wait_ready(s, &s->procs[s->nprocs - 1], gcs_ready, "start serving");
 }

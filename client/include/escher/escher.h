@@ -364,6 +364,101 @@ typedef struct {
 int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st);
 void esc_jobs_free(esc_job_info *jobs, size_t n);
 
+/* ------------------------------------------------------------------ event history */
+
+/* The cluster's event history, kept by the GCS (docs/observability.md, "Event history:
+ * escher events"): bounded (escher-gcs --event-history, default 10000 entries), stored
+ * with Redis storage so it outlives a GCS restart. Each entry has its own order number
+ * (id: from 1, +1 per entry, never reused) and, when it was a resource-log commit, the
+ * log's seq. Kinds and the fields each fills: */
+typedef enum {
+    ESC_HIST_NODE_ADDED = 0,    /* node_id, address, hostname */
+    ESC_HIST_NODE_DRAINING = 1, /* node_id */
+    ESC_HIST_NODE_DEAD = 2,     /* node_id; ops: its ephemeral resources, removed */
+    ESC_HIST_JOB_STARTED = 3,   /* job_id, namespace_, entrypoint */
+    ESC_HIST_JOB_ENDED = 4,     /* job_id, namespace_, job_state; ops: its resources */
+    ESC_HIST_RESOURCES = 5,     /* seq, job_id, namespace_ and entrypoint of the writer
+                                   (the CLI's short-lived job shows its command line),
+                                   ops */
+    ESC_HIST_TASK_FAILED = 6,   /* task_id, task_name, job_id, node_id, attempt,
+                                   max_retries, error: the task's last attempt failed */
+    ESC_HIST_TASK_RETRIED = 7,  /* the same; attempt is the one that now runs */
+    ESC_HIST_TASK_EVENTS_DROPPED = 8, /* dropped: task events lost since the last such
+                                         entry, by the raylets and the GCS together */
+} esc_history_kind;
+#define ESC_HIST_KINDS 9
+
+/* The kind's name ("node_added", "node_draining", "node_dead", "job_started",
+ * "job_ended", "resources", "task_failed", "task_retried", "task_events_dropped");
+ * "unknown" out of range. Static storage. */
+const char *esc_history_kind_name(esc_history_kind k);
+/* The kind named name (as above): true and *out, or false for an unknown name. */
+bool esc_history_kind_parse(const char *name, esc_history_kind *out);
+
+/* One resource change of an entry, as the log committed it. */
+typedef struct {
+    char *op;             /* "set", "add" or "delete" */
+    char *node_id;
+    char *name;           /* full name, "<namespace>/<name>" */
+    int64_t value;        /* set: the capacity; add: the delta; delete: 0 (1/10000 units) */
+    bool unbounded;
+} esc_history_op;
+
+/* One entry. Strings are never NULL ("" when the kind does not use them). */
+typedef struct {
+    uint64_t id;          /* the history's order number */
+    uint64_t time_ms;     /* wall clock, milliseconds since the Unix epoch */
+    esc_history_kind kind;
+    uint64_t seq;         /* the resource log's seq of the commit; 0: not a log entry */
+    char *node_id;
+    char *job_id;         /* the job; for ESC_HIST_RESOURCES the writer ("" when the
+                             caller may not see it) */
+    char *namespace_;     /* that job's namespace */
+    char *job_state;      /* ESC_HIST_JOB_ENDED: "FINISHED" or "FAILED"; else "" */
+    char *address, *hostname;  /* ESC_HIST_NODE_ADDED */
+    char *entrypoint;     /* ESC_HIST_JOB_STARTED, ESC_HIST_RESOURCES (the writer's),
+                             cut at 256 bytes */
+    char *task_id, *task_name, *error; /* task kinds; error cut at 512 bytes */
+    uint32_t attempt, max_retries;
+    uint64_t dropped;     /* ESC_HIST_TASK_EVENTS_DROPPED */
+    esc_history_op *ops;  /* at most 16 (the first of the commit's) */
+    size_t nops;
+    uint32_t ops_total;   /* how many the commit had; for a job, less the ops held here
+                             that it may not see (ops past the first 16 are not kept,
+                             so not checked) */
+} esc_history_event;
+
+/* What to list. Zeroed (or NULL): every entry the caller may see, oldest first. */
+typedef struct {
+    uint64_t after_id;            /* only entries with id > after_id */
+    uint32_t limit;               /* at most this many (0 or > 1000: 1000) */
+    const esc_history_kind *kinds;/* only these kinds (nkinds 0: all) */
+    size_t nkinds;
+    const char *node_id;          /* only entries of this node (its id, or an op on it) */
+    const char *job_id;           /* only entries of this job */
+} esc_history_filter;
+
+/* About the history as a whole, as of the answer. */
+typedef struct {
+    uint64_t last_id;     /* the newest id: list again with after_id = last_id to follow */
+    uint64_t first_id;    /* the oldest id still held (older ones were cut at the bound) */
+    uint32_t hidden;      /* entries skipped because the caller may not see them */
+    uint32_t bound;       /* entries the GCS keeps */
+} esc_history_page;
+
+/* Lists history entries (filter NULL: all), oldest first. Visibility: a client with no
+ * job (esc_connect_opts.no_job: the CLI) sees every entry; a job sees node entries, its
+ * own, and those of namespaces it may use (its own, shared, granted); of a resource
+ * change it sees only the ops on such names (and the writer only when it may see the
+ * writer's namespace); the rest are counted in page->hidden. On ESC_OK *events (owned
+ * by the caller, freed with esc_history_free) holds *n entries and page (may be NULL)
+ * is filled. INVALID_ARGUMENT for a kind out of range or nkinds > ESC_HIST_KINDS;
+ * UNIMPLEMENTED from a GCS older than the history. */
+int esc_list_events(esc_client *c, const esc_history_filter *filter,
+                    esc_history_event **events, size_t *n, esc_history_page *page,
+                    esc_status *st);
+void esc_history_free(esc_history_event *events, size_t n);
+
 /* Ends a running job (job_id NULL: the client's own) as FINISHED, or FAILED when failed
  * is set: its non-detached ephemeral resources and its objects are removed, and every
  * raylet drops its queued tasks and kills its running ones. Ending a job that has ended
