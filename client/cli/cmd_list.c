@@ -13,6 +13,7 @@
 static const char usage[] =
     "usage: escher list nodes|jobs|resources|tasks|actors|objects [--job ID] [--state S]\n"
     "                   [--node ID] [--limit N] [--json]\n"
+    "       escher list events [...]   the event history: the same as escher events\n"
     "\n"
     "Lists the cluster's state as rows. Nodes, jobs and resources come from the GCS;\n"
     "tasks, actors and objects from every alive node's raylet (one call per node).\n"
@@ -389,6 +390,9 @@ static list_fn find_kind(const char *kind)
 
 int cmd_list_state(const cli_globals *g, int argc, char **argv)
 {
+    /* The history has its own options (--follow, --kind, --since): one command. */
+    if (argc > 0 && !strcmp(argv[0], "events"))
+        return cmd_events(g, argc - 1, argv + 1);
     bool json = false;
     const char *job = NULL, *state = NULL, *node = NULL, *limit = NULL;
     const cli_opt opts[] = {{"--job", &job, NULL},     {"--state", &state, NULL},
@@ -400,12 +404,12 @@ int cmd_list_state(const cli_globals *g, int argc, char **argv)
     if (rc != 0)
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
     if (npos != 1)
-        return cli_usage("list wants what to list: nodes, jobs, resources, tasks, actors or "
-                         "objects (escher list --help)");
+        return cli_usage("list wants what to list: nodes, jobs, resources, tasks, actors, "
+                         "objects or events (escher list --help)");
     list_fn fn = find_kind(pos[0]);
     if (!fn)
         return cli_usage("cannot list \"%s\": one of nodes, jobs, resources, tasks, actors, "
-                         "objects",
+                         "objects, events",
                          pos[0]);
     long long n = 0;
     if (limit && (rc = cli_parse_uint("--limit", limit, 1000000, &n)) != 0)

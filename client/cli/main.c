@@ -18,7 +18,7 @@ static const char usage[] =
     "  resource  set, add, delete and list ephemeral resources\n"
     "  job       submit a command as a job, list, inspect and stop jobs\n"
     "  logs      a task's captured stdout or stderr\n"
-    "  list      list nodes, jobs, resources, tasks, actors or objects (the state API)\n"
+    "  list      list nodes, jobs, resources, tasks, actors, objects or events (state API)\n"
     "  events    the cluster's event history (--follow: and new events as they happen)\n"
     "  up        start (or update) the cluster a cluster file describes, over SSH\n"
     "  down      stop everything `up` started on a cluster file's hosts\n"

@@ -386,13 +386,14 @@ static void test_task_event_bound(void **state)
     assert_int_equal(dropped, SENT - KEPT + RAYLET_DROPPED);
 }
 
-/* Runs the CLI with args; stdout into out (size bytes), returns the exit status. */
-static int cli(const char *args, char *out, size_t size, char *err, size_t esize)
+/* Runs `escher WORDS ARGS`; stdout into out (size bytes), returns the exit status. */
+static int cli_words(const char *words, const char *args, char *out, size_t size, char *err,
+                     size_t esize)
 {
     char cmd[1024], errf[300];
     snprintf(errf, sizeof errf, "%s/cli.err", C.dir);
-    snprintf(cmd, sizeof cmd, "ESCHER_ADDRESS=%s ESCHER_TOKEN=%s %s/client/escher events %s 2>%s",
-             C.gcs_addr, C.token, bin_dir(), args, errf);
+    snprintf(cmd, sizeof cmd, "ESCHER_ADDRESS=%s ESCHER_TOKEN=%s %s/client/escher %s %s 2>%s",
+             C.gcs_addr, C.token, bin_dir(), words, args, errf);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     size_t got = fread(out, 1, size - 1, p);
@@ -404,6 +405,11 @@ static int cli(const char *args, char *out, size_t size, char *err, size_t esize
     if (e)
         fclose(e);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int cli(const char *args, char *out, size_t size, char *err, size_t esize)
+{
+    return cli_words("events", args, out, size, err, esize);
 }
 
 static int count_lines(const char *s)
@@ -426,6 +432,12 @@ static void test_cli(void **state)
     assert_int_equal(count_lines(out), 2);
     assert_non_null(strstr(out, "\"kind\":\"resources\""));
     assert_non_null(strstr(out, "\"writer\":"));
+    /* `escher list events` is the same command. */
+    static char listed[1 << 16];
+    assert_int_equal(cli_words("list events", "--kind node_added", listed, sizeof listed, err,
+                               sizeof err), 0);
+    assert_int_equal(cli("--kind node_added", out, sizeof out, err, sizeof err), 0);
+    assert_string_equal(listed, out);
     /* Bad input: one line on stderr, exit 2. */
     const char *bad[] = {"--kind bogus", "--limit 0", "--since x", "--job", "extra"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
