@@ -19,6 +19,14 @@
  *  - sync_rtt: submit one no-op and get it, repeated --sync-tasks times: per_s, with
  *    the median submit and get calls and the floor of any call here (a KvGet);
  *  - async_throughput: submit N no-ops without waiting, then get them all: per_s;
+ *  - metrics_overhead (--metrics-overhead R, instead of everything above): 2R rounds on
+ *    a fresh one-raylet cluster each, alternating without and with the Prometheus
+ *    endpoints (--metrics-port on the GCS and the raylet, in the order off, on, on, off,
+ *    ... so drift weighs both alike), 1000 ephemeral resources present (a scrape's size
+ *    grows with them); with metrics on, a thread scrapes both endpoints every second, as
+ *    a Prometheus would. Per round: async throughput (per_s) and makespan_s of --tasks
+ *    no-ops, medians of --reps bursts; then one "summary" line: each mode's median over
+ *    its rounds and the difference in percent (positive: metrics cost that much);
  *  - the same no-op workloads on Dask distributed (bench/dask_noop.py: a LocalCluster
  *    with as many worker processes as raylets, one thread each), then "bench": "ratio"
  *    lines, escher over dask (per_s: higher is better for escher; makespan_s: lower).
@@ -33,14 +41,18 @@
  *
  * Usage: tasks [--tasks N] [--sync-tasks M] [--runs R] [--reps P] [--nodes 1,10]
  *              [--k 1,10,100,1000] [--only makespan,k,sync,async] [--spread]
- *              [--no-dask] [--raylet-flags 'FLAGS']
+ *              [--no-dask] [--raylet-flags 'FLAGS'] [--metrics-overhead R]
  * Defaults: N 10000, M 1000, R 50, P 3. --raylet-flags adds raylet flags, for
  * diagnosis (e.g. '--log-dir /dev/shm/x' puts task logs on tmpfs).
  * Environment: ESCHER_BIN_DIR (the build directory, default "build"), ESCHER_BENCH_SRC
  * (where dask_noop.py and setup-dask.sh are; default this source directory), DASK_PYTHON
  * (default /usr/bin/python3, Debian's python, which python3-distributed is for). */
+#include <arpa/inet.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +83,7 @@ typedef struct {
     bool makespan, k, sync, async, dask;
     bool spread;                    /* also the "spread" placement of noop_makespan */
     const char *raylet_flags;       /* more raylet flags (diagnosis), NULL: none */
+    int overhead_rounds;            /* --metrics-overhead: rounds per mode; 0: not run */
 } config;
 
 /* What the ratio lines compare: escher's figures, kept as they are measured. */
@@ -397,6 +410,164 @@ static void with_cluster(int nodes, const config *cf)
     g_cluster = NULL;
 }
 
+/* ------------------------------------------------------------------ metrics overhead */
+
+/* A Prometheus stand-in: GETs /metrics on every port each second until told to stop. */
+typedef struct {
+    int ports[2];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    long scrapes, bytes, failures;
+} scraper;
+
+/* One GET /metrics on 127.0.0.1:port; the bytes read, or -1. */
+static long scrape_once(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    static const char req[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    long got = 0;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof buf)) > 0)
+            got += n;
+    } else {
+        got = -1;
+    }
+    close(fd);
+    return got;
+}
+
+static void *scraper_main(void *arg)
+{
+    scraper *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        pthread_mutex_unlock(&s->mu);
+        for (int i = 0; i < 2; i++) {
+            long n = scrape_once(s->ports[i]);
+            s->scrapes++;
+            if (n > 0)
+                s->bytes += n;
+            else
+                s->failures++;
+        }
+        pthread_mutex_lock(&s->mu);
+        /* The scrape interval (Prometheus's own is a timer too), cut short by stop. */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        while (!s->stop && pthread_cond_timedwait(&s->cv, &s->mu, &until) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static int read_port(const char *dir, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    int port = -1;
+    if (!f || fscanf(f, "%d", &port) != 1)
+        die("cannot read a metrics port file", NULL);
+    fclose(f);
+    return port;
+}
+
+/* One round: a fresh cluster, with metrics or not; *per_s and *makespan_s its medians. */
+static void overhead_round(const config *cf, bool metrics, int round, double *per_s,
+                           double *makespan_s)
+{
+    static h_cluster cl;
+    h_init(&cl, 10000);
+    g_cluster = &cl;
+    char raylet_flags[700] = "";
+    if (metrics) {
+        if (snprintf(cl.gcs_extra, sizeof cl.gcs_extra,
+                     "--metrics-port 0 --metrics-port-file %s/gcs.metrics_port",
+                     cl.dir) >= (int)sizeof cl.gcs_extra ||
+            snprintf(raylet_flags, sizeof raylet_flags,
+                     "--metrics-port 0 --metrics-port-file %s/raylet.metrics_port",
+                     cl.dir) >= (int)sizeof raylet_flags)
+            die("the cluster directory's path is too long", NULL);
+    }
+    if (h_gcs_start(&cl) != 0 || h_raylet_start(&cl, 0, raylet_flags) != 0)
+        die("cannot start the cluster", NULL);
+    esc_client *admin = h_connect(&cl, "bench", 0, false);
+    resources(&cl, admin, 1, 1000, "o_", false);
+    scraper sc = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    pthread_t th;
+    if (metrics) {
+        sc.ports[0] = read_port(cl.dir, "gcs.metrics_port");
+        sc.ports[1] = read_port(cl.dir, "raylet.metrics_port");
+        pthread_create(&th, NULL, scraper_main, &sc);
+    }
+    double *t = calloc((size_t)cf->reps, sizeof *t);
+    for (int r = 0; r < cf->reps; r++) {
+        esc_client *c = job(&cl, admin);
+        t[r] = burst(c, cf->tasks, NULL);
+        job_end(&cl, admin, c);
+    }
+    if (metrics) {
+        pthread_mutex_lock(&sc.mu);
+        sc.stop = true;
+        pthread_cond_signal(&sc.cv);
+        pthread_mutex_unlock(&sc.mu);
+        pthread_join(th, NULL);
+    }
+    *makespan_s = pct(t, cf->reps, 50);
+    *per_s = cf->tasks / *makespan_s;
+    printf("{\"bench\": \"metrics_overhead\", \"system\": \"escher\", \"round\": %d, "
+           "\"metrics\": %s, \"tasks\": %d, \"ephemeral_resources\": 1000, "
+           "\"per_s\": %.1f, \"makespan_s\": %.4f, \"runs\": %d, \"scrapes\": %ld, "
+           "\"scrape_failures\": %ld, \"scrape_bytes_mean\": %.0f}\n",
+           round, metrics ? "true" : "false", cf->tasks, *per_s, *makespan_s, cf->reps,
+           sc.scrapes, sc.failures, sc.scrapes ? (double)sc.bytes / (double)sc.scrapes : 0);
+    fflush(stdout);
+    free(t);
+    esc_disconnect(admin);
+    h_stop(&cl);
+    g_cluster = NULL;
+}
+
+/* Rounds off, on, on, off, off, on, ...; then each mode's medians and the difference. */
+static void bench_metrics_overhead(const config *cf)
+{
+    int n = cf->overhead_rounds;
+    double *rate[2], *span[2];
+    for (int m = 0; m < 2; m++) {
+        rate[m] = calloc((size_t)n, sizeof *rate[m]);
+        span[m] = calloc((size_t)n, sizeof *span[m]);
+    }
+    int done[2] = {0, 0};
+    for (int r = 0; r < 2 * n; r++) {
+        int m = (r % 4 == 1 || r % 4 == 2) ? 1 : 0;
+        overhead_round(cf, m == 1, r, &rate[m][done[m]], &span[m][done[m]]);
+        done[m]++;
+    }
+    double off_rate = pct(rate[0], n, 50), on_rate = pct(rate[1], n, 50);
+    double off_span = pct(span[0], n, 50), on_span = pct(span[1], n, 50);
+    printf("{\"bench\": \"metrics_overhead\", \"system\": \"escher\", \"summary\": true, "
+           "\"rounds_per_mode\": %d, \"tasks\": %d, \"off_per_s\": %.1f, \"on_per_s\": %.1f, "
+           "\"throughput_cost_pct\": %.2f, \"off_makespan_s\": %.4f, \"on_makespan_s\": %.4f, "
+           "\"makespan_cost_pct\": %.2f}\n",
+           n, cf->tasks, off_rate, on_rate, 100.0 * (off_rate - on_rate) / off_rate, off_span,
+           on_span, 100.0 * (on_span - off_span) / off_span);
+    fflush(stdout);
+    for (int m = 0; m < 2; m++) {
+        free(rate[m]);
+        free(span[m]);
+    }
+}
+
 /* ------------------------------------------------------------------ dask */
 
 static const char *src_dir(void)
@@ -545,7 +716,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: tasks [--tasks N] [--sync-tasks M] [--runs R] [--reps P] "
                     "[--nodes 1,10] [--k 1,10,100,1000] [--only makespan,k,sync,async] [--no-dask] "
-                    "[--spread] [--raylet-flags 'FLAGS']\n");
+                    "[--spread] [--raylet-flags 'FLAGS'] [--metrics-overhead R]\n");
     exit(2);
 }
 
@@ -578,6 +749,11 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--raylet-flags") && v)
             cf.raylet_flags = v, i++;
+        else if (!strcmp(a, "--metrics-overhead") && v) {
+            if ((cf.overhead_rounds = atoi(v)) < 1)
+                usage();
+            i++;
+        }
         else if (!strcmp(a, "--spread"))
             cf.spread = true;
         else if (!strcmp(a, "--no-dask"))
@@ -604,6 +780,11 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     machine_line("start");
+    if (cf.overhead_rounds > 0) {
+        bench_metrics_overhead(&cf);
+        machine_line("end");
+        return 0;
+    }
     bool dask = cf.dask && dask_ready();
     for (int i = 0; i < cf.nnodes; i++)
         with_cluster(cf.nodes[i], &cf);

@@ -68,6 +68,7 @@ typedef struct {
     const char *metrics_bind;         /* --metrics-bind (127.0.0.1) */
     int metrics_port;                 /* --metrics-port; -1: no endpoint */
     const char *metrics_port_file;    /* --metrics-port-file, or NULL */
+    const char *metrics_sd_file;      /* --metrics-sd-file, or NULL (metrics.c) */
     long event_history;               /* --event-history: rows kept (history.c) */
 } gcs_config;
 
@@ -213,6 +214,9 @@ int gcs_metrics_start(gcs *g);
 void gcs_metrics_stop(gcs *g);
 /* A storage write took `seconds` (event_log.c). */
 void gcs_metrics_write_done(gcs *g, double seconds);
+/* The event is broadcast (pubsub.c): a node that came or went rewrites the
+ * service-discovery file. */
+void gcs_metrics_event(gcs *g, const Escher__Event *ev);
 
 /* ---- load.c ---- */
 void gcs_load_init(gcs *g);

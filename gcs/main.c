@@ -27,6 +27,7 @@ static const char usage_text[] =
     "                  [--heartbeat-ms N] [--job-timeout-ms N] [--max-resources-per-job N]\n"
     "                  [--storage-timeout-ms N] [--dead-node-retention-ms N]\n"
     "                  [--metrics-port P] [--metrics-bind HOST] [--metrics-port-file F]\n"
+    "                  [--metrics-sd-file F]\n"
     "                  [--dashboard-port P] [--dashboard-bind HOST]\n"
     "                  [--dashboard-port-file F] [--dashboard-dir DIR]\n"
     "                  [--event-history N] [--help] [--version]\n"
@@ -35,6 +36,8 @@ static const char usage_text[] =
     "  --metrics-port P       serve Prometheus metrics on http://HOST:P/metrics (0 picks a\n"
     "                         free port, written to --metrics-port-file; default: off)\n"
     "  --metrics-bind HOST    the metrics listen address (default 127.0.0.1)\n"
+    "  --metrics-sd-file F    keep F a Prometheus file_sd_configs list of this GCS's and\n"
+    "                         every alive raylet's metrics endpoint (with --metrics-port)\n"
     "  --dashboard-port P     serve the web dashboard on http://HOST:P/ (0 picks a free\n"
     "                         port, written to --dashboard-port-file; default: off); it\n"
     "                         asks for the cluster token (docs/observability.md)\n"
@@ -143,6 +146,7 @@ static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files
         {"metrics-port", required_argument, 0, 'm'},
         {"metrics-bind", required_argument, 0, 'M'},
         {"metrics-port-file", required_argument, 0, 'F'},
+        {"metrics-sd-file", required_argument, 0, 'S'},
         {"dashboard-port", required_argument, 0, 'D'},
         {"dashboard-bind", required_argument, 0, 'B'},
         {"dashboard-port-file", required_argument, 0, 'P'},
@@ -162,6 +166,7 @@ static int parse_flags(int argc, char **argv, gcs_config *c, secret_files *files
         case 'm': if (!parse_int(optarg, 0, 65535, &v)) return usage("bad --metrics-port"); c->metrics_port = (int)v; break;
         case 'M': c->metrics_bind = optarg; break;
         case 'F': c->metrics_port_file = optarg; break;
+        case 'S': c->metrics_sd_file = optarg; break;
         case 'D': if (!parse_int(optarg, 0, 65535, &v)) return usage("bad --dashboard-port"); c->dashboard_port = (int)v; break;
         case 'B': c->dashboard_bind = optarg; break;
         case 'P': c->dashboard_port_file = optarg; break;

@@ -3,7 +3,11 @@
  * they are, without locks. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "gcs.h"
 #include "log.h"
@@ -118,10 +122,75 @@ static void fill(void *ud, esc_metrics_text *t)
                        (double)g->write_count);
 }
 
+/* ------------------------------------------------------------ service discovery */
+
+/* One file_sd_configs entry: {"targets": [address], "labels": {...}}; node_id NULL: no
+ * escher_node label (Prometheus drops empty labels anyway). */
+static json_t *sd_target(const char *address, const char *role, const char *node_id)
+{
+    json_t *t = json_pack("{s:[s], s:{s:s}}", "targets", address, "labels", "escher_role", role);
+    if (node_id)
+        json_object_set_new(json_object_get(t, "labels"), "escher_node", json_string(node_id));
+    return t;
+}
+
+/* Where others reach the GCS's endpoint: its bind, else its gRPC bind, else the host. */
+static void gcs_metrics_address(const gcs *g, char *out, size_t len)
+{
+    const char *host = g->cfg.metrics_bind;
+    char name[256];
+    if (esc_metrics_wildcard(host))
+        host = g->cfg.bind;
+    if (esc_metrics_wildcard(host)) {
+        if (gethostname(name, sizeof name) != 0)
+            snprintf(name, sizeof name, "localhost");
+        name[sizeof name - 1] = '\0';
+        host = name;
+    }
+    esc_host_port(out, len, host, esc_metrics_http_port(g->metrics));
+}
+
+/* Rewrites --metrics-sd-file: the GCS's endpoint and every alive or draining node's that
+ * has one (NodeInfo.metrics_address), in Prometheus's file_sd_configs format. Prometheus
+ * rereads the file when it changes; the rename makes each version whole. */
+static void write_sd_file(gcs *g)
+{
+    if (!g->cfg.metrics_sd_file)
+        return;
+    json_t *list = json_array();
+    if (g->metrics) {
+        char addr[300];
+        gcs_metrics_address(g, addr, sizeof addr);
+        json_array_append_new(list, sd_target(addr, "gcs", NULL));
+    }
+    size_t pos = 0;
+    const char *id;
+    void *val;
+    while (esc_strmap_next(g->nodes, &pos, &id, &val)) {
+        const gcs_node *n = val;
+        if (gcs_node_alive(n) && n->info->metrics_address && *n->info->metrics_address)
+            json_array_append_new(list, sd_target(n->info->metrics_address, "raylet", id));
+    }
+    char *text = json_dumps(list, JSON_INDENT(2));
+    json_decref(list);
+    if (!text || esc_metrics_write_file(g->cfg.metrics_sd_file, text) != 0)
+        ESC_WARN("cannot write %s: %s", g->cfg.metrics_sd_file, strerror(errno));
+    free(text);
+}
+
+void gcs_metrics_event(gcs *g, const Escher__Event *ev)
+{
+    if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_ADDED ||
+        ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD)
+        write_sd_file(g);
+}
+
 int gcs_metrics_start(gcs *g)
 {
-    if (g->cfg.metrics_port < 0)
+    if (g->cfg.metrics_port < 0) {
+        write_sd_file(g); /* the raylets' endpoints only */
         return 0;
+    }
     char err[512];
     g->metrics = esc_metrics_http_start(esc_loop_ev(g->loop), g->cfg.metrics_bind,
                                         g->cfg.metrics_port, fill, g, err, sizeof err);
@@ -137,6 +206,7 @@ int gcs_metrics_start(gcs *g)
         return 1;
     }
     ESC_INFO("metrics on http://%s:%d/metrics", g->cfg.metrics_bind, port);
+    write_sd_file(g); /* the nodes loaded from storage, if any, and this GCS */
     return 0;
 }
 

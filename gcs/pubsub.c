@@ -205,6 +205,7 @@ static void send_to(gcs_sub *s, const Escher__Event *ev)
 void gcs_broadcast(gcs *g, const Escher__Event *ev)
 {
     gcs_dashboard_event(g, ev);
+    gcs_metrics_event(g, ev);
     for (gcs_sub *s = g->subs; s; s = s->next)
         send_to(s, ev);
 }

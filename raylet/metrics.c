@@ -11,6 +11,7 @@
 #include "metrics_http.h"
 #include "qty.h"
 #include "raylet.h"
+#include "rpc.h"
 #include "task_manager.h"
 #include "worker_pool.h"
 
@@ -119,7 +120,11 @@ int raylet_metrics_start(raylet *r, char *err, size_t errlen)
                  strerror(errno));
         return -1;
     }
-    ESC_INFO("metrics on http://%s:%d/metrics", r->cfg.metrics_bind, port);
+    /* Others reach a wildcard bind at the node's address (its gRPC server's host). */
+    const char *host = esc_metrics_wildcard(r->cfg.metrics_bind) ? r->cfg.node_ip
+                                                                  : r->cfg.metrics_bind;
+    esc_host_port(r->metrics_address, sizeof r->metrics_address, host, port);
+    ESC_INFO("metrics on http://%s/metrics", r->metrics_address);
     return 0;
 }
 

@@ -186,14 +186,6 @@ static void on_prepare(struct ev_loop *ev, ev_prepare *w, int revents)
 }
 
 /* "host:port", with brackets around an IPv6 host. */
-static void host_port(char *out, size_t len, const char *host, int port)
-{
-    if (strchr(host, ':'))
-        snprintf(out, len, "[%s]:%d", host, port);
-    else
-        snprintf(out, len, "%s:%d", host, port);
-}
-
 static void log_node(const raylet *r)
 {
     char line[768];
@@ -367,7 +359,7 @@ int raylet_start(raylet *r, char *err, size_t errlen)
         return -1;
     r->logs = log_service_new(r);
     char listen[300];
-    host_port(listen, sizeof listen, r->cfg.bind, r->cfg.port);
+    esc_host_port(listen, sizeof listen, r->cfg.bind, r->cfg.port);
     if (esc_port_probe(r->cfg.bind, r->cfg.port, err, errlen) != 0)
         return -1;
     r->server = esc_rpc_server_new(listen, r->cfg.token, esc_loop_post, r->loop, err, errlen);
@@ -383,7 +375,7 @@ int raylet_start(raylet *r, char *err, size_t errlen)
         snprintf(err, errlen, "cannot start the gRPC server on %s", listen);
         return -1;
     }
-    host_port(r->address, sizeof r->address, r->cfg.node_ip, esc_rpc_server_port(r->server));
+    esc_host_port(r->address, sizeof r->address, r->cfg.node_ip, esc_rpc_server_port(r->server));
     log_node(r);
     if (raylet_metrics_start(r, err, errlen) != 0)
         return -1;

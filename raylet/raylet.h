@@ -93,6 +93,7 @@ typedef struct raylet {
     bool stopping;
     int exit_code;
     struct esc_metrics_http *metrics; /* the Prometheus endpoint, or NULL (metrics.c) */
+    char metrics_address[300];  /* host:port of that endpoint as others reach it, or "" */
 } raylet;
 
 /* Sets up a raylet whose cfg is parsed: detection, accounting, loop, gRPC server,

@@ -174,7 +174,7 @@ void esc_metrics_http_stop(esc_metrics_http *m)
     free(m);
 }
 
-int esc_metrics_write_port_file(const char *path, int port)
+int esc_metrics_write_file(const char *path, const char *text)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
@@ -184,8 +184,20 @@ int esc_metrics_write_port_file(const char *path, int port)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return -1;
-    fprintf(f, "%d\n", port);
+    fputs(text, f);
     if (fclose(f) != 0)
         return -1;
     return rename(tmp, path);
+}
+
+int esc_metrics_write_port_file(const char *path, int port)
+{
+    char line[32];
+    snprintf(line, sizeof line, "%d\n", port);
+    return esc_metrics_write_file(path, line);
+}
+
+bool esc_metrics_wildcard(const char *bind)
+{
+    return !*bind || !strcmp(bind, "0.0.0.0") || !strcmp(bind, "::") || !strcmp(bind, "[::]");
 }

@@ -8,6 +8,7 @@
 #ifndef ESC_METRICS_HTTP_H
 #define ESC_METRICS_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,5 +45,10 @@ void esc_metrics_http_stop(esc_metrics_http *m);
 
 /* Writes "port\n" to path through a temporary file and a rename. 0 or -1 (errno). */
 int esc_metrics_write_port_file(const char *path, int port);
+/* Writes text to path the same way (readers never see half a file). 0 or -1 (errno). */
+int esc_metrics_write_file(const char *path, const char *text);
+/* True for an address that listens on every interface ("0.0.0.0", "::", ""): others
+ * reach such an endpoint at the host's own address, not at this one. */
+bool esc_metrics_wildcard(const char *bind);
 
 #endif

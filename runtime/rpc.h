@@ -161,6 +161,9 @@ void esc_rpc_finish(esc_rpc_ctx *call, int code, const char *message);
 
 typedef struct esc_rpc_channel esc_rpc_channel;
 
+/* "host:port" into out, "[host]:port" for an IPv6 host, as channels take them. */
+void esc_host_port(char *out, size_t len, const char *host, int port);
+
 /* Opens a channel to target ("host:port") with the token (may be NULL). Connection is
  * lazy and automatic, with reconnect backoff capped at one second. Thread-safe. */
 esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token);

@@ -81,3 +81,11 @@ void esc_rpc_grpc_unref(void)
 {
     grpc_shutdown();
 }
+
+void esc_host_port(char *out, size_t len, const char *host, int port)
+{
+    if (strchr(host, ':'))
+        snprintf(out, len, "[%s]:%d", host, port);
+    else
+        snprintf(out, len, "%s:%d", host, port);
+}

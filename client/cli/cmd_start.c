@@ -51,6 +51,9 @@ static const char usage[] =
     "                                    address that reaches the GCS; a head, the\n"
     "                                    interface that routes outward, else 127.0.0.1)\n"
     "  --bind HOST                       the daemons' listen address (default 0.0.0.0)\n"
+    "  --metrics-bind HOST               the Prometheus endpoints' listen address (default\n"
+    "                                    127.0.0.1; on a cluster of several hosts, the\n"
+    "                                    node's address, so the head's Prometheus reaches it)\n"
     "  --raylet-port P                   the raylet's port (default 0: any free one); it\n"
     "                                    serves tasks and objects on this one port, so\n"
     "                                    there is no --object-port\n";
@@ -288,6 +291,8 @@ static void print_metrics(const start_ctx *s)
             printf("  metrics   http://127.0.0.1:%s/metrics (%s)\n", port, files[i][1]);
         free(port);
     }
+    if (s->head)
+        printf("  discovery %s/prometheus_sd.json (Prometheus file_sd_configs)\n", s->dir);
 }
 
 /* The dashboard's URL with the token, to paste into a browser: the first visit turns
@@ -431,6 +436,7 @@ int cmd_start(const cli_globals *g, int argc, char **argv)
         {"--object-port", &s->object_port, NULL},
         {"--keep", NULL, &s->keep},
         {"--dashboard-port", &s->dashboard_port, NULL},
+        {"--metrics-bind", &s->metrics_bind, NULL},
         {"--no-dashboard", NULL, &s->no_dashboard},
         {"--daemon-key", &s->daemon_key_opt, NULL},
         {NULL, NULL, NULL},

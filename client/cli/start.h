@@ -23,6 +23,7 @@ typedef struct {
     const char *bind, *raylet_port, *object_port;
     bool keep;                    /* --keep: the raylet outlives a stopped head */
     const char *dashboard_port;   /* --dashboard-port (head; default "0") */
+    const char *metrics_bind;     /* --metrics-bind, passed to both daemons (NULL: theirs) */
     bool no_dashboard;            /* --no-dashboard */
     bool dir_made, dir_created;   /* the session directory: made by this start; new */
     bool started;                 /* every daemon is ready (a failure now keeps the dir) */

@@ -208,6 +208,8 @@ int start_gcs(start_ctx *s)
     opt_file(&a, "--port-file", s->dir, "gcs.port");
     opt(&a, "--metrics-port", "0");
     opt_file(&a, "--metrics-port-file", s->dir, "gcs.metrics_port");
+    opt(&a, "--metrics-bind", s->metrics_bind);
+    opt_file(&a, "--metrics-sd-file", s->dir, "prometheus_sd.json");
     if (!s->no_dashboard) {
         opt(&a, "--dashboard-port", s->dashboard_port ? s->dashboard_port : "0");
         opt_file(&a, "--dashboard-port-file", s->dir, "gcs.dashboard_port");
@@ -240,6 +242,7 @@ int start_raylet(start_ctx *s)
     opt_file(&a, "--log-dir", s->dir, "logs/tasks");
     opt(&a, "--metrics-port", "0");
     opt_file(&a, "--metrics-port-file", s->dir, "raylet.metrics_port");
+    opt(&a, "--metrics-bind", s->metrics_bind);
     opt(&a, "--num-cpus", s->num_cpus);
     opt(&a, "--num-gpus", s->num_gpus);
     opt(&a, "--memory", s->memory);

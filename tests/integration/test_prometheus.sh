@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test_prometheus.sh: a real Prometheus server (Debian's `prometheus`, on loopback)
-# scrapes the endpoints of a cluster started with `escher start` (docs/observability.md):
-# both targets come up (up == 1), and a query for a resource set with the CLI returns
-# its value. Skipped (77) only when the prometheus binary is missing
+# scrapes the endpoints of a cluster started with `escher start` (docs/observability.md),
+# found through the head's service-discovery file (file_sd_configs): the GCS and the
+# raylet come up (up == 1) with their labels, a second node that joins is scraped too and
+# leaves the file when it stops, and a query for a resource set with the CLI returns its
+# value. Skipped (77) only when the prometheus binary is missing
 # (deploy/install-deps.sh installs it). No fixed sleeps: every wait polls with a deadline.
 set -euo pipefail
 
@@ -17,6 +19,7 @@ command -v curl >/dev/null || { echo "test_prometheus: curl is required" >&2; ex
 
 T=$(mktemp -d /tmp/escher-test-prometheus-XXXXXX)
 S="$T/session"
+S2="$T/session2"
 export ESCHER_SESSION_DIR="$S"
 unset ESCHER_TOKEN ESCHER_NODE_ID
 PROM_PID=
@@ -29,6 +32,7 @@ cleanup() {
     done
   fi
   [ -n "$PROM_PID" ] && kill "$PROM_PID" 2>/dev/null && wait "$PROM_PID" 2>/dev/null || true
+  "$ESC" stop --force --session-dir "$S2" >/dev/null 2>&1 || true
   "$ESC" stop --force --session-dir "$S" >/dev/null 2>&1 || true
   rm -rf "$T"
   exit "$rc"
@@ -66,8 +70,9 @@ wait_query() {
 }
 
 step "cluster"
-"$ESC" start --head --port 0 --num-cpus 2 --num-gpus 0 --node-ip 127.0.0.1 >"$T/start.out" 2>"$T/start.err" ||
-  fail "escher start: $(cat "$T/start.err")"
+"$ESC" start --head --port 0 --num-cpus 2 --num-gpus 0 --node-ip 127.0.0.1 \
+  --node-timeout-ms 2000 >"$T/start.out" 2>"$T/start.err" || fail "escher start: $(cat "$T/start.err")"
+grep -q "discovery $S/prometheus_sd.json" "$T/start.out" || fail "no discovery line: $(cat "$T/start.out")"
 GCS_MPORT=$(cat "$S/gcs.metrics_port")
 RAY_MPORT=$(cat "$S/raylet.metrics_port")
 NODE_ID=$(cat "$S/node_id")
@@ -79,25 +84,37 @@ global:
   scrape_interval: 1s
   scrape_timeout: 1s
 scrape_configs:
-  - job_name: escher-gcs
-    static_configs:
-      - targets: ["127.0.0.1:$GCS_MPORT"]
-  - job_name: escher-raylet
-    static_configs:
-      - targets: ["127.0.0.1:$RAY_MPORT"]
+  - job_name: escher
+    file_sd_configs:
+      - files: ["$S/prometheus_sd.json"]
+        refresh_interval: 1s
 YML
 "$PROM" --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/data" \
   --web.listen-address="127.0.0.1:$PROM_PORT" >"$T/prometheus.log" 2>&1 &
 PROM_PID=$!
 
-step "both targets up"
-wait_query 'up' "{\"__name__\": \"up\", \"instance\": \"127.0.0.1:$GCS_MPORT\", \"job\": \"escher-gcs\"} 1
-{\"__name__\": \"up\", \"instance\": \"127.0.0.1:$RAY_MPORT\", \"job\": \"escher-raylet\"} 1" 60
+step "both targets up, found in the discovery file"
+wait_query 'up' "{\"__name__\": \"up\", \"escher_role\": \"gcs\", \"instance\": \"127.0.0.1:$GCS_MPORT\", \"job\": \"escher\"} 1
+{\"__name__\": \"up\", \"escher_node\": \"$NODE_ID\", \"escher_role\": \"raylet\", \"instance\": \"127.0.0.1:$RAY_MPORT\", \"job\": \"escher\"} 1" 60
 
 step "escher metrics through PromQL"
 wait_query 'escher_gcs_nodes{state="alive"}' \
-  "{\"__name__\": \"escher_gcs_nodes\", \"instance\": \"127.0.0.1:$GCS_MPORT\", \"job\": \"escher-gcs\", \"state\": \"alive\"} 1" 30
+  "{\"__name__\": \"escher_gcs_nodes\", \"escher_role\": \"gcs\", \"instance\": \"127.0.0.1:$GCS_MPORT\", \"job\": \"escher\", \"state\": \"alive\"} 1" 30
 "$ESC" resource set foo 3.5 >"$T/out" 2>"$T/err" || fail "resource set: $(cat "$T/err")"
 wait_query "sum by (node) (escher_resource_total{resource=\"foo\",kind=\"ephemeral\"})" \
   "{\"node\": \"$NODE_ID\"} 3.5" 30
+step "a node that joins is scraped; one that stops leaves the file"
+"$ESC" start --address "$(cat "$S/gcs_address")" --token "$(cat "$S/token")" \
+  --daemon-key "$(cat "$S/daemon_key")" --session-dir "$S2" --num-cpus 1 --num-gpus 0 \
+  --node-ip 127.0.0.1 >"$T/start2.out" 2>"$T/start2.err" || fail "join: $(cat "$T/start2.err")"
+NODE2=$(cat "$S2/node_id")
+RAY2_MPORT=$(cat "$S2/raylet.metrics_port")
+wait_query "up{escher_node=\"$NODE2\"}" "{\"__name__\": \"up\", \"escher_node\": \"$NODE2\", \"escher_role\": \"raylet\", \"instance\": \"127.0.0.1:$RAY2_MPORT\", \"job\": \"escher\"} 1" 60
+"$ESC" stop --force --session-dir "$S2" >/dev/null 2>&1 || fail "stopping the second node"
+deadline=$((SECONDS + 30))
+while grep -q "$NODE2" "$S/prometheus_sd.json"; do
+  [ "$SECONDS" -ge "$deadline" ] && fail "the stopped node is still in $S/prometheus_sd.json"
+  sleep 0.2
+done
+grep -q "$NODE_ID" "$S/prometheus_sd.json" || fail "the head's raylet left the discovery file"
 echo "test_prometheus: ok ($(date +%T.%3N))"
