@@ -95,6 +95,7 @@ static void fill_node(esc_node_status *ns, const Escher__NodeStatus *n, const es
     ns->state = strdup(node_state_name(info ? info->state : ESCHER__NODE_STATE__NODE_DEAD));
     ns->applied_seq = n->applied_seq;
     ns->cpu_shares_enforced = info && info->cpu_shares_enforced;
+    ns->head = info && info->head;
     ns->cpu_shares = strdup(info ? info->cpu_shares : "");
     ns->nlabels = info ? info->n_labels : 0;
     ns->labels = calloc(ns->nlabels + 1, sizeof *ns->labels);

@@ -40,6 +40,8 @@ static const char usage[] =
     "                              task); one that misses it is suspect (500)\n"
     "  --ended-tasks N             rows of tasks that ended here kept for `escher list\n"
     "                              tasks` (0..1000000; 0 keeps none; default 1000)\n"
+    "  --head                      this node is the head (started with the GCS; escher\n"
+    "                              status marks it)\n"
     "  --no-cpu-quota              do not enforce CPU shares with cgroups (default: a\n"
     "                              worker's CPU quota is what its task holds, where a\n"
     "                              cgroup cpu controller is writable)\n"
@@ -298,6 +300,7 @@ enum {
     OPT_FORWARD_TIMEOUT_MS,
     OPT_ENDED_TASKS,
     OPT_NO_CPU_QUOTA,
+    OPT_HEAD,
     OPT_HELP,
     OPT_VERSION,
     OPT_EXIT_ON_STOP,
@@ -325,6 +328,7 @@ static const struct option long_opts[] = {
     {"forward-timeout-ms", required_argument, NULL, OPT_FORWARD_TIMEOUT_MS},
     {"ended-tasks", required_argument, NULL, OPT_ENDED_TASKS},
     {"no-cpu-quota", no_argument, NULL, OPT_NO_CPU_QUOTA},
+    {"head", no_argument, NULL, OPT_HEAD},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {"exit-on-cluster-stop", required_argument, NULL, OPT_EXIT_ON_STOP},
@@ -408,6 +412,9 @@ static int parse_one(raylet_config *cfg, int opt, const char *flag, const char *
         return parse_ended_tasks(flag, v, &cfg->ended_tasks, err, errlen);
     case OPT_NO_CPU_QUOTA:
         cfg->no_cpu_quota = true;
+        return 0;
+    case OPT_HEAD:
+        cfg->head = true;
         return 0;
     case OPT_HELP:
         cfg->help = true;

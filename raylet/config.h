@@ -49,6 +49,7 @@ typedef struct {
     char *log_dir;               /* NULL: /tmp/escher-<uid>/logs/raylet-<pid> */
     int forward_timeout_ms;      /* calls to other raylets (peers.h) */
     bool no_cpu_quota;           /* --no-cpu-quota: CPU shares not enforced */
+    bool head;                   /* --head: the node started with the GCS */
     int ended_tasks;             /* --ended-tasks: ended task rows kept (state API) */
     bool help;
     bool version;                /* --version */

@@ -572,6 +572,7 @@ static void build_info(gcs_link *l)
     l->info.cpu_shares_enforced = r->quota != NULL;
     l->info.cpu_shares = r->cpu_shares;
     l->info.metrics_address = r->metrics_address;
+    l->info.head = r->cfg.head;
     l->amounts = calloc(n->nphysical + 1, sizeof *l->amounts);
     l->amount_ptrs = calloc(n->nphysical + 1, sizeof *l->amount_ptrs);
     for (size_t i = 0; i < n->nphysical; i++) {

@@ -1,22 +1,83 @@
-/* cmd_status.c: `escher status [--json]`: nodes, and per node each resource's total,
- * held and available, with owner and namespace of ephemeral resources. */
+/* cmd_status.c: `escher status [--json] [--watch [SECONDS]]`: the cluster's totals,
+ * nodes (the head marked), and per node each resource's total, held and available, with
+ * owner and namespace of ephemeral resources. */
 #include "cli.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage[] =
-    "usage: escher status [--json]\n"
+    "usage: escher status [--json] [--watch [SECONDS]]\n"
     "\n"
-    "Shows every node (id, address, state) and each resource's total, held and available;\n"
+    "Shows the cluster's totals (each resource summed over the alive nodes), then every\n"
+    "node (id, address, state; the head marked) with its labels, each resource's total,\n"
+    "held and available, and the tasks waiting there with the resources they miss;\n"
     "ephemeral resources appear under their full name \"<namespace>/<name>\" with their\n"
     "owner (a job id, or \"detached\") and namespace.\n"
     "\n"
-    "  --json  print {\"seq\": N, \"nodes\": [{\"id\", \"address\", \"state\", \"resources\":\n"
-    "          {NAME: {\"total\", \"held\", \"available\"[, \"owner\", \"namespace\"]}}}]};\n"
-    "          numbers are decimals, an unbounded capacity is \"inf\"\n";
+    "  --json     print {\"seq\": N, \"totals\": {NAME: {\"total\", \"held\", \"available\",\n"
+    "             \"nodes\"}}, \"nodes\": [{\"id\", \"address\", \"state\", \"head\",\n"
+    "             \"resources\": {NAME: {\"total\", \"held\", \"available\"[, \"owner\",\n"
+    "             \"namespace\"]}}}]}; numbers are decimals, an unbounded capacity is \"inf\"\n"
+    "  --watch [SECONDS]  redraw every SECONDS (default 2, 0.1..3600) until interrupted\n"
+    "             (Ctrl-C: exit 0); with --json, one document per line each time\n";
+
+/* ------------------------------------------------------------------ totals */
+
+/* One resource summed over the alive nodes. */
+typedef struct {
+    const char *name;   /* borrowed from the status */
+    int64_t total, held, available;
+    bool unbounded;
+    unsigned nodes;
+} total_row;
+
+static int total_cmp(const void *a, const void *b)
+{
+    return strcmp(((const total_row *)a)->name, ((const total_row *)b)->name);
+}
+
+static total_row *find_total(total_row *rows, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name))
+            return &rows[i];
+    return NULL;
+}
+
+/* Every resource name of the alive and draining nodes, summed, in name order. */
+static total_row *cluster_totals(const esc_cluster_status *s, size_t *n)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < s->nnodes; i++)
+        cap += s->nodes[i].nresources;
+    total_row *rows = calloc(cap + 1, sizeof *rows);
+    *n = 0;
+    for (size_t i = 0; i < s->nnodes; i++) {
+        const esc_node_status *nd = &s->nodes[i];
+        if (!strcmp(nd->state, "DEAD"))
+            continue;
+        for (size_t k = 0; k < nd->nresources; k++) {
+            const esc_resource_info *r = &nd->resources[k];
+            if (r->deleted)
+                continue;
+            total_row *t = find_total(rows, *n, r->name);
+            if (!t)
+                *(t = &rows[(*n)++]) = (total_row){.name = r->name};
+            t->total += r->total;
+            t->held += r->held;
+            t->available += r->available;
+            t->unbounded |= r->unbounded;
+            t->nodes++;
+        }
+    }
+    qsort(rows, *n, sizeof *rows, total_cmp);
+    return rows;
+}
 
 /* ------------------------------------------------------------------ JSON */
 
@@ -60,6 +121,7 @@ static json_t *node_json(const esc_node_status *n)
     json_object_set_new(o, "id", json_string(n->id));
     json_object_set_new(o, "address", json_string(n->address));
     json_object_set_new(o, "state", json_string(n->state));
+    json_object_set_new(o, "head", json_boolean(n->head));
     json_object_set_new(o, "resources", res);
     json_object_set_new(o, "cpu_shares", json_pack("{s:b, s:s}", "enforced",
                                                    n->cpu_shares_enforced, "detail",
@@ -174,6 +236,22 @@ static json_t *grants_json(const grant_list *gl)
     return arr;
 }
 
+static json_t *totals_json(const esc_cluster_status *s)
+{
+    size_t n = 0;
+    total_row *rows = cluster_totals(s, &n);
+    json_t *o = json_object();
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, rows[i].name,
+                            json_pack("{s:o, s:o, s:o, s:I}", "total",
+                                      cli_json_qty(rows[i].total, rows[i].unbounded), "held",
+                                      cli_json_qty(rows[i].held, false), "available",
+                                      cli_json_qty(rows[i].available, rows[i].unbounded),
+                                      "nodes", (json_int_t)rows[i].nodes));
+    free(rows);
+    return o;
+}
+
 static int print_json(const esc_cluster_status *s, const actor_list *l, const grant_list *gl)
 {
     json_t *nodes = json_array();
@@ -181,6 +259,7 @@ static int print_json(const esc_cluster_status *s, const actor_list *l, const gr
         json_array_append_new(nodes, node_json(&s->nodes[i]));
     json_t *root = json_object();
     json_object_set_new(root, "seq", json_integer((json_int_t)s->seq));
+    json_object_set_new(root, "totals", totals_json(s));
     json_object_set_new(root, "nodes", nodes);
     /* Only when there are actors: a cluster without keeps the documented two keys. */
     if (l->n) {
@@ -241,10 +320,29 @@ static void print_demand(const esc_demand *d)
     putchar('\n');
 }
 
+static void print_totals(const esc_cluster_status *s)
+{
+    size_t n = 0;
+    total_row *rows = cluster_totals(s, &n);
+    int w = (int)strlen("RESOURCE");
+    for (size_t i = 0; i < n; i++)
+        w = (int)strlen(rows[i].name) > w ? (int)strlen(rows[i].name) : w;
+    printf("\ntotals (alive nodes)\n  %-*s %12s %12s %12s  %s\n", w, "RESOURCE", "TOTAL", "HELD",
+           "AVAILABLE", "NODES");
+    for (size_t i = 0; i < n; i++) {
+        char t[48], h[48], a[48];
+        cli_fmt_qty(rows[i].name, rows[i].total, rows[i].unbounded, true, t, sizeof t);
+        cli_fmt_qty(rows[i].name, rows[i].held, false, true, h, sizeof h);
+        cli_fmt_qty(rows[i].name, rows[i].available, rows[i].unbounded, true, a, sizeof a);
+        printf("  %-*s %12s %12s %12s  %u\n", w, rows[i].name, t, h, a, rows[i].nodes);
+    }
+    free(rows);
+}
+
 static void print_node(const esc_node_status *n)
 {
-    printf("\nnode %s  %s  %s  applied seq %" PRIu64 "\n", n->id, n->address, n->state,
-           n->applied_seq);
+    printf("\nnode %s%s  %s  %s  applied seq %" PRIu64 "\n", n->id, n->head ? " (head)" : "",
+           n->address, n->state, n->applied_seq);
     printf("  CPU shares %s (%s)\n", n->cpu_shares_enforced ? "enforced" : "not enforced",
            n->cpu_shares && *n->cpu_shares ? n->cpu_shares : "not reported");
     if (n->nlabels) {
@@ -309,6 +407,7 @@ static int print_table(const esc_cluster_status *s, const actor_list *l, const g
 {
     printf("cluster: %zu node%s, applied seq %" PRIu64 " (committed %" PRIu64 ")\n",
            s->nnodes, s->nnodes == 1 ? "" : "s", s->seq, s->committed_seq);
+    print_totals(s);
     for (size_t i = 0; i < s->nnodes; i++)
         print_node(&s->nodes[i]);
     print_actors(l);
@@ -318,18 +417,10 @@ static int print_table(const esc_cluster_status *s, const actor_list *l, const g
 
 /* ------------------------------------------------------------------ command */
 
-int cmd_status(const cli_globals *g, int argc, char **argv)
+/* One look at the cluster, printed. */
+static int show(esc_client *c, bool json)
 {
-    bool json = false;
-    const cli_opt opts[] = {{"--json", NULL, &json}, {NULL, NULL, NULL}};
-    const char *pos[1];
-    int npos;
-    int rc = cli_parse(argc, argv, opts, pos, 0, &npos, usage);
-    if (rc != 0)
-        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
-    esc_client *c;
-    if ((rc = cli_connect_reader(g, &c)) != CLI_EXIT_OK)
-        return rc;
+    int rc;
     esc_cluster_status *s = NULL;
     esc_status st;
     actor_list actors = {0};
@@ -345,6 +436,79 @@ int cmd_status(const cli_globals *g, int argc, char **argv)
     esc_jobs_free(grants.jobs, grants.n);
     actors_free(&actors);
     esc_cluster_status_free(s);
+    return rc;
+}
+
+/* --watch's interval: SECONDS (0.1..3600), or the default when the next word is another
+ * option or absent. Returns the words it took (0 or 1), or -1 after a usage error. */
+static int watch_interval(int argc, char **argv, int i, double *secs)
+{
+    *secs = 2;
+    if (i + 1 >= argc || argv[i + 1][0] == '-')
+        return 0;
+    char *end;
+    double v = strtod(argv[i + 1], &end);
+    if (*end || !(v >= 0.1 && v <= 3600)) {
+        cli_usage("--watch wants seconds between 0.1 and 3600, not \"%s\"", argv[i + 1]);
+        return -1;
+    }
+    *secs = v;
+    return 1;
+}
+
+/* Redraws until SIGINT or SIGTERM (exit 0), blocked and waited for as the sleep so an
+ * interrupt never cuts a table in half; a failed look ends it (exit 1). */
+static int watch(esc_client *c, bool json, double secs)
+{
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigprocmask(SIG_BLOCK, &sigs, NULL);
+    const struct timespec period = {(time_t)secs, (long)((secs - (time_t)secs) * 1e9)};
+    for (;;) {
+        if (!json)
+            printf("\033[H\033[2J"); /* home and clear, as watch(1) */
+        int rc = show(c, json);
+        fflush(stdout);
+        if (rc != CLI_EXIT_OK)
+            return rc;
+        if (sigtimedwait(&sigs, NULL, &period) >= 0)
+            return CLI_EXIT_OK;
+    }
+}
+
+int cmd_status(const cli_globals *g, int argc, char **argv)
+{
+    bool json = false, watching = false;
+    double secs = 2;
+    /* --watch takes an optional value, which cli_parse's options cannot: taken out here. */
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--watch") != 0) {
+            rest[nrest++] = argv[i];
+            continue;
+        }
+        int took = watch_interval(argc, argv, i, &secs);
+        if (took < 0) {
+            free(rest);
+            return CLI_EXIT_USAGE;
+        }
+        watching = true;
+        i += took;
+    }
+    const cli_opt opts[] = {{"--json", NULL, &json}, {NULL, NULL, NULL}};
+    const char *pos[1];
+    int npos;
+    int rc = cli_parse(nrest, rest, opts, pos, 0, &npos, usage);
+    free(rest);
+    if (rc != 0)
+        return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+    esc_client *c;
+    if ((rc = cli_connect_reader(g, &c)) != CLI_EXIT_OK)
+        return rc;
+    rc = watching ? watch(c, json, secs) : show(c, json);
     esc_disconnect(c);
     return rc;
 }

@@ -243,6 +243,8 @@ int start_raylet(start_ctx *s)
     opt(&a, "--metrics-port", "0");
     opt_file(&a, "--metrics-port-file", s->dir, "raylet.metrics_port");
     opt(&a, "--metrics-bind", s->metrics_bind);
+    if (s->head)
+        arg(&a, "--head");
     opt(&a, "--num-cpus", s->num_cpus);
     opt(&a, "--num-gpus", s->num_gpus);
     opt(&a, "--memory", s->memory);

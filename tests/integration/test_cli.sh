@@ -79,13 +79,35 @@ def is_qty(v, inf_ok):
         return True
     return inf_ok and v == "inf"
 
+def check_totals(d):
+    """totals: each resource summed over the alive nodes, with how many have it."""
+    want = {}
+    for n in d["nodes"]:
+        if n["state"] == "DEAD":
+            continue
+        for name, r in n["resources"].items():
+            if r.get("deleted"):
+                continue
+            w = want.setdefault(name, {"total": 0, "held": 0, "available": 0, "nodes": 0})
+            for k in ("total", "held", "available"):
+                w[k] = "inf" if "inf" in (w[k], r[k]) else w[k] + r[k]
+            w["nodes"] += 1
+    got = d["totals"]
+    assert set(got) == set(want), (sorted(got), sorted(want))
+    for name, w in want.items():
+        for k in ("total", "held", "available"):
+            assert w[k] == got[name][k] or abs(w[k] - got[name][k]) < 1e-9, (name, k, w, got[name])
+        assert got[name]["nodes"] == w["nodes"], (name, got[name], w)
+
 def check_status_shape(d):
     """The exact shape of `escher status --json` (docs/cli.md)."""
-    assert isinstance(d, dict) and set(d) == {"seq", "nodes"}, sorted(d)
+    assert isinstance(d, dict) and set(d) == {"seq", "totals", "nodes"}, sorted(d)
     assert isinstance(d["seq"], int) and not isinstance(d["seq"], bool) and d["seq"] > 0, d["seq"]
     assert isinstance(d["nodes"], list) and d["nodes"], d["nodes"]
     for n in d["nodes"]:
-        assert set(n) == {"id", "address", "state", "resources", "cpu_shares", "labels"}, sorted(n)
+        assert set(n) == {"id", "address", "state", "head", "resources", "cpu_shares",
+                          "labels"}, sorted(n)
+        assert isinstance(n["head"], bool), n["head"]
         assert set(n["cpu_shares"]) == {"enforced", "detail"}, n["cpu_shares"]
         assert isinstance(n["id"], str) and len(n["id"]) == 16, n["id"]
         int(n["id"], 16)
@@ -149,7 +171,7 @@ jcheck() {
 status_json() {
   ok status --json
   cp "$T/out" "$T/status.json"
-  jcheck "$T/status.json" 'check_status_shape(d)'
+  jcheck "$T/status.json" 'check_status_shape(d); check_totals(d)'
 }
 
 # A pid of this test's sessions is alive when it runs (zombies are dead) and is still our
@@ -215,10 +237,23 @@ assert "GPU" not in r or r["GPU"]["total"] == 0, r.get("GPU")
 assert ephemeral(d, HEAD) == [], ephemeral(d, HEAD)'
 SEQ0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seq"])' "$T/status.json")
 
+jcheck "$T/status.json" 'assert d["nodes"][0]["head"] is True, d["nodes"][0]'
+
 step "status (table)"
 ok status
 grep -q "^cluster: 1 node" "$T/out" || fail "table header: $(head -1 "$T/out")"
-grep -qF "node $HEAD_ID" "$T/out" || fail "table lacks node $HEAD_ID"
+grep -qF "node $HEAD_ID (head)" "$T/out" || fail "table lacks node $HEAD_ID marked head"
+grep -q "^totals (alive nodes)" "$T/out" || fail "table lacks the totals"
+grep -Eq "^  CPU +2 +0 +2  1$" "$T/out" || fail "totals' CPU row: $(grep "^  CPU" "$T/out" | head -1)"
+
+step "status --watch"
+# Redraws until SIGINT, then exits 0: at 0.2 s, a second's watch prints several documents.
+RC=0
+timeout --preserve-status -s INT 1.5 "$ESC" status --watch 0.2 --json >"$T/watch" 2>"$T/err" || RC=$?
+[ "$RC" -eq 0 ] || fail "status --watch exited $RC on SIGINT: $(cat "$T/err")"
+DOCS=$(grep -c '^{' "$T/watch" || true)
+[ "$DOCS" -ge 2 ] || fail "status --watch printed $DOCS documents in 1.5 s at 0.2 s"
+expect_err 2 "escher: --watch wants seconds" status --watch 0
 
 # ---------------------------------------------------------------------------- resources
 step "resource set / add"

@@ -294,6 +294,7 @@ typedef struct {
                                     "" from a node that does not say */
     esc_label *labels;           /* the node's labels (strings owned by the status) */
     size_t nlabels;
+    bool head;                   /* started with the GCS (escher start --head) */
 } esc_node_status;
 
 /* Tasks waiting on a node that ask for the same resources. */
