@@ -114,6 +114,13 @@ static void word(cl_str *b, const char *flag, const char *value)
     cl_printf(&b[1], " %s %s", flag, value);
 }
 
+/* A flag without a value. */
+static void flag_word(cl_str *b, const char *flag)
+{
+    cl_printf(&b[0], " %s", flag);
+    cl_printf(&b[1], " %s", flag);
+}
+
 static void sd_word(cl_str *b, const char *flag, const char *sd, const char *file)
 {
     char path[4200];
@@ -177,12 +184,23 @@ static void plan_host(cl_cluster *c, size_t i, const char *head_hash, host_plan 
         sd_word(p->gcs_args, "--operator-key-file", p->sd, "operator");
         word(p->gcs_args, "--storage", c->storage);
         word(p->gcs_args, "--node-timeout-ms", c->node_timeout_ms);
+        /* Metrics on the host's address, so a Prometheus on the head reaches every node
+         * through the discovery file (docs/observability.md, "Service discovery"). */
+        word(p->gcs_args, "--metrics-port", "0");
+        word(p->gcs_args, "--metrics-bind", c->hosts[0].address);
+        sd_word(p->gcs_args, "--metrics-port-file", p->sd, "gcs.metrics_port");
+        sd_word(p->gcs_args, "--metrics-sd-file", p->sd, "prometheus_sd.json");
     }
     cl_host *h = p->h;
     word(p->raylet_args, "--gcs-address", head_addr);
     sd_word(p->raylet_args, "--token-file", p->sd, "token");
     sd_word(p->raylet_args, "--daemon-key-file", p->sd, "daemon_key");
     word(p->raylet_args, "--node-ip", h->address);
+    word(p->raylet_args, "--metrics-port", "0");
+    word(p->raylet_args, "--metrics-bind", h->address);
+    sd_word(p->raylet_args, "--metrics-port-file", p->sd, "raylet.metrics_port");
+    if (p->head)
+        flag_word(p->raylet_args, "--head");
     sd_word(p->raylet_args, "--node-id-file", p->sd, "node_id");
     sd_word(p->raylet_args, "--log-dir", p->sd, "logs/tasks");
     snprintf(port, sizeof port, "%d", c->raylet_port);

@@ -211,6 +211,24 @@ step "exec"
 on_head escher status --json >"$T/status.json" || fail "escher exec escher status"
 [ "$(grep -o '"ALIVE"' "$T/status.json" | wc -l)" -eq 3 ] || fail "exec status: $(cat "$T/status.json")"
 [ "$(on_head sh -c 'echo $ESCHER_TEST_CLUSTER')" = 1 ] || fail "the file's environment is not set"
+# The head's Prometheus discovery file lists the GCS and every host's raylet at that
+# host's own address (docs/observability.md, "Service discovery"); the head is marked.
+on_head sh -c 'cat "$ESCHER_SESSION_DIR/prometheus_sd.json"' >"$T/sd.json" || fail "no discovery file"
+python3 - "$T/sd.json" "$T/status.json" "${HOSTS[@]}" \
+  "$(on_head sh -c 'cat "$ESCHER_SESSION_DIR/node_id"')" <<'PY' || fail "discovery file"
+import json, sys
+sd = json.load(open(sys.argv[1]))
+nodes = json.load(open(sys.argv[2]))["nodes"]
+hosts, head = sys.argv[3:6], sys.argv[6]
+by_node = {e["labels"].get("escher_node"): e for e in sd}
+assert [e["labels"]["escher_role"] for e in sd].count("gcs") == 1, sd
+for n in nodes:
+    host = n["address"].rsplit(":", 1)[0]
+    assert host in hosts, (n, hosts)
+    t = by_node[n["id"]]["targets"][0]
+    assert t.rsplit(":", 1)[0] == host, (n["id"], t, host)
+    assert n["head"] == (n["id"] == head), n
+PY
 # attach without a terminal: ssh -t warns, and the shell reads these lines.
 echo 'escher status >/dev/null && echo "attached to $ESCHER_SESSION_DIR"' |
   HOME="$T/home" "$ESCHER" attach "$T/cluster.yaml" >"$T/attach.out" 2>/dev/null || true
