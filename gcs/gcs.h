@@ -79,6 +79,7 @@ extern const double gcs_write_bucket_le[GCS_WRITE_BUCKETS];
 typedef struct {
     Escher__NodeInfo *info;           /* owned */
     uint64_t last_seen_ms;
+    uint64_t heartbeats_missed;       /* heartbeat periods a report came late by (metrics) */
     uint64_t applied_seq;
     Escher__ReportNodeRequest *report; /* last report with resources, owned; may be NULL */
     Escher__ReportNodeRequest *published; /* the report last advertised (load.c): owned,

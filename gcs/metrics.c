@@ -97,14 +97,20 @@ static void fill(void *ud, esc_metrics_text *t)
                            (const char *const[]){"node", key, NULL}, (double)n->applied_seq);
     }
 
-    esc_metrics_header(t, "escher_gcs_rpc_calls_total", "counter",
-                       "RPC calls received by the GCS, by method (any outcome).");
-    const char *method;
-    uint64_t calls;
-    for (size_t i = 0; g->server && esc_rpc_server_method_calls(g->server, i, &method, &calls);
-         i++)
-        esc_metrics_sample(t, "escher_gcs_rpc_calls_total",
-                           (const char *const[]){"method", method, NULL}, (double)calls);
+    esc_metrics_header(t, "escher_gcs_heartbeats_missed_total", "counter",
+                       "Heartbeat periods by which an alive node's reports came late (a gap "
+                       "of k periods counts k - 1; gaps under 2 periods count nothing).");
+    pos = 0;
+    while (esc_strmap_next(g->nodes, &pos, &key, &val)) {
+        gcs_node *n = val;
+        if (gcs_node_alive(n))
+            esc_metrics_sample(t, "escher_gcs_heartbeats_missed_total",
+                               (const char *const[]){"node", key, NULL},
+                               (double)n->heartbeats_missed);
+    }
+
+    if (g->server)
+        esc_metrics_rpc(t, g->server, "escher_gcs_rpc_calls_total", NULL);
 
     esc_metrics_header(t, "escher_gcs_storage_write_seconds", "histogram",
                        "Latency of the GCS's writes to storage (a log commit or a table "

@@ -163,7 +163,12 @@ static void handle_report(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
         esc_rpc_reply(call, &rep.base);
         return;
     }
-    n->last_seen_ms = esc_now_ms();
+    uint64_t now = esc_now_ms(), hb = (uint64_t)g->cfg.heartbeat_ms;
+    /* A raylet reports at least every period: a longer gap is periods missed. Jitter
+     * within one extra period is not counted. */
+    if (now - n->last_seen_ms > 2 * hb)
+        n->heartbeats_missed += (now - n->last_seen_ms) / hb - 1;
+    n->last_seen_ms = now;
     if (req->has_resources) {
         gcs_load_set_report(n, (Escher__ReportNodeRequest *)esc_pb_dup(&req->base));
         gcs_load_reported(g, n);

@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "accounting.h"
+#include "actor_manager.h"
 #include "log.h"
 #include "metrics_http.h"
+#include "object_service.h"
 #include "qty.h"
 #include "raylet.h"
 #include "rpc.h"
@@ -50,6 +52,99 @@ static void resource_family(esc_metrics_text *t, const raylet *r, const char *me
     }
 }
 
+/* ------------------------------------------------------------ families */
+
+static void object_families(esc_metrics_text *t, const raylet *r, const char *const *node)
+{
+    object_store_stats st = {0};
+    if (r->objects)
+        object_service_stats(r->objects, &st);
+    esc_metrics_header(t, "escher_raylet_object_store_objects", "gauge",
+                       "Objects in this node's store (sealed and being written).");
+    esc_metrics_sample(t, "escher_raylet_object_store_objects", node, (double)st.objects);
+    esc_metrics_header(t, "escher_raylet_object_store_bytes", "gauge",
+                       "Bytes the objects of this node's store take (written or reserved).");
+    esc_metrics_sample(t, "escher_raylet_object_store_bytes", node, (double)st.used);
+    esc_metrics_header(t, "escher_raylet_object_store_capacity_bytes", "gauge",
+                       "Capacity of this node's object store.");
+    esc_metrics_sample(t, "escher_raylet_object_store_capacity_bytes", node,
+                       (double)st.capacity);
+}
+
+static const char *const actor_states[] = {"STARTING", "ALIVE", "RESTARTING", "DEAD"};
+#define NACTOR_STATES (sizeof actor_states / sizeof actor_states[0])
+
+static void count_actor(void *ud, const actor_row *row)
+{
+    unsigned *n = ud;
+    for (size_t i = 0; i < NACTOR_STATES; i++)
+        if (!strcmp(row->state, actor_states[i]))
+            n[i]++;
+}
+
+static void actor_family(esc_metrics_text *t, const raylet *r)
+{
+    unsigned n[NACTOR_STATES] = {0};
+    if (r->actors)
+        actor_manager_each(r->actors, count_actor, n);
+    esc_metrics_header(t, "escher_raylet_actors", "gauge",
+                       "Actors this node hosts, by state (dead ones while kept).");
+    for (size_t i = 0; i < NACTOR_STATES; i++) {
+        char state[16];
+        size_t k = 0;
+        for (; actor_states[i][k] && k < sizeof state - 1; k++)
+            state[k] = (char)(actor_states[i][k] | 0x20); /* lower case, as other states */
+        state[k] = '\0';
+        esc_metrics_sample(t, "escher_raylet_actors",
+                           (const char *const[]){"node", r->node_id, "state", state, NULL},
+                           (double)n[i]);
+    }
+}
+
+/* A shape as one label value: "CPU:1,ns/x:2", names in the order the queue keeps. */
+static void shape_label(const Escher__Demand *d, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < d->n_shape && off < len; i++) {
+        char q[40];
+        esc_qty_format(d->shape[i]->value, q, sizeof q);
+        off += (size_t)snprintf(out + off, len - off, "%s%s:%s", i ? "," : "",
+                                d->shape[i]->name, q);
+    }
+}
+
+/* At most this many shapes get a series of their own; the rest are summed under
+ * shape="other", so a queue of many shapes cannot blow up the label set. */
+#define DEMAND_SHAPES_MAX 32
+
+static void demand_family(esc_metrics_text *t, const raylet *r)
+{
+    esc_metrics_header(t, "escher_raylet_demand_tasks", "gauge",
+                       "Tasks queued on this node by the resources they ask for (shape).");
+    if (!r->tasks)
+        return;
+    size_t n = 0;
+    Escher__Demand **d = task_manager_demand(r->tasks, &n);
+    double other = 0;
+    char shape[512];
+    for (size_t i = 0; i < n; i++) {
+        if (i >= DEMAND_SHAPES_MAX) {
+            other += d[i]->count;
+            continue;
+        }
+        shape_label(d[i], shape, sizeof shape);
+        esc_metrics_sample(t, "escher_raylet_demand_tasks",
+                           (const char *const[]){"node", r->node_id, "shape", shape, NULL},
+                           (double)d[i]->count);
+    }
+    if (n > DEMAND_SHAPES_MAX)
+        esc_metrics_sample(t, "escher_raylet_demand_tasks",
+                           (const char *const[]){"node", r->node_id, "shape", "other", NULL},
+                           other);
+    task_manager_demand_free(d, n);
+}
+
 static void fill(void *ud, esc_metrics_text *t)
 {
     raylet *r = ud;
@@ -87,6 +182,10 @@ static void fill(void *ud, esc_metrics_text *t)
                        "Worker processes this node forked.");
     esc_metrics_sample(t, "escher_raylet_workers_started_total", node,
                        r->pool ? (double)worker_pool_started(r->pool) : 0);
+    esc_metrics_header(t, "escher_raylet_worker_reuses_total", "counter",
+                       "Tasks given a worker that was already running and idle.");
+    esc_metrics_sample(t, "escher_raylet_worker_reuses_total", node,
+                       r->pool ? (double)worker_pool_reused(r->pool) : 0);
 
     size_t size = r->pool ? worker_pool_size(r->pool) : 0;
     size_t busy = r->pool ? worker_pool_busy(r->pool) : 0;
@@ -103,6 +202,12 @@ static void fill(void *ud, esc_metrics_text *t)
     esc_metrics_header(t, "escher_raylet_log_applied_seq", "gauge",
                        "Sequence number of the last GCS log event applied on this node.");
     esc_metrics_sample(t, "escher_raylet_log_applied_seq", node, (double)r->applied_seq);
+
+    object_families(t, r, node);
+    actor_family(t, r);
+    demand_family(t, r);
+    if (r->server)
+        esc_metrics_rpc(t, r->server, "escher_raylet_rpc_calls_total", node);
 }
 
 int raylet_metrics_start(raylet *r, char *err, size_t errlen)

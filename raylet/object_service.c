@@ -448,6 +448,11 @@ void object_service_each(object_service *o, void (*fn)(void *ud, const object_ro
         object_store_each(o->store, fn, ud);
 }
 
+void object_service_stats(const object_service *o, object_store_stats *out)
+{
+    object_store_get_stats(o->store, out);
+}
+
 void object_service_job_finished(object_service *o, const char *job_id)
 {
     size_t n = object_store_delete_job(o->store, job_id);

@@ -37,6 +37,8 @@ void object_service_each(object_service *o, void (*fn)(void *ud, const object_ro
 void state_list_handle_objects(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud);
 
 void object_service_job_finished(object_service *o, const char *job_id);
+/* The store's figures (metrics). */
+void object_service_stats(const object_service *o, object_store_stats *out);
 /* Announces every sealed object again (after a snapshot: the GCS may have restarted and
  * lost its directory, which lives only in memory). */
 void object_service_reannounce(object_service *o);

@@ -109,6 +109,7 @@ typedef struct worker {
 struct worker_pool {
     struct ev_loop *loop;
     uint64_t started;             /* worker processes forked, ever (metrics) */
+    uint64_t reused;              /* tasks given a worker that was already idle (metrics) */
     char *exe, *socket_path, *log_dir, *package_root;
     int max_workers;
     double idle_timeout;
@@ -783,6 +784,8 @@ static worker *any_idle(worker_pool *p)
 static int place(worker_pool *p, pool_task *t, char *err, size_t errlen)
 {
     worker *w = find_idle(p, t);
+    if (w)
+        p->reused++;
     if (!w && (w = find_dying(p, t))) {
         attach(w, t); /* never sent: it fails when w is reaped */
         return 1;
@@ -1180,6 +1183,11 @@ size_t worker_pool_size(const worker_pool *p)
 uint64_t worker_pool_started(const worker_pool *p)
 {
     return p->started;
+}
+
+uint64_t worker_pool_reused(const worker_pool *p)
+{
+    return p->reused;
 }
 
 size_t worker_pool_busy(const worker_pool *p)

@@ -135,6 +135,8 @@ size_t worker_pool_size(const worker_pool *p);
 size_t worker_pool_busy(const worker_pool *p);
 /* Worker processes forked since the pool started. */
 uint64_t worker_pool_started(const worker_pool *p);
+/* How many tasks were given a worker that was already running and idle, ever. */
+uint64_t worker_pool_reused(const worker_pool *p);
 
 /* Kills every worker and reaps it (waits for it), fails running and queued tasks with
  * "raylet shutting down", removes the socket file, frees the pool. NULL is a no-op.

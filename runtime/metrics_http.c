@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "http_server.h"
+#include "rpc.h"
 
 /* ------------------------------------------------------------------ the text */
 
@@ -200,4 +201,57 @@ int esc_metrics_write_port_file(const char *path, int port)
 bool esc_metrics_wildcard(const char *bind)
 {
     return !*bind || !strcmp(bind, "0.0.0.0") || !strcmp(bind, "::") || !strcmp(bind, "[::]");
+}
+
+/* labels plus method=name (and le=bound when le is not NULL) into out (9 pairs max). */
+static void rpc_labels(const char **out, const char *const *labels, const char *method,
+                       const char *le)
+{
+    size_t n = 0;
+    for (size_t i = 0; labels && labels[i] && n < 8; i += 2) {
+        out[n++] = labels[i];
+        out[n++] = labels[i + 1];
+    }
+    out[n++] = "method";
+    out[n++] = method;
+    if (le) {
+        out[n++] = "le";
+        out[n++] = le;
+    }
+    out[n] = NULL;
+}
+
+void esc_metrics_rpc(esc_metrics_text *t, const struct esc_rpc_server *s,
+                     const char *calls_name, const char *const *labels)
+{
+    const char *l[16], *method;
+    uint64_t calls;
+    if (calls_name) {
+        esc_metrics_header(t, calls_name, "counter",
+                           "Calls received per method, whatever their outcome.");
+        for (size_t i = 0; esc_rpc_server_method_calls(s, i, &method, &calls); i++) {
+            rpc_labels(l, labels, method, NULL);
+            esc_metrics_sample(t, calls_name, (const char *const *)l, (double)calls);
+        }
+    }
+    esc_metrics_header(t, "escher_rpc_server_seconds", "histogram",
+                       "Seconds from a call's arrival to its answer, per method (streams "
+                       "left out).");
+    esc_rpc_latency lat;
+    char le[32];
+    for (size_t i = 0; esc_rpc_server_method_latency(s, i, &method, &lat); i++) {
+        for (size_t k = 0; k < ESC_RPC_LATENCY_BUCKETS; k++) {
+            snprintf(le, sizeof le, "%g", esc_rpc_latency_le[k]);
+            rpc_labels(l, labels, method, le);
+            esc_metrics_sample(t, "escher_rpc_server_seconds_bucket", (const char *const *)l,
+                               (double)lat.le[k]);
+        }
+        rpc_labels(l, labels, method, "+Inf");
+        esc_metrics_sample(t, "escher_rpc_server_seconds_bucket", (const char *const *)l,
+                           (double)lat.count);
+        rpc_labels(l, labels, method, NULL);
+        esc_metrics_sample(t, "escher_rpc_server_seconds_sum", (const char *const *)l, lat.sum_s);
+        esc_metrics_sample(t, "escher_rpc_server_seconds_count", (const char *const *)l,
+                           (double)lat.count);
+    }
 }

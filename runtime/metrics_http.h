@@ -45,6 +45,13 @@ void esc_metrics_http_stop(esc_metrics_http *m);
 
 /* Writes "port\n" to path through a temporary file and a rename. 0 or -1 (errno). */
 int esc_metrics_write_port_file(const char *path, int port);
+struct esc_rpc_server;
+/* The server's calls per method as counter `calls_name` (NULL: none) and their latency
+ * as the histogram escher_rpc_server_seconds (runtime/rpc.h, esc_rpc_latency), each
+ * sample labelled method plus `labels` (NULL-terminated key, value pairs, at most 4
+ * pairs; NULL: none). */
+void esc_metrics_rpc(esc_metrics_text *t, const struct esc_rpc_server *s,
+                     const char *calls_name, const char *const *labels);
 /* Writes text to path the same way (readers never see half a file). 0 or -1 (errno). */
 int esc_metrics_write_file(const char *path, const char *text);
 /* True for an address that listens on every interface ("0.0.0.0", "::", ""): others

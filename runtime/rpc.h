@@ -75,6 +75,22 @@ void esc_rpc_server_require_utf8(esc_rpc_server *s);
 bool esc_rpc_server_method_calls(const esc_rpc_server *s, size_t i, const char **method,
                                  uint64_t *calls);
 
+/* How long the calls of a method took, from arrival to their answer (the reply or the
+ * error status queued), per upper bound esc_rpc_latency_le[i] in seconds (cumulative, as
+ * Prometheus histograms are), with their count and sum. Calls that streamed messages
+ * (subscriptions, pulls, logs) are left out: their length is the stream's life. */
+#define ESC_RPC_LATENCY_BUCKETS 14
+extern const double esc_rpc_latency_le[ESC_RPC_LATENCY_BUCKETS];
+typedef struct {
+    uint64_t le[ESC_RPC_LATENCY_BUCKETS];
+    uint64_t count;
+    double sum_s;
+} esc_rpc_latency;
+/* The i-th method's latencies into *out (and its name); false past the last. Any
+ * thread; each field is read on its own, so a call ending meanwhile may be half in. */
+bool esc_rpc_server_method_latency(const esc_rpc_server *s, size_t i, const char **method,
+                                   esc_rpc_latency *out);
+
 /* Starts serving (spawns the completion-queue thread). Returns 0, or -1 when the thread
  * cannot start or an esc_rpc_server_handle failed. */
 int esc_rpc_server_start(esc_rpc_server *s);

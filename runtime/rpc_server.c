@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,14 @@ typedef struct method_reg {
     void *ud;
     const esc_rpc_daemon_call *daemon; /* which calls need the daemon key; NULL: none */
     uint64_t calls;                    /* calls received (atomic: the CQ thread counts) */
+    /* Answered calls by latency (atomics: answers come from any thread). */
+    uint64_t le[ESC_RPC_LATENCY_BUCKETS];
+    uint64_t answered;
+    uint64_t sum_ns;
 } method_reg;
+
+const double esc_rpc_latency_le[ESC_RPC_LATENCY_BUCKETS] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 
 /* One armed request: grpc fills it when a call for the method arrives. */
 typedef struct pending {
@@ -75,6 +83,8 @@ struct esc_rpc_ctx {
     bool send_inflight;
     bool finished;
     bool cancelled;
+    bool streamed;       /* esc_rpc_send was used: no latency is recorded */
+    uint64_t arrived_ns; /* when the call arrived (monotonic) */
     bool from_daemon;   /* carries the server's daemon key */
     out_item *out_head, *out_tail, *inflight;
     esc_rpc_cancel_fn on_cancel;
@@ -229,6 +239,24 @@ static out_item *status_item(int code, const char *message)
 }
 
 /* Ends the handler's part of the call: queues the final item and drops its reference. */
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One answered call of m that took ns. */
+static void record_latency(method_reg *m, uint64_t ns)
+{
+    double s = (double)ns / 1e9;
+    for (size_t i = 0; i < ESC_RPC_LATENCY_BUCKETS; i++)
+        if (s <= esc_rpc_latency_le[i])
+            __atomic_fetch_add(&m->le[i], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&m->answered, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&m->sum_ns, ns, __ATOMIC_RELAXED);
+}
+
 static void finish_with(esc_rpc_ctx *c, out_item *it)
 {
     pthread_mutex_lock(&c->mu);
@@ -238,8 +266,11 @@ static void finish_with(esc_rpc_ctx *c, out_item *it)
         return;
     }
     c->finished = true;
+    bool timed = !c->streamed;
     enqueue_locked(c, it);
     pthread_mutex_unlock(&c->mu);
+    if (timed)
+        record_latency(c->m, mono_ns() - c->arrived_ns);
     call_unref(c);
 }
 
@@ -266,6 +297,7 @@ int esc_rpc_send(esc_rpc_ctx *c, const ProtobufCMessage *msg)
     }
     out_item *it = calloc(1, sizeof *it);
     it->msg = bb;
+    c->streamed = true;
     enqueue_locked(c, it);
     pthread_mutex_unlock(&c->mu);
     return 0;
@@ -461,6 +493,7 @@ static esc_rpc_ctx *call_from_pending(pending *p)
     c->call = p->call;
     c->req_md = p->md;
     c->peer = grpc_call_get_peer(p->call);
+    c->arrived_ns = mono_ns();
     pthread_mutex_init(&c->mu, NULL);
     c->refs = 2; /* the close op and the handler */
     esc_rpc_grpc_ref();
@@ -745,6 +778,20 @@ bool esc_rpc_server_method_calls(const esc_rpc_server *s, size_t i, const char *
         return false;
     *method = s->methods[i]->md->name;
     *calls = __atomic_load_n(&s->methods[i]->calls, __ATOMIC_RELAXED);
+    return true;
+}
+
+bool esc_rpc_server_method_latency(const esc_rpc_server *s, size_t i, const char **method,
+                                   esc_rpc_latency *out)
+{
+    if (i >= s->nmethods)
+        return false;
+    const method_reg *m = s->methods[i];
+    *method = m->md->name;
+    for (size_t k = 0; k < ESC_RPC_LATENCY_BUCKETS; k++)
+        out->le[k] = __atomic_load_n(&m->le[k], __ATOMIC_RELAXED);
+    out->count = __atomic_load_n(&m->answered, __ATOMIC_RELAXED);
+    out->sum_s = (double)__atomic_load_n(&m->sum_ns, __ATOMIC_RELAXED) / 1e9;
     return true;
 }
 

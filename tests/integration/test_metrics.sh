@@ -224,4 +224,55 @@ wait_value "$RAY_MPORT" escher_raylet_log_applied_seq "node=\"$NODE_ID\"" \
   "$(value "$T/g2" escher_gcs_log_committed_seq)"
 wait_value "$GCS_MPORT" escher_gcs_node_applied_seq "node=\"$NODE_ID\"" \
   "$(value "$T/g2" escher_gcs_log_committed_seq)"
+# wait_at_least PORT NAME LABELS MIN: polls /metrics (10 s deadline) until the sample is >= MIN.
+wait_at_least() {
+  local deadline=$((SECONDS + 10)) got=""
+  while :; do
+    fetch "$1" /metrics "$T/poll"
+    got=$(value "$T/poll" "$2" "$3")
+    [ -n "$got" ] && python3 -c 'import sys; sys.exit(float(sys.argv[1]) < float(sys.argv[2]))' "$got" "$4" && return 0
+    [ "$SECONDS" -ge "$deadline" ] && fail "$2{$3} is '$got', want at least $4"
+    sleep 0.1
+  done
+}
+
+step "RPC calls and latency per method"
+fetch "$GCS_MPORT" /metrics "$T/g3"
+[ "$(value "$T/g3" escher_rpc_server_seconds_count 'method="RegisterJob"')" = \
+  "$(value "$T/g3" escher_rpc_server_seconds_bucket 'method="RegisterJob",le="+Inf"')" ] ||
+  fail "RegisterJob's histogram count is not its +Inf bucket"
+wait_at_least "$GCS_MPORT" escher_rpc_server_seconds_count 'method="RegisterJob"' 1
+# A stream (Subscribe) is left out of the latencies but counted as a call.
+wait_at_least "$GCS_MPORT" escher_gcs_rpc_calls_total 'method="Subscribe"' 1
+[ "$(value "$T/poll" escher_rpc_server_seconds_count 'method="Subscribe"')" = 0 ] ||
+  fail "a stream was timed: $(grep 'Subscribe' "$T/poll" | head -3)"
+wait_at_least "$RAY_MPORT" escher_raylet_rpc_calls_total "node=\"$NODE_ID\",method=\"SubmitTasks\"" 1
+wait_at_least "$RAY_MPORT" escher_rpc_server_seconds_count "node=\"$NODE_ID\",method=\"SubmitTasks\"" 1
+
+step "object store, actors, workers reused"
+fetch "$RAY_MPORT" /metrics "$T/r2"
+CAP=$(value "$T/r2" escher_raylet_object_store_capacity_bytes "node=\"$NODE_ID\"")
+python3 -c 'import sys; sys.exit(not float(sys.argv[1]) > 0)' "$CAP" || fail "store capacity '$CAP'"
+[ -n "$(value "$T/r2" escher_raylet_object_store_bytes "node=\"$NODE_ID\"")" ] || fail "no store bytes"
+[ -n "$(value "$T/r2" escher_raylet_object_store_objects "node=\"$NODE_ID\"")" ] || fail "no store objects"
+for st in starting alive restarting dead; do
+  [ "$(value "$T/r2" escher_raylet_actors "state=\"$st\"")" = 0 ] || fail "actors $st: $(grep actors "$T/r2")"
+done
+R0=$(value "$T/r2" escher_raylet_worker_reuses_total "node=\"$NODE_ID\"")
+[ -n "$R0" ] || fail "no worker reuses sample"
+
+step "queued demand by shape"
+"$ESC" job submit --no-wait --resources default/never=1 -- true >"$T/out" 2>"$T/err" ||
+  fail "job submit --no-wait: $(cat "$T/err")"
+wait_at_least "$RAY_MPORT" escher_raylet_demand_tasks "node=\"$NODE_ID\",shape=\"default/never:1\"" 1
+
+step "heartbeats missed"
+wait_value "$GCS_MPORT" escher_gcs_heartbeats_missed_total "node=\"$NODE_ID\"" 0
+read -r RPID _ <"$S/pids/raylet.pid" 2>/dev/null || RPID=$(pgrep -f "escher-raylet.*$S" | head -1)
+[ -n "$RPID" ] || fail "no raylet pid"
+# Silent for 3.5 heartbeat periods (1 s each; the node timeout is 10 s): missed ones count.
+kill -STOP "$RPID"
+sleep 3.5
+kill -CONT "$RPID"
+wait_at_least "$GCS_MPORT" escher_gcs_heartbeats_missed_total "node=\"$NODE_ID\"" 1
 echo "test_metrics: ok ($(date +%T.%3N))"
