@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "accounting.h"
 #include "actor_manager.h"
+#include "ids.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "object_service.h"
@@ -145,6 +147,79 @@ static void demand_family(esc_metrics_text *t, const raylet *r)
     task_manager_demand_free(d, n);
 }
 
+/* At most this many jobs get series of their own, those with the most tasks here; the
+ * rest are summed under job="other" (a job id label is bounded by the cap, not by how
+ * many jobs a cluster runs). */
+#define JOB_SERIES_MAX 20
+
+typedef struct {
+    char job[ESC_OBJECT_ID_MAX]; /* a job id (16 hex digits), with room to spare */
+    size_t queued, running;
+} job_count;
+
+typedef struct {
+    job_count *v;
+    size_t n, cap;
+} job_counts;
+
+static void add_job_count(void *ud, const char *job_id, size_t queued, size_t running)
+{
+    job_counts *jc = ud;
+    if (jc->n == jc->cap) {
+        jc->cap = jc->cap ? 2 * jc->cap : 16;
+        jc->v = realloc(jc->v, jc->cap * sizeof *jc->v);
+    }
+    job_count *c = &jc->v[jc->n++];
+    snprintf(c->job, sizeof c->job, "%s", job_id);
+    c->queued = queued;
+    c->running = running;
+}
+
+static int most_tasks_first(const void *a, const void *b)
+{
+    const job_count *x = a, *y = b;
+    size_t nx = x->queued + x->running, ny = y->queued + y->running;
+    return nx < ny ? 1 : nx > ny ? -1 : strcmp(x->job, y->job);
+}
+
+static void job_sample(esc_metrics_text *t, const raylet *r, const char *job, size_t queued,
+                       size_t running)
+{
+    esc_metrics_sample(t, "escher_raylet_job_tasks",
+                       (const char *const[]){"node", r->node_id, "job", job, "state",
+                                             "queued", NULL},
+                       (double)queued);
+    esc_metrics_sample(t, "escher_raylet_job_tasks",
+                       (const char *const[]){"node", r->node_id, "job", job, "state",
+                                             "running", NULL},
+                       (double)running);
+}
+
+static void job_family(esc_metrics_text *t, const raylet *r)
+{
+    esc_metrics_header(t, "escher_raylet_job_tasks", "gauge",
+                       "Tasks queued and running on this node, by job (the 20 jobs with the "
+                       "most here; the rest as job=\"other\").");
+    if (!r->tasks)
+        return;
+    job_counts jc = {0};
+    task_manager_job_counts(r->tasks, add_job_count, &jc);
+    if (jc.n)
+        qsort(jc.v, jc.n, sizeof *jc.v, most_tasks_first);
+    size_t oq = 0, orun = 0;
+    for (size_t i = 0; i < jc.n; i++) {
+        if (i < JOB_SERIES_MAX) {
+            job_sample(t, r, jc.v[i].job, jc.v[i].queued, jc.v[i].running);
+        } else {
+            oq += jc.v[i].queued;
+            orun += jc.v[i].running;
+        }
+    }
+    if (jc.n > JOB_SERIES_MAX)
+        job_sample(t, r, "other", oq, orun);
+    free(jc.v);
+}
+
 static void fill(void *ud, esc_metrics_text *t)
 {
     raylet *r = ud;
@@ -206,6 +281,7 @@ static void fill(void *ud, esc_metrics_text *t)
     object_families(t, r, node);
     actor_family(t, r);
     demand_family(t, r);
+    job_family(t, r);
     if (r->server)
         esc_metrics_rpc(t, r->server, "escher_raylet_rpc_calls_total", node);
 }

@@ -548,6 +548,39 @@ uint64_t task_manager_ended(const task_manager *tm, task_outcome o)
     return (unsigned)o < TASK_OUTCOMES ? tm->ended[o] : 0;
 }
 
+/* Per job: [0] queued, [1] running. */
+static void count_job(esc_strmap *jobs, const char *job_id, int which)
+{
+    size_t *c = esc_strmap_get(jobs, job_id);
+    if (!c) {
+        c = calloc(2, sizeof *c);
+        esc_strmap_put(jobs, job_id, c);
+    }
+    c[which]++;
+}
+
+void task_manager_job_counts(task_manager *tm,
+                             void (*fn)(void *ud, const char *job_id, size_t queued,
+                                        size_t running),
+                             void *ud)
+{
+    esc_strmap *jobs = esc_strmap_new();
+    FOR_QUEUED(tm, e, next)
+        count_job(jobs, e->spec->job_id, 0);
+    size_t pos = 0;
+    const char *id;
+    void *val;
+    while (esc_strmap_next(tm->running, &pos, &id, &val))
+        count_job(jobs, ((task_entry *)val)->spec->job_id, 1);
+    pos = 0;
+    while (esc_strmap_next(jobs, &pos, &id, &val)) {
+        const size_t *c = val;
+        fn(ud, id, c[0], c[1]);
+        free(val);
+    }
+    esc_strmap_free(jobs);
+}
+
 size_t task_manager_running(const task_manager *tm)
 {
     return esc_strmap_count(tm->running);

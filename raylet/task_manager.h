@@ -59,6 +59,12 @@ void task_manager_demand_free(Escher__Demand **d, size_t n);
 /* Counts changes of the queue (tasks in and out): demand moved when it did. */
 uint64_t task_manager_queue_version(const task_manager *tm);
 size_t task_manager_running(const task_manager *tm);
+/* Calls fn once per job with tasks queued or running here, with the two counts. A pass
+ * over the queue and the running tasks (metrics, at each scrape). */
+void task_manager_job_counts(task_manager *tm,
+                             void (*fn)(void *ud, const char *job_id, size_t queued,
+                                        size_t running),
+                             void *ud);
 /* How runs of tasks on this node ended (counted since start; metrics): with a result,
  * with an error result (stored for the owner), or retried after a retryable failure. */
 typedef enum { TASK_SUCCEEDED, TASK_FAILED, TASK_RETRIED, TASK_OUTCOMES } task_outcome;

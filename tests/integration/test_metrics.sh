@@ -265,6 +265,9 @@ step "queued demand by shape"
 "$ESC" job submit --no-wait --resources default/never=1 -- true >"$T/out" 2>"$T/err" ||
   fail "job submit --no-wait: $(cat "$T/err")"
 wait_at_least "$RAY_MPORT" escher_raylet_demand_tasks "node=\"$NODE_ID\",shape=\"default/never:1\"" 1
+WJOB=$(head -1 "$T/out") # --no-wait prints the job id alone
+[ -n "$WJOB" ] || fail "no job id in: $(cat "$T/out")"
+wait_value "$RAY_MPORT" escher_raylet_job_tasks "job=\"$WJOB\",state=\"queued\"" 1
 
 step "heartbeats missed"
 wait_value "$GCS_MPORT" escher_gcs_heartbeats_missed_total "node=\"$NODE_ID\"" 0
