@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage: escher status [--json] [--watch [SECONDS]]\n"
@@ -467,8 +468,10 @@ static int watch(esc_client *c, bool json, double secs)
     sigprocmask(SIG_BLOCK, &sigs, NULL);
     const struct timespec period = {(time_t)secs, (long)((secs - (time_t)secs) * 1e9)};
     for (;;) {
-        if (!json)
+        if (!json && isatty(STDOUT_FILENO))
             printf("\033[H\033[2J"); /* home and clear, as watch(1) */
+        else if (!json)
+            printf("\n"); /* a file or a pipe: tables one after the other */
         int rc = show(c, json);
         fflush(stdout);
         if (rc != CLI_EXIT_OK)
