@@ -185,13 +185,46 @@ function renderResources(s) {
 function renderJobs(s) {
   const jobs = s.jobs.slice().sort((a, b) => b.start_ms - a.start_ms);
   fill($('job-table').tBodies[0], jobs.map(j => {
-    const tr = row([j.job_id, j.namespace, el('span', j.state, 'state-' + j.state),
+    const link = el('a', j.job_id);
+    link.href = '#job/' + j.job_id;
+    const tr = row([link, j.namespace, el('span', j.state, 'state-' + j.state),
                     j.entrypoint, when(j.start_ms), when(j.end_ms), j.driver_pid || '']);
     tr.dataset.job = j.job_id;
     tr.cells[3].classList.add('wrap');
     return tr;
   }));
 }
+
+// The job opened from the jobs table (#job/<id>): its tasks, asked of every node's raylet
+// by the GCS (api/jobs/<id>/tasks), re-read with the state while it is open.
+let jobTasksBusy = false;
+
+function openJob() {
+  const m = /^#job\/([0-9a-f]+)$/.exec(location.hash);
+  return m ? m[1] : null;
+}
+
+async function renderJobTasks() {
+  const id = openJob();
+  $('job-view').classList.toggle('hidden', !id);
+  if (!id || jobTasksBusy) return;
+  jobTasksBusy = true;
+  try {
+    const t = await getJSON('api/jobs/' + id + '/tasks');
+    $('job-view-title').textContent = 'Job ' + id + ': ' + t.total + ' task' +
+      (t.total === 1 ? '' : 's') + (t.total > t.tasks.length ? ' (newest ' + t.tasks.length + ' shown)' : '') +
+      (t.unreachable.length ? '; no answer from ' + t.unreachable.join(', ') : '');
+    fill($('job-tasks').tBodies[0], t.tasks.map(k => row([k.task_id, k.name,
+      el('span', k.state, 'state-' + k.state.toLowerCase()), k.node,
+      k.attempt + '/' + k.max_retries, when(k.start_ms), when(k.end_ms)])));
+  } catch (err) {
+    $('job-view-title').textContent = 'Job ' + id + ': ' + err.message;
+  } finally {
+    jobTasksBusy = false;
+  }
+}
+
+window.addEventListener('hashchange', renderJobTasks);
 
 function describe(e) {
   const parts = [when(e.t_ms), '#' + e.seq, e.kind];
@@ -235,6 +268,7 @@ async function refresh() {
     renderNodes(s);
     renderResources(s);
     renderJobs(s);
+    renderJobTasks();
     window.escherState = s;   // for tests and the console
   } catch (err) {
     console.log('refresh: ' + err.message);

@@ -218,6 +218,12 @@ static void serve_api(void *ud, esc_http_req *r)
         return;
     const char *p = esc_http_path(r) + strlen("/api/");
     gcs *g = d->g;
+    char job[64];
+    int end = 0;
+    if (sscanf(p, "jobs/%63[0-9a-f]/tasks%n", job, &end) == 1 && p[end] == '\0') {
+        gcs_dash_job_tasks(g, r, job);
+        return;
+    }
     json_t *j = !strcmp(p, "state")       ? state_json(d)
                 : !strcmp(p, "nodes")     ? gcs_dash_nodes(g)
                 : !strcmp(p, "totals")    ? gcs_dash_totals(g)

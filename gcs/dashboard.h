@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "gcs.h"
+#include "http_server.h"
 
 /* Capacity changes kept per registry row (the page's history plots). */
 #define GCS_DASH_HISTORY 32
@@ -41,6 +42,13 @@ json_t *gcs_dash_demand(gcs *g);
 json_t *gcs_dash_resources(gcs *g);
 /* The jobs with their state. */
 json_t *gcs_dash_jobs(gcs *g);
+/* ---- dashboard_tasks.c ---- */
+/* Answers GET /api/jobs/<job_id>/tasks (the caller checked the token): asks every alive
+ * node's raylet for the job's tasks and answers {"tasks": [...], "total": N,
+ * "unreachable": [node ids]} once all replied or timed out (2 s each). 404 for a job the
+ * GCS does not know. */
+void gcs_dash_job_tasks(gcs *g, esc_http_req *r, const char *job_id);
+
 /* One event of the GCS's broadcast as the stream sends it. */
 json_t *gcs_dash_event(const Escher__Event *ev, uint64_t wall_ms);
 

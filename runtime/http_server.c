@@ -57,6 +57,7 @@ struct esc_http_sse {
     char *buf;
     size_t len, off, cap;
     bool suspended, ending;
+    bool later;     /* a later answer (esc_http_later_start): no pings, no framing */
     esc_http_sse_close_fn on_close;
     void *ud;
     esc_http_sse *next, **pprev;
@@ -304,7 +305,9 @@ void esc_http_sse_send(esc_http_sse *st, const char *event, const char *data)
     sse_wake(st);
 }
 
-esc_http_sse *esc_http_sse_start(esc_http_req *r, esc_http_sse_close_fn on_close, void *ud)
+/* A kept-open answer of content_type, listed with the server's streams. */
+static esc_http_sse *open_answer(esc_http_req *r, const char *content_type,
+                                 esc_http_sse_close_fn on_close, void *ud)
 {
     esc_http_sse *st = calloc(1, sizeof *st);
     struct MHD_Response *resp =
@@ -324,12 +327,36 @@ esc_http_sse *esc_http_sse_start(esc_http_req *r, esc_http_sse_close_fn on_close
         st->next->pprev = &st->next;
     st->pprev = &r->s->streams;
     r->s->streams = st;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    queue(r, 200, resp);
+    return st;
+}
+
+esc_http_sse *esc_http_later_start(esc_http_req *r, const char *content_type,
+                                   esc_http_sse_close_fn on_close, void *ud)
+{
+    esc_http_sse *st = open_answer(r, content_type, on_close, ud);
+    if (st)
+        st->later = true;
+    return st;
+}
+
+void esc_http_later_finish(esc_http_sse *st, const char *body, size_t len)
+{
+    sse_put(st, body, len);
+    st->ending = true;
+    sse_wake(st);
+}
+
+esc_http_sse *esc_http_sse_start(esc_http_req *r, esc_http_sse_close_fn on_close, void *ud)
+{
+    esc_http_sse *st = open_answer(r, "text/event-stream", on_close, ud);
+    if (!st)
+        return NULL;
     /* A stream is quiet between events: MHD's idle timeout must not end it. */
     MHD_set_connection_option(r->c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     /* The stream starts with a comment, so the client sees the headers at once. */
     sse_put(st, ": escher\n\n", 10);
-    queue(r, 200, resp);
     return st;
 }
 
@@ -339,6 +366,8 @@ static void on_ping(struct ev_loop *ev, ev_timer *w, int revents)
     (void)revents;
     esc_http_server *s = w->data;
     for (esc_http_sse *st = s->streams; st; st = st->next) {
+        if (st->later)
+            continue; /* a JSON body must not get comments; it ends on its own */
         sse_put(st, ": ping\n\n", 8);
         sse_wake(st);
     }

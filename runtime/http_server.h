@@ -85,4 +85,14 @@ esc_http_sse *esc_http_sse_start(esc_http_req *r, esc_http_sse_close_fn on_close
  * 4 MiB queued) is ended. */
 void esc_http_sse_send(esc_http_sse *st, const char *event, const char *data);
 
+/* ---- a later answer ---- */
+/* Answers the request with 200 and content_type now, and its body later: the connection
+ * sleeps until esc_http_later_finish gives the body (for answers that wait on other
+ * daemons). on_close runs when the answer is done or the client or the server went
+ * away; after it, st must not be used. NULL when out of memory (answered 500). */
+esc_http_sse *esc_http_later_start(esc_http_req *r, const char *content_type,
+                                   esc_http_sse_close_fn on_close, void *ud);
+/* The body (copied), and the end of the answer. Once. */
+void esc_http_later_finish(esc_http_sse *st, const char *body, size_t len);
+
 #endif

@@ -119,6 +119,9 @@ def parse():
     ap.add_argument("--resource", required=True)
     ap.add_argument("--screenshot", action="append", default=[])
     ap.add_argument("--profile", required=True)
+    # A job whose view (#job/ID) must list a task of that name.
+    ap.add_argument("--job")
+    ap.add_argument("--task-name")
     argv = sys.argv[1:]
     cut = argv.index("--set") if "--set" in argv else len(argv)
     a = ap.parse_args(argv[:cut])
@@ -181,6 +184,13 @@ def main():
         if not n_ev or n_ev < len(a.sets):
             fail(f"event list shows {n_ev} changes of {a.resource}")
         print(f"history plot: {pts} points; events listed: {n_ev}")
+        if a.job:
+            b.eval(f"location.hash = '#job/{a.job}'")
+            b.wait("[...document.querySelectorAll('#job-tasks tbody tr')].some(tr => "
+                   f"tr.cells[1].textContent === {json.dumps(a.task_name)}) && "
+                   "!document.querySelector('#job-view').classList.contains('hidden')",
+                   15, f"job {a.job}'s view lists its task {a.task_name}")
+            print(f"job view: {a.job} lists {a.task_name}")
         for p in a.screenshot:
             b.screenshot(p)
             print("screenshot: " + p)

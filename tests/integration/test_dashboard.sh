@@ -135,10 +135,33 @@ for path in /../CMakeLists.txt /.hidden "/%2e%2e/CMakeLists.txt" //etc/passwd; d
   [ "$CODE" = 404 ] || fail "GET $path: $CODE, want 404"
 done
 
+step "a job's tasks, asked of the raylets"
+JOB=$("$ESC" job submit --no-wait -- true 2>"$T/err" | head -1)
+[ -n "$JOB" ] || fail "job submit --no-wait: $(cat "$T/err")"
+deadline=$((SECONDS + 30))
+until get "/api/jobs/$JOB/tasks" "$T/jt" -H "Authorization: Bearer $TOKEN" && [ "$CODE" = 200 ] &&
+  "$PY" - "$T/jt" "$NODE_ID" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["unreachable"] == [] and d["total"] == 1, d
+t = d["tasks"][0]
+assert t["name"] == "true" and t["state"] == "FINISHED" and t["node"] == sys.argv[2], t
+assert t["start_ms"] > 0 and t["end_ms"] >= t["start_ms"], t
+PY
+do
+  [ "$SECONDS" -ge "$deadline" ] && fail "/api/jobs/$JOB/tasks: $CODE $(head -c 400 "$T/jt")"
+  sleep 0.2
+done
+get "/api/jobs/$JOB/tasks" "$T/e"
+[ "$CODE" = 401 ] || fail "/api/jobs/$JOB/tasks without the token: $CODE"
+get "/api/jobs/0123456789abcdef/tasks" "$T/e" -H "Cookie: $COOKIE"
+[ "$CODE" = 404 ] || fail "the tasks of a job nobody knows: $CODE"
+
 step "the page in headless Chromium: live within one second of the CLI"
 mkdir -p "$ART"
 "$PY" "$HERE/dashboard_cdp.py" --url "$URL" --node "$NODE_ID" --nodes 1 \
   --resource default/gpu_share --profile "$T/profile" --screenshot "$ART/dashboard.png" \
+  --job "$JOB" --task-name true \
   --set 3 "$ESC" resource set gpu_share 3 \
   --set 7.5 "$ESC" resource set gpu_share 7.5 \
   --set 2 "$ESC" resource add gpu_share -5.5 || fail "browser checks"
