@@ -199,24 +199,44 @@ function renderJobs(s) {
 // by the GCS (api/jobs/<id>/tasks), re-read with the state while it is open.
 let jobTasksBusy = false;
 
+// #job/<job> or #job/<job>/logs/<task>/<node>: the job, and the task whose output shows.
 function openJob() {
-  const m = /^#job\/([0-9a-f]+)$/.exec(location.hash);
-  return m ? m[1] : null;
+  const m = /^#job\/([0-9a-f]+)(?:\/logs\/([0-9a-f]+)\/([0-9a-f]+))?$/.exec(location.hash);
+  return m ? {job: m[1], task: m[2], node: m[3]} : null;
+}
+
+async function renderTaskLog(o) {
+  $('task-log-box').classList.toggle('hidden', !o.task);
+  if (!o.task) return;
+  const l = await getJSON('api/tasks/' + o.task + '/logs?node=' + o.node);
+  $('task-log-title').textContent = 'Output of task ' + o.task +
+    (l.truncated ? ' (last 64 KiB)' : '') + (l.found ? '' : ': none on node ' + o.node) +
+    (l.error ? ' (' + l.error + ')' : '');
+  $('task-log').textContent = l.text;
+}
+
+function taskLink(job, k) {
+  const a = el('a', k.task_id);
+  a.href = '#job/' + job + '/logs/' + k.task_id + '/' + k.node;
+  a.title = 'show its output';
+  return a;
 }
 
 async function renderJobTasks() {
-  const id = openJob();
-  $('job-view').classList.toggle('hidden', !id);
-  if (!id || jobTasksBusy) return;
+  const o = openJob();
+  $('job-view').classList.toggle('hidden', !o);
+  if (!o || jobTasksBusy) return;
+  const id = o.job;
   jobTasksBusy = true;
   try {
     const t = await getJSON('api/jobs/' + id + '/tasks');
     $('job-view-title').textContent = 'Job ' + id + ': ' + t.total + ' task' +
       (t.total === 1 ? '' : 's') + (t.total > t.tasks.length ? ' (newest ' + t.tasks.length + ' shown)' : '') +
       (t.unreachable.length ? '; no answer from ' + t.unreachable.join(', ') : '');
-    fill($('job-tasks').tBodies[0], t.tasks.map(k => row([k.task_id, k.name,
+    fill($('job-tasks').tBodies[0], t.tasks.map(k => row([taskLink(id, k), k.name,
       el('span', k.state, 'state-' + k.state.toLowerCase()), k.node,
       k.attempt + '/' + k.max_retries, when(k.start_ms), when(k.end_ms)])));
+    await renderTaskLog(o);
   } catch (err) {
     $('job-view-title').textContent = 'Job ' + id + ': ' + err.message;
   } finally {

@@ -224,6 +224,11 @@ static void serve_api(void *ud, esc_http_req *r)
         gcs_dash_job_tasks(g, r, job);
         return;
     }
+    char task[80];
+    if (sscanf(p, "tasks/%79[0-9a-f]/logs%n", task, &end) == 1 && p[end] == '\0') {
+        gcs_dash_task_logs(g, r, task, esc_http_query(r, "node"));
+        return;
+    }
     json_t *j = !strcmp(p, "state")       ? state_json(d)
                 : !strcmp(p, "nodes")     ? gcs_dash_nodes(g)
                 : !strcmp(p, "totals")    ? gcs_dash_totals(g)

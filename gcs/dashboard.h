@@ -49,6 +49,12 @@ json_t *gcs_dash_jobs(gcs *g);
  * GCS does not know. */
 void gcs_dash_job_tasks(gcs *g, esc_http_req *r, const char *job_id);
 
+/* ---- dashboard_logs.c ---- */
+/* Answers GET /api/tasks/<task_id>/logs?node=<node_id> (the caller checked the token):
+ * the last 64 KiB of the task's output as that node's raylet serves it, {"task_id",
+ * "node", "found", "truncated", "text", "error"}; 404 when node_id names no alive node. */
+void gcs_dash_task_logs(gcs *g, esc_http_req *r, const char *task_id, const char *node_id);
+
 /* One event of the GCS's broadcast as the stream sends it. */
 json_t *gcs_dash_event(const Escher__Event *ev, uint64_t wall_ms);
 

@@ -122,6 +122,10 @@ def parse():
     # A job whose view (#job/ID) must list a task of that name.
     ap.add_argument("--job")
     ap.add_argument("--task-name")
+    # ... and whose task TASK on NODE shows an output line containing LOG.
+    ap.add_argument("--task")
+    ap.add_argument("--task-node")
+    ap.add_argument("--log")
     argv = sys.argv[1:]
     cut = argv.index("--set") if "--set" in argv else len(argv)
     a = ap.parse_args(argv[:cut])
@@ -191,6 +195,11 @@ def main():
                    "!document.querySelector('#job-view').classList.contains('hidden')",
                    15, f"job {a.job}'s view lists its task {a.task_name}")
             print(f"job view: {a.job} lists {a.task_name}")
+            b.eval(f"location.hash = '#job/{a.job}/logs/{a.task}/{a.task_node}'")
+            b.wait(f"document.querySelector('#task-log').textContent.includes({json.dumps(a.log)})"
+                   " && !document.querySelector('#task-log-box').classList.contains('hidden')",
+                   15, f"task {a.task}'s output shows {a.log}")
+            print(f"task output: shows {a.log}")
         for p in a.screenshot:
             b.screenshot(p)
             print("screenshot: " + p)

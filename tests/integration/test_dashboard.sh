@@ -136,7 +136,7 @@ for path in /../CMakeLists.txt /.hidden "/%2e%2e/CMakeLists.txt" //etc/passwd; d
 done
 
 step "a job's tasks, asked of the raylets"
-JOB=$("$ESC" job submit --no-wait -- true 2>"$T/err" | head -1)
+JOB=$("$ESC" job submit --no-wait -- sh -c 'echo dashboard-log-line' 2>"$T/err" | head -1)
 [ -n "$JOB" ] || fail "job submit --no-wait: $(cat "$T/err")"
 deadline=$((SECONDS + 30))
 until get "/api/jobs/$JOB/tasks" "$T/jt" -H "Authorization: Bearer $TOKEN" && [ "$CODE" = 200 ] &&
@@ -145,7 +145,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["unreachable"] == [] and d["total"] == 1, d
 t = d["tasks"][0]
-assert t["name"] == "true" and t["state"] == "FINISHED" and t["node"] == sys.argv[2], t
+assert t["name"] == "sh" and t["state"] == "FINISHED" and t["node"] == sys.argv[2], t
 assert t["start_ms"] > 0 and t["end_ms"] >= t["start_ms"], t
 PY
 do
@@ -154,6 +154,18 @@ do
 done
 get "/api/jobs/$JOB/tasks" "$T/e"
 [ "$CODE" = 401 ] || fail "/api/jobs/$JOB/tasks without the token: $CODE"
+TASK=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["tasks"][0]["task_id"])' "$T/jt")
+get "/api/tasks/$TASK/logs?node=$NODE_ID" "$T/tl" -H "Authorization: Bearer $TOKEN"
+[ "$CODE" = 200 ] || fail "/api/tasks/$TASK/logs: $CODE"
+"$PY" - "$T/tl" <<'PY' || fail "the task's output: $(head -c 400 "$T/tl")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["found"] and d["text"] == "dashboard-log-line\n" and not d["truncated"], d
+PY
+get "/api/tasks/$TASK/logs" "$T/e" -H "Cookie: $COOKIE"
+[ "$CODE" = 404 ] || fail "a task's output without ?node=: $CODE"
+get "/api/tasks/$TASK/logs?node=$NODE_ID" "$T/e"
+[ "$CODE" = 401 ] || fail "a task's output without the token: $CODE"
 get "/api/jobs/0123456789abcdef/tasks" "$T/e" -H "Cookie: $COOKIE"
 [ "$CODE" = 404 ] || fail "the tasks of a job nobody knows: $CODE"
 
@@ -161,7 +173,7 @@ step "the page in headless Chromium: live within one second of the CLI"
 mkdir -p "$ART"
 "$PY" "$HERE/dashboard_cdp.py" --url "$URL" --node "$NODE_ID" --nodes 1 \
   --resource default/gpu_share --profile "$T/profile" --screenshot "$ART/dashboard.png" \
-  --job "$JOB" --task-name true \
+  --job "$JOB" --task-name sh --task "$TASK" --task-node "$NODE_ID" --log dashboard-log-line \
   --set 3 "$ESC" resource set gpu_share 3 \
   --set 7.5 "$ESC" resource set gpu_share 7.5 \
   --set 2 "$ESC" resource add gpu_share -5.5 || fail "browser checks"
