@@ -238,7 +238,6 @@ static out_item *status_item(int code, const char *message)
     return it;
 }
 
-/* Ends the handler's part of the call: queues the final item and drops its reference. */
 static uint64_t mono_ns(void)
 {
     struct timespec ts;
@@ -257,6 +256,7 @@ static void record_latency(method_reg *m, uint64_t ns)
     __atomic_fetch_add(&m->sum_ns, ns, __ATOMIC_RELAXED);
 }
 
+/* Ends the handler's part of the call: queues the final item and drops its reference. */
 static void finish_with(esc_rpc_ctx *c, out_item *it)
 {
     pthread_mutex_lock(&c->mu);
@@ -266,7 +266,8 @@ static void finish_with(esc_rpc_ctx *c, out_item *it)
         return;
     }
     c->finished = true;
-    bool timed = !c->streamed;
+    /* An orphan's method registration went with its server (esc_rpc_server_free). */
+    bool timed = !c->streamed && c->srv;
     enqueue_locked(c, it);
     pthread_mutex_unlock(&c->mu);
     if (timed)
@@ -480,6 +481,15 @@ bool esc_rpc_ctx_metadata(const esc_rpc_ctx *c, const char *key, char *out, size
 static void dispatch(void *arg)
 {
     esc_rpc_ctx *c = arg;
+    /* Posted before the server was freed and run after: the handler and its method went
+     * with it, so the call only ends (its handler's reference dropped). */
+    pthread_mutex_lock(&c->mu);
+    bool orphan = !c->srv;
+    pthread_mutex_unlock(&c->mu);
+    if (orphan) {
+        esc_rpc_finish(c, ESC_CANCELLED, "the server stopped");
+        return;
+    }
     c->m->fn(c, c->req, c->m->ud);
 }
 
