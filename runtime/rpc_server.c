@@ -39,7 +39,9 @@ typedef struct method_reg {
     void *ud;
     const esc_rpc_daemon_call *daemon; /* which calls need the daemon key; NULL: none */
     uint64_t calls;                    /* calls received (atomic: the CQ thread counts) */
-    /* Answered calls by latency (atomics: answers come from any thread). */
+    /* Answered calls by latency, each counted in its own bucket only (one atomic add
+     * per call; the cumulative counts are summed when read). Atomics: answers come from
+     * any thread. */
     uint64_t le[ESC_RPC_LATENCY_BUCKETS];
     uint64_t answered;
     uint64_t sum_ns;
@@ -250,8 +252,10 @@ static void record_latency(method_reg *m, uint64_t ns)
 {
     double s = (double)ns / 1e9;
     for (size_t i = 0; i < ESC_RPC_LATENCY_BUCKETS; i++)
-        if (s <= esc_rpc_latency_le[i])
+        if (s <= esc_rpc_latency_le[i]) {
             __atomic_fetch_add(&m->le[i], 1, __ATOMIC_RELAXED);
+            break;
+        }
     __atomic_fetch_add(&m->answered, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&m->sum_ns, ns, __ATOMIC_RELAXED);
 }
@@ -798,8 +802,9 @@ bool esc_rpc_server_method_latency(const esc_rpc_server *s, size_t i, const char
         return false;
     const method_reg *m = s->methods[i];
     *method = m->md->name;
+    uint64_t below = 0;
     for (size_t k = 0; k < ESC_RPC_LATENCY_BUCKETS; k++)
-        out->le[k] = __atomic_load_n(&m->le[k], __ATOMIC_RELAXED);
+        out->le[k] = below += __atomic_load_n(&m->le[k], __ATOMIC_RELAXED);
     out->count = __atomic_load_n(&m->answered, __ATOMIC_RELAXED);
     out->sum_s = (double)__atomic_load_n(&m->sum_ns, __ATOMIC_RELAXED) / 1e9;
     return true;

@@ -242,6 +242,14 @@ fetch "$GCS_MPORT" /metrics "$T/g3"
   "$(value "$T/g3" escher_rpc_server_seconds_bucket 'method="RegisterJob",le="+Inf"')" ] ||
   fail "RegisterJob's histogram count is not its +Inf bucket"
 wait_at_least "$GCS_MPORT" escher_rpc_server_seconds_count 'method="RegisterJob"' 1
+# Cumulative buckets: never fewer calls under a larger bound, the last one all of them.
+python3 - "$T/poll" <<'PY' || fail "RegisterJob's buckets are not cumulative"
+import re, sys
+b = [(float(le), float(v)) for le, v in re.findall(
+    r'escher_rpc_server_seconds_bucket\{method="RegisterJob",le="([^"]+)"\} (\S+)', open(sys.argv[1]).read())]
+assert len(b) == 15 and b[-1][0] == float("inf"), b
+assert all(b[i][1] <= b[i + 1][1] for i in range(len(b) - 1)), b
+PY
 # A stream (Subscribe) is left out of the latencies but counted as a call.
 wait_at_least "$GCS_MPORT" escher_gcs_rpc_calls_total 'method="Subscribe"' 1
 [ "$(value "$T/poll" escher_rpc_server_seconds_count 'method="Subscribe"')" = 0 ] ||
