@@ -3,6 +3,7 @@
 #            the chaos run only in the plain pass, for CHAOS_SMOKE_SECONDS of faults
 #            (sanitized daemons are several times slower, so its latency bounds would
 #            measure the sanitizer).
+#            Then the multi-threaded suites under ThreadSanitizer (test-tsan, build-tsan).
 # make fuzz [FUZZ_SECONDS=300]: build the libFuzzer targets (tests/fuzz, clang, in
 #            build-fuzz) and run each for FUZZ_SECONDS; `make test` runs them for about a
 #            minute in all (test-fuzz), after replaying every regression input.
@@ -13,6 +14,7 @@
 #               Both: docs/deploy.md, "Installing the SDK".
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
+TSAN_DIR ?= build-tsan
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 60
@@ -22,7 +24,7 @@ CHAOS_SECONDS ?= 300
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 
-.PHONY: all deps build build-asan build-fuzz test test-plain test-asan test-fuzz fuzz chaos demo bench install package clean
+.PHONY: all deps build build-asan build-tsan build-fuzz test test-plain test-asan test-tsan test-fuzz fuzz chaos demo bench install package clean
 
 all: build
 
@@ -41,6 +43,10 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DESCHER_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_DIR) -j$(JOBS) $(call QUIET,$(ASAN_DIR))
 
+build-tsan: deps
+	@cmake -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DESCHER_TSAN=ON >/dev/null
+	@cmake --build $(TSAN_DIR) -j$(JOBS) --target threaded_tests $(call QUIET,$(TSAN_DIR))
+
 # Only the fuzz targets and the library files they read (tests/fuzz/CMakeLists.txt).
 build-fuzz: deps
 	@cmake -S . -B $(FUZZ_DIR) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DESCHER_FUZZ=ON >/dev/null
@@ -52,6 +58,11 @@ test-plain: build
 test-asan: build-asan
 	cd $(ASAN_DIR) && { ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 ctest --output-on-failure -E test_chaos || { $(CURDIR)/tests/failure_summary.sh .; exit 1; }; }
 
+# The suites labelled "threads" (tests/CMakeLists.txt); any TSan report in any process
+# they start fails the run (tests/tsan_run.sh).
+test-tsan: build-tsan
+	tests/tsan_run.sh $(TSAN_DIR)
+
 # The smoke run: FUZZ_SMOKE_SECONDS shared among the targets (--split).
 test-fuzz: build-fuzz
 	tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SMOKE_SECONDS) --split
@@ -62,7 +73,7 @@ fuzz: build-fuzz
 chaos: build
 	cd $(BUILD_DIR) && ESCHER_CHAOS_SECONDS=$(CHAOS_SECONDS) ctest --output-on-failure -R test_chaos
 
-test: test-plain test-asan test-fuzz
+test: test-plain test-asan test-tsan test-fuzz
 
 demo: build
 	@deploy/demo.sh $(BUILD_DIR)
@@ -77,4 +88,4 @@ package: build
 	cd $(BUILD_DIR) && cpack -G DEB
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)

@@ -48,10 +48,27 @@ const esl_request *esl_policy_request(const esl_policy *p)
     return &p->request;
 }
 
-size_t esl_policy_nodes(const esl_policy *p, char *const **ids)
+size_t esl_policy_nodes(esl_policy *p, char ***ids)
 {
-    *ids = p->nodes;
-    return p->nnodes;
+    pthread_mutex_lock(&p->mu);
+    size_t n = p->nnodes;
+    char **v = calloc(n ? n : 1, sizeof *v);
+    for (size_t i = 0; v && i < n; i++) {
+        if (!(v[i] = strdup(p->nodes[i]))) {
+            esl_policy_nodes_free(v, i);
+            v = NULL;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    *ids = v;
+    return v ? n : 0;
+}
+
+void esl_policy_nodes_free(char **ids, size_t n)
+{
+    for (size_t i = 0; ids && i < n; i++)
+        free(ids[i]);
+    free(ids);
 }
 
 static void policy_free(esl_policy *p)

@@ -25,7 +25,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/dashboard/
 # (Debian's help2man; without it, or in a sanitized build whose programs would report
 # at exit, none are made and none installed).
 find_program(HELP2MAN help2man)
-if(HELP2MAN AND NOT ESCHER_SANITIZE)
+if(HELP2MAN AND NOT ESCHER_SANITIZED)
   set(ESCHER_MAN_PAGES
     "escher-cli|escher|the escher cluster runtime's command line"
     "escher-gcs|escher-gcs|the escher global control store"

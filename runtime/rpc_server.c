@@ -107,7 +107,7 @@ struct esc_rpc_server {
     size_t nmethods;
     pthread_t thread;
     bool started;
-    volatile int shutting_down;
+    _Atomic int shutting_down; /* set by esc_rpc_server_free, read by the queue thread */
     bool require_utf8;   /* requests with a string that is not UTF-8 are refused */
     int failed_handles;  /* esc_rpc_server_handle calls that failed: start refuses */
     tag shutdown_tag;

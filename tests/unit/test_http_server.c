@@ -98,9 +98,12 @@ static void on_wake(struct ev_loop *ev, ev_async *w, int revents)
     cmd_kind c = f->cmd;
     f->cmd = CMD_NONE;
     esc_http_sse *st = f->stream;
+    /* A copy: once cmd is CMD_NONE the client may write its next payload. */
+    char payload[sizeof f->payload];
+    memcpy(payload, f->payload, sizeof payload);
     pthread_mutex_unlock(&f->mu);
     if (c == CMD_SEND && st)
-        esc_http_sse_send(st, "e", f->payload);
+        esc_http_sse_send(st, "e", payload);
     else if (c == CMD_STOP_SERVER) {
         esc_http_stop(f->s);
         f->s = NULL;

@@ -62,8 +62,12 @@ typedef struct esl_policy esl_policy;
 
 /* The request the policy's tasks carry (owned by the policy). */
 const esl_request *esl_policy_request(const esl_policy *p);
-/* The nodes the policy's resource was created on; *ids is owned by the policy. */
-size_t esl_policy_nodes(const esl_policy *p, char *const **ids);
+/* The nodes the policy's resource is on now: a copy into *ids, which the caller frees
+ * with esl_policy_nodes_free(*ids, n). The set changes on the client's event thread when
+ * a node dies (the policy replaces or rebalances), hence a copy taken under its lock.
+ * Returns the number of nodes; 0 with *ids NULL when out of memory. */
+size_t esl_policy_nodes(esl_policy *p, char ***ids);
+void esl_policy_nodes_free(char **ids, size_t n);
 /* Deletes the policy's resource on every node (holders keep it until they end) and frees
  * the policy. Returns the delete's code; p is freed either way. NULL is ESC_OK. */
 int esl_policy_free(esc_client *c, esl_policy *p, esc_status *st);
