@@ -67,10 +67,24 @@ static void shape_count_in(task_manager *tm, task_entry *e);
 static void shapes_free(esc_strmap *shapes);
 static void shape_count_out(task_manager *tm, task_entry *e);
 
+static char *shape_key(const task_entry *e);
+
 void task_enqueue(task_manager *tm, task_entry *e)
 {
     e->q.try_fn = try_queued;
-    admission_push(tm->r->admission, &e->q);
+    /* Tasks alike for admission (admission.h): try_queued decides from the request
+     * (fits here, and where else it fits) and, for the spill target, from the sender
+     * (never sent back) and the hops made; equal in all three, one that stays means the
+     * later ones stay too. */
+    char *shape = shape_key(e);
+    size_t len = strlen(shape) + strlen(e->spec->reply_to) + 32;
+    char *alike = malloc(len);
+    if (!alike)
+        abort(); /* the raylet's out-of-memory policy */
+    snprintf(alike, len, "%u|%s|%s", e->spec->spill_hops, e->spec->reply_to, shape);
+    admission_push_alike(tm->r->admission, &e->q, alike);
+    free(alike);
+    free(shape);
     tm->nqueued++;
     shape_count_in(tm, e);
     if (e->spec->job_entrypoint)

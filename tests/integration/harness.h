@@ -10,7 +10,7 @@
 #include "escher/escher.h"
 #include "rpc.h" /* tests also make raw calls to the daemons */
 
-#define H_MAX_RAYLETS 16
+#define H_MAX_RAYLETS 256
 
 typedef struct {
     pid_t pid;
