@@ -9,6 +9,7 @@
  * the limit) and says how many rows matched; the merged rows are sorted and cut to the
  * limit here. */
 #include "client_internal.h"
+#include "fanout.h"
 #include "object.pb-c.h"
 #include "task.pb-c.h"
 
@@ -306,21 +307,21 @@ static int ask_nodes(esc_client *c, const filter *f, const ProtobufCServiceDescr
     int rc = nodes_to_ask(c, f, &ns, st);
     if (rc != ESC_OK)
         return rc;
-    for (size_t i = 0; i < ns.n && rc == ESC_OK; i++) {
-        esc_rpc_channel *ch = esc_client_raylet_channel(c, ns.addresses[i]);
-        ProtobufCMessage *rep = NULL;
-        esc_status one = {0};
-        int code = esc_rpc_call(ch, svc, method, req, &rep, ESC_LIST_NODE_TIMEOUT_MS,
-                                ESC_RPC_IDEMPOTENT, &one);
-        if (code == ESC_OK) {
-            merge(acc, rep);
-            protobuf_c_message_free_unpacked(rep, NULL);
-        } else if (code == ESC_PERMISSION_DENIED || code == ESC_INVALID_ARGUMENT) {
-            rc = esc_status_set(st, code, "node %.40s: %s", ns.ids[i], one.message);
-        } else {
+    /* All nodes at once (fanout.h); the replies are merged in node order. */
+    esc_fanout_result *r = esc_fanout_call(c, (const char *const *)ns.addresses, ns.n, svc,
+                                           method, req, ESC_LIST_NODE_TIMEOUT_MS,
+                                           ESC_RPC_IDEMPOTENT);
+    if (!r && ns.n)
+        rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory");
+    for (size_t i = 0; r && i < ns.n && rc == ESC_OK; i++) {
+        if (r[i].code == ESC_OK)
+            merge(acc, r[i].reply);
+        else if (r[i].code == ESC_PERMISSION_DENIED || r[i].code == ESC_INVALID_ARGUMENT)
+            rc = esc_status_set(st, r[i].code, "node %.40s: %s", ns.ids[i], r[i].st.message);
+        else
             add_unreachable(info, ns.ids[i]);
-        }
     }
+    esc_fanout_free(r, ns.n);
     node_set_free(&ns);
     return rc == ESC_OK ? esc_status_set(st, ESC_OK, NULL) : rc;
 }
