@@ -14,7 +14,7 @@
  * Every figure is printed as one JSON object per line on stdout; times are medians
  * where repeated. Progress goes to stderr.
  *
- * Usage: scale [nodes|tasks|actors|all] [--nodes N] [--tasks N] [--actors N] [--runs R]
+ * Usage: scale [nodes|tasks|actors|all|hold] [--nodes N] [--tasks N] [--actors N] [--runs R]
  *        (ESCHER_BIN_DIR: the build directory) */
 #include <errno.h>
 #include <pthread.h>
@@ -366,6 +366,23 @@ static void bench_nodes(int n, int runs)
     stop_cluster();
 }
 
+/* `scale hold`: starts the nodes and waits until interrupted, for a look from outside
+ * (perf, escher status); prints the address and token. */
+static void hold_nodes(int n)
+{
+    h_init(&g_cl, 10000);
+    if (h_gcs_start(&g_cl) != 0)
+        die("cannot start the GCS", NULL);
+    g_up = true;
+    for (int i = 0; i < n; i++)
+        if (h_raylet_start(&g_cl, i, "--num-cpus 1 --memory 268435456 --object-store-memory "
+                                     "8388608 --no-cpu-quota --ended-tasks 10") != 0)
+            die("cannot start a raylet", NULL);
+    printf("ESCHER_ADDRESS=%s ESCHER_TOKEN=%s\n", g_cl.gcs_addr, g_cl.token);
+    fflush(stdout);
+    pause();
+}
+
 /* ------------------------------------------------------------------ tasks */
 
 static void bench_tasks(int ntasks)
@@ -506,7 +523,7 @@ static void bench_actors(int nactors)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: scale [nodes|tasks|actors|all] [--nodes N] [--tasks N] "
+    fprintf(stderr, "usage: scale [nodes|tasks|actors|all|hold] [--nodes N] [--tasks N] "
                     "[--actors N] [--runs R] [--no-every]\n");
     exit(2);
 }
@@ -543,7 +560,7 @@ int main(int argc, char **argv)
             usage();
     }
     if (strcmp(what, "nodes") && strcmp(what, "tasks") && strcmp(what, "actors") &&
-        strcmp(what, "all"))
+        strcmp(what, "all") && strcmp(what, "hold"))
         usage();
     /* Each raylet holds sockets to the GCS and to every client; a driver of 250 nodes
      * needs more descriptors than the usual 1024. */
@@ -556,6 +573,8 @@ int main(int argc, char **argv)
     signal(SIGTERM, on_signal);
     const char *bin = getenv("ESCHER_BIN_DIR");
     snprintf(LIB, sizeof LIB, "%s/bench/task_lib/libescher_bench_tasks.so", bin ? bin : "build");
+    if (!strcmp(what, "hold"))
+        hold_nodes(nodes);
     if (!strcmp(what, "nodes") || !strcmp(what, "all"))
         bench_nodes(nodes, runs);
     if (!strcmp(what, "tasks") || !strcmp(what, "all"))

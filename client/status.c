@@ -1,8 +1,6 @@
 /* status.c: the cluster status (GetClusterStatus) as plain C structs: per node, each
  * resource's total, held and available, with owner and namespace of ephemeral ones. */
 #include "client_internal.h"
-#include "fanout.h"
-#include "raylet.pb-c.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +107,6 @@ static void fill_node(esc_node_status *ns, const Escher__NodeStatus *n, const es
     qsort(ns->resources, ns->nresources, sizeof *ns->resources, resource_cmp);
 }
 
-#define DEMAND_TIMEOUT_MS 1000
 
 static void fill_demand(esc_demand *d, const Escher__Demand *m)
 {
@@ -125,36 +122,12 @@ static void fill_demand(esc_demand *d, const Escher__Demand *m)
         d->missing[i] = strdup(m->missing[i]);
 }
 
-static void set_demand(esc_node_status *ns, const Escher__GetNodeStateReply *rep)
+static void set_demand(esc_node_status *ns, Escher__Demand *const *demand, size_t n)
 {
-    ns->ndemand = rep->n_demand;
-    ns->demand = calloc(rep->n_demand + 1, sizeof *ns->demand);
-    for (size_t i = 0; i < rep->n_demand; i++)
-        fill_demand(&ns->demand[i], rep->demand[i]);
-}
-
-/* Asks every alive node's raylet for its queued demand, all at once (fanout.h); a node
- * that does not answer in time shows none. */
-static void nodes_demand(esc_client *c, esc_cluster_status *s)
-{
-    const char **addr = calloc(s->nnodes + 1, sizeof *addr);
-    size_t *which = calloc(s->nnodes + 1, sizeof *which);
-    size_t n = 0;
-    for (size_t i = 0; addr && which && i < s->nnodes; i++)
-        if (!strcmp(s->nodes[i].state, "ALIVE") && *s->nodes[i].address) {
-            which[n] = i;
-            addr[n++] = s->nodes[i].address;
-        }
-    Escher__GetNodeStateRequest req = ESCHER__GET_NODE_STATE_REQUEST__INIT;
-    esc_fanout_result *r = n ? esc_fanout_call(c, addr, n, &escher__raylet__descriptor,
-                                               "GetNodeState", &req.base, DEMAND_TIMEOUT_MS, 0)
-                             : NULL;
-    for (size_t k = 0; r && k < n; k++)
-        if (r[k].code == ESC_OK)
-            set_demand(&s->nodes[which[k]], (const Escher__GetNodeStateReply *)r[k].reply);
-    esc_fanout_free(r, n);
-    free(addr);
-    free(which);
+    ns->ndemand = n;
+    ns->demand = calloc(n + 1, sizeof *ns->demand);
+    for (size_t i = 0; i < n; i++)
+        fill_demand(&ns->demand[i], demand[i]);
 }
 
 static int get_status(esc_client *c, bool with_demand, esc_cluster_status **out,
@@ -173,10 +146,11 @@ static int get_status(esc_client *c, bool with_demand, esc_cluster_status **out,
     s->committed_seq = r->committed_seq;
     s->nnodes = r->n_nodes;
     s->nodes = calloc(r->n_nodes + 1, sizeof *s->nodes);
-    for (size_t i = 0; i < r->n_nodes; i++)
+    for (size_t i = 0; i < r->n_nodes; i++) {
         fill_node(&s->nodes[i], r->nodes[i], reg);
-    if (with_demand)
-        nodes_demand(c, s);
+        if (with_demand)
+            set_demand(&s->nodes[i], r->nodes[i]->demand, r->nodes[i]->n_demand);
+    }
     esc_strmap_free(reg);
     protobuf_c_message_free_unpacked(m, NULL);
     *out = s;

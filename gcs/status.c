@@ -46,6 +46,10 @@ static void handle_status(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
         } else if (gcs_node_alive(n)) {
             physical_rows(n, ns);
         }
+        if (gcs_node_alive(n) && n->demand) { /* borrowed */
+            ns->demand = n->demand->demand;
+            ns->n_demand = n->demand->n_demand;
+        }
         if (gcs_node_alive(n) && n->applied_seq < rep.seq)
             rep.seq = n->applied_seq;
         rep.nodes[rep.n_nodes++] = ns;

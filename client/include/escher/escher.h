@@ -315,14 +315,15 @@ typedef struct {
 } esc_cluster_status;
 
 /* Fetches per-node total, held and available of every resource (available = total -
- * held; it is negative after a shrink below what is held). Each node's resources are
- * sorted: physical ones first, then ephemeral ones, each by name. *out is owned by the
- * caller (esc_cluster_status_free). */
+ * held; it is negative after a shrink below what is held), and each alive node's queued
+ * demand, all as the raylets last reported them to the GCS (one call to the GCS, none to
+ * the raylets). Each node's resources are sorted: physical ones first, then ephemeral
+ * ones, each by name. *out is owned by the caller (esc_cluster_status_free). */
 int esc_get_cluster_status(esc_client *c, esc_cluster_status **out, esc_status *st);
 void esc_cluster_status_free(esc_cluster_status *s);
 
-/* Like esc_get_cluster_status without the queued demand (ndemand is 0): one call to
- * the GCS and none to the raylets, cheap enough to poll. Freed the same way. */
+/* Like esc_get_cluster_status without the queued demand (ndemand is 0): cheap enough to
+ * poll. Freed the same way. */
 int esc_get_cluster_resources(esc_client *c, esc_cluster_status **out, esc_status *st);
 
 /* Finds one resource of a node in a status (NULL when absent). */
