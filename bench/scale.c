@@ -312,22 +312,30 @@ static void alive_count(esc_client *c, int *alive, int *dead)
     esc_cluster_status_free(s);
 }
 
-static void bench_nodes(int n, int runs)
+/* Starts the GCS (the product's default node timeout) and raylets 0..n-1 with flags;
+ * the cluster is stopped by die() and on exit paths. */
+#define SMALL_NODE "--num-cpus 1 --memory 268435456 --object-store-memory 8388608 " \
+                   "--no-cpu-quota --ended-tasks 10"
+static void start_cluster(int n, const char *flags)
 {
-    h_init(&g_cl, 10000); /* the GCS's default node timeout */
+    h_init(&g_cl, 10000);
     snprintf(g_cl.gcs_extra, sizeof g_cl.gcs_extra, "--max-resources-per-job 10000000");
     double t0 = h_now_ms();
     if (h_gcs_start(&g_cl) != 0)
         die("cannot start the GCS", NULL);
     g_up = true;
     for (int i = 0; i < n; i++) {
-        if (h_raylet_start(&g_cl, i,
-                           "--num-cpus 1 --memory 268435456 --object-store-memory 8388608 "
-                           "--no-cpu-quota --ended-tasks 10") != 0)
+        if (h_raylet_start(&g_cl, i, flags) != 0)
             die("cannot start a raylet", NULL);
         if ((i + 1) % 50 == 0)
             fprintf(stderr, "scale: %d raylets up after %.1f s\n", i + 1, (h_now_ms() - t0) / 1000);
     }
+}
+
+static void bench_nodes(int n, int runs)
+{
+    double t0 = h_now_ms();
+    start_cluster(n, SMALL_NODE);
     double start_s = (h_now_ms() - t0) / 1000.0;
     esc_client *c = h_connect(&g_cl, "scale", 0, false);
     int alive, dead;
@@ -370,14 +378,7 @@ static void bench_nodes(int n, int runs)
  * (perf, escher status); prints the address and token. */
 static void hold_nodes(int n)
 {
-    h_init(&g_cl, 10000);
-    if (h_gcs_start(&g_cl) != 0)
-        die("cannot start the GCS", NULL);
-    g_up = true;
-    for (int i = 0; i < n; i++)
-        if (h_raylet_start(&g_cl, i, "--num-cpus 1 --memory 268435456 --object-store-memory "
-                                     "8388608 --no-cpu-quota --ended-tasks 10") != 0)
-            die("cannot start a raylet", NULL);
+    start_cluster(n, SMALL_NODE);
     printf("ESCHER_ADDRESS=%s ESCHER_TOKEN=%s\n", g_cl.gcs_addr, g_cl.token);
     fflush(stdout);
     pause();
@@ -387,12 +388,7 @@ static void hold_nodes(int n)
 
 static void bench_tasks(int ntasks)
 {
-    h_init(&g_cl, 10000);
-    if (h_gcs_start(&g_cl) != 0)
-        die("cannot start the GCS", NULL);
-    g_up = true;
-    if (h_raylet_start(&g_cl, 0, "--num-cpus 2 --ended-tasks 1000") != 0)
-        die("cannot start the raylet", NULL);
+    start_cluster(1, "--num-cpus 2 --ended-tasks 1000");
     esc_client *c = h_connect(&g_cl, "scale", 0, false);
     esc_target here = ESC_NODE(g_cl.raylets[0].node_id);
     esc_status st;
@@ -467,12 +463,7 @@ static void bench_tasks(int ntasks)
 
 static void bench_actors(int nactors)
 {
-    h_init(&g_cl, 10000);
-    if (h_gcs_start(&g_cl) != 0)
-        die("cannot start the GCS", NULL);
-    g_up = true;
-    if (h_raylet_start(&g_cl, 0, "--num-cpus 1000 --no-cpu-quota") != 0)
-        die("cannot start the raylet", NULL);
+    start_cluster(1, "--num-cpus 1000 --no-cpu-quota");
     esc_client *c = h_connect(&g_cl, "scale", 0, false);
     esc_amount need = {.name = "CPU", .value = ESC_QTY(1) / 100}; /* 0.01 CPU */
     esc_actor_spec spec = {.name = "a", .library = LIB, .resources = &need, .nresources = 1};
