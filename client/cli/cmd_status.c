@@ -457,15 +457,21 @@ static int watch_interval(int argc, char **argv, int i, double *secs)
     return 1;
 }
 
-/* Redraws until SIGINT or SIGTERM (exit 0), blocked and waited for as the sleep so an
- * interrupt never cuts a table in half; a failed look ends it (exit 1). */
+/* The signals that end a watch. */
+static void watch_signals(sigset_t *sigs)
+{
+    sigemptyset(sigs);
+    sigaddset(sigs, SIGINT);
+    sigaddset(sigs, SIGTERM);
+}
+
+/* Redraws until SIGINT or SIGTERM (exit 0), blocked (by cmd_status, before any thread
+ * exists) and waited for as the sleep so an interrupt never cuts a table in half; a failed
+ * look ends it (exit 1). */
 static int watch(esc_client *c, bool json, double secs)
 {
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGTERM);
-    sigprocmask(SIG_BLOCK, &sigs, NULL);
+    watch_signals(&sigs);
     const struct timespec period = {(time_t)secs, (long)((secs - (time_t)secs) * 1e9)};
     for (;;) {
         if (!json && isatty(STDOUT_FILENO))
@@ -508,6 +514,13 @@ int cmd_status(const cli_globals *g, int argc, char **argv)
     free(rest);
     if (rc != 0)
         return rc == CLI_HELP ? CLI_EXIT_OK : rc;
+    if (watching) {
+        /* Blocked before connecting: the client's threads inherit the mask, so a SIGINT
+         * cannot land on one of them and kill the process with the default action. */
+        sigset_t sigs;
+        watch_signals(&sigs);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    }
     esc_client *c;
     if ((rc = cli_connect_reader(g, &c)) != CLI_EXIT_OK)
         return rc;
