@@ -1,5 +1,7 @@
 /* gcs.h: the state of escher-gcs, shared by its modules.
  *
+ * server.c runs its life: gcs_open, gcs_start, the loop, gcs_stop, gcs_close.
+ *
  * Everything here is owned by the event-loop thread: gRPC threads only post handlers to
  * it (rpc.h), so no table needs a lock. Each module owns one table or concern:
  *   event_log.c   sequence numbers, durable commit, the replay ring, broadcast
@@ -150,6 +152,19 @@ typedef struct gcs {
     uint64_t write_count;   /* storage writes that ended (success or failure) */
     double write_sum_s;     /* their total latency */
 } gcs;
+
+/* ---- server.c ---- */
+/* Opens storage and loads every table into a new g (cfg copied; its strings must outlive
+ * g). 0, or -1 with err; gcs_close must follow either way. */
+int gcs_open(gcs *g, const gcs_config *cfg, char *err, size_t errlen);
+/* Starts serving on the loop (storage attached to it, server, endpoints, sweep timer);
+ * the caller then runs the loop. 0, or 1 after printing why not. */
+int gcs_start(gcs *g);
+/* After the loop ended: a clean stop (the raylets hear of it), timers and endpoints
+ * stopped. */
+void gcs_stop(gcs *g);
+/* Ends every call and stream, frees the tables and closes storage. */
+void gcs_close(gcs *g);
 
 /* ---- event_log.c ---- */
 /* Commits ev (owned; its seq is assigned here) with the table writes in b (owned):

@@ -62,6 +62,56 @@ static void write_secret(const char *dir, const char *name, const char *value, c
     chmod(path, 0600);
 }
 
+/* The whole answer of GET path on 127.0.0.1:port (headers included), malloc'd; NULL
+ * when the connection fails. */
+static char *http_get(int port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    if (write(fd, req, (size_t)n) != n) {
+        free(buf);
+        close(fd);
+        return NULL;
+    }
+    ssize_t got;
+    while ((got = read(fd, buf + len, cap - len - 1)) > 0) {
+        len += (size_t)got;
+        if (cap - len < 4096)
+            buf = realloc(buf, cap *= 2);
+    }
+    close(fd);
+    buf[len] = '\0';
+    return buf;
+}
+
+bool h_metric(int port, const char *series, double *out)
+{
+    char *text = http_get(port, "/metrics");
+    if (!text)
+        return false;
+    size_t n = strlen(series);
+    bool found = false;
+    for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, series, n) == 0 && line[n] == ' ') {
+            *out = strtod(line + n + 1, NULL);
+            found = true;
+            break;
+        }
+    }
+    free(text);
+    return found;
+}
+
 void h_init(h_cluster *c, int node_timeout_ms)
 {
     memset(c, 0, sizeof *c);

@@ -47,6 +47,11 @@ typedef struct {
 /* A free TCP port on loopback. */
 int h_free_port(void);
 
+/* The value of one sample scraped from http://127.0.0.1:port/metrics: series is the
+ * metric's name with its labels exactly as exposed ("escher_gcs_rpc_calls_total{method=
+ * \"GetLocations\"}"). False when the endpoint does not answer or has no such sample. */
+bool h_metric(int port, const char *series, double *out);
+
 /* Makes the directory, the token, the daemon key and the operator key; no process yet. node_timeout_ms 0 = 2000. */
 void h_init(h_cluster *c, int node_timeout_ms);
 

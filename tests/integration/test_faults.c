@@ -330,7 +330,10 @@ static void test_gcs_restart_with_redis(void **state)
 
     /* The same client keeps working (its job survived, its driver stream reconnected
      * before the job timeout), raylets resume their streams and apply new entries
-     * without having restarted. */
+     * without having restarted. Twice the job timeout must pass first (a length of
+     * time under test, not a condition to poll): a job whose driver stream had not
+     * reconnected would be ended by then, and the write below refused ("job has
+     * ended"). */
     usleep((useconds_t)C.job_timeout_ms * 2000);
     assert_int_equal(esc_resource_add(cl, "a", ESC_QTY(1), &all, &seq, NULL), ESC_OK);
     assert_int_equal(esc_wait_applied(cl, seq, NULL, 0, 10000, NULL), ESC_OK);

@@ -178,7 +178,9 @@ expect_err 2 "escher: not a task id" logs ../etc
 
 step "--no-wait prints the job id at once; job status later says FINISHED"
 START=$(date +%s%N)
-run job submit --no-wait --working-dir "$WD" -- sh -c 'sleep 2; exec ./run.sh'
+# The job waits for a gate the test opens once it has seen it RUNNING: no race with a
+# slow machine, and the job's end is still waited for below.
+run job submit --no-wait --working-dir "$WD" -- sh -c "while [ ! -e $T/nowait.gate ]; do sleep 0.05; done; exec ./run.sh"
 END=$(date +%s%N)
 [ "$RC" -eq 0 ] || fail "exited $RC: $(cat "$T/err")"
 J3=$(cat "$T/out")
@@ -186,6 +188,7 @@ J3=$(cat "$T/out")
 [ $(((END - START) / 1000000)) -lt 2000 ] || fail "--no-wait took $(((END - START) / 1000000)) ms"
 [ "$(jq_job "$J3" 'j["state"], j["result"]')" = "('RUNNING', 'running')" ] ||
   fail "status right after: $(cat "$T/status.json")"
+touch "$T/nowait.gate"
 wait_job "$J3" FINISHED
 [ "$(jq_job "$J3" 'j["exit_code"]')" = "0" ] || fail "status: $(cat "$T/status.json")"
 run job status "$J3"

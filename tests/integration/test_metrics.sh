@@ -282,6 +282,8 @@ wait_value "$GCS_MPORT" escher_gcs_heartbeats_missed_total "node=\"$NODE_ID\"" 0
 read -r RPID _ <"$S/pids/raylet.pid" 2>/dev/null || RPID=$(pgrep -f "escher-raylet.*$S" | head -1)
 [ -n "$RPID" ] || fail "no raylet pid"
 # Silent for 3.5 heartbeat periods (1 s each; the node timeout is 10 s): missed ones count.
+# The sleep is the fault's length, not a wait for a condition: periods are counted when
+# the late report arrives, so nothing can be polled while the raylet is stopped.
 kill -STOP "$RPID"
 sleep 3.5
 kill -CONT "$RPID"

@@ -431,6 +431,24 @@ static void *run_get(void *p)
     return NULL;
 }
 
+typedef struct {
+    int gcs_port, raylet_port;
+    const char *node_id; /* raylet 0's */
+} busy_probe;
+
+/* Both getters' calls reached the daemons: a GetLocations at the GCS (the object that
+ * does not exist; held until the getter's timeout) and a Pull at raylet 0. */
+static bool calls_held(void *p)
+{
+    const busy_probe *b = p;
+    char pull[160];
+    snprintf(pull, sizeof pull, "escher_raylet_rpc_calls_total{node=\"%s\",method=\"Pull\"}",
+             b->node_id);
+    double locs = 0, pulls = 0;
+    return h_metric(b->gcs_port, "escher_gcs_rpc_calls_total{method=\"GetLocations\"}", &locs) &&
+           h_metric(b->raylet_port, pull, &pulls) && locs >= 2 && pulls >= 1;
+}
+
 /* Daemons stopped while calls are held (a GetLocations waiting at the GCS, a Pull
  * streaming out of a raylet) still exit 0 with nothing leaked (h_stop checks). */
 static void test_shutdown_while_busy(void **state)
@@ -438,8 +456,14 @@ static void test_shutdown_while_busy(void **state)
     (void)state;
     h_cluster d;
     h_init(&d, 1000);
+    /* The metrics endpoints say when the calls are held: the GCS has both getters'
+     * GetLocations and raylet 0 a Pull (calls count on arrival). */
+    busy_probe busy = {h_free_port(), h_free_port(), d.raylets[0].node_id};
+    char extra[64];
+    snprintf(d.gcs_extra, sizeof d.gcs_extra, "--metrics-port %d", busy.gcs_port);
+    snprintf(extra, sizeof extra, "--metrics-port %d", busy.raylet_port);
     assert_int_equal(h_gcs_start(&d), 0);
-    assert_int_equal(h_raylet_start(&d, 0, NULL), 0);
+    assert_int_equal(h_raylet_start(&d, 0, extra), 0);
     assert_int_equal(h_raylet_start(&d, 1, NULL), 0);
     esc_client *ca = h_connect(&d, NULL, 0, false);
     esc_client *cb = h_join(&d, ca, 1); /* objects are their job's */
@@ -455,8 +479,7 @@ static void test_shutdown_while_busy(void **state)
     pthread_t t1, t2;
     assert_int_equal(pthread_create(&t1, NULL, run_get, &waiting), 0);
     assert_int_equal(pthread_create(&t2, NULL, run_get, &pulling), 0);
-    struct timespec ts = {0, 30 * 1000000L};
-    nanosleep(&ts, NULL);
+    assert_true(h_wait_until(calls_held, &busy, 5000));
     double t0 = h_now_ms();
     h_stop(&d); /* raylets first, then the GCS */
     assert_true(h_now_ms() - t0 < 5000);
