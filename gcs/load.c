@@ -125,7 +125,8 @@ static bool node_load(gcs_node *n, Escher__NodeLoad *l)
     l->rows = calloc(cur->n_resources + 1, sizeof *l->rows);
     l->full = !n->published || !diff_rows(n->published, cur, l->rows, &l->n_rows);
     if (l->full) {
-        memcpy(l->rows, cur->resources, cur->n_resources * sizeof *l->rows);
+        if (cur->n_resources) /* a report of no rows has resources NULL */
+            memcpy(l->rows, cur->resources, cur->n_resources * sizeof *l->rows);
         l->n_rows = cur->n_resources;
         attach_demand(n, l);
     }

@@ -1,8 +1,7 @@
 /* fuzz_rpc_decode.c: protobuf-c decoding of every request and reply of every gRPC
  * service (proto/gcs.proto, raylet.proto, object.proto, task.proto), as the daemons'
  * handlers and the SDK unpack them (runtime/rpc_server.c, rpc_client.c) before any
- * handler code runs. The handlers themselves (gcs/, raylet/) need a daemon's state and
- * are not covered here (docs/testing.md, "Fuzzing").
+ * handler code runs. The GCS's handlers themselves are fuzz_gcs_handlers.c's.
  *
  * The same for the rows the GCS reloads from storage after a restart (gcs/persist.c).
  *

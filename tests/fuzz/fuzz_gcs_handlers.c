@@ -1,0 +1,189 @@
+/* fuzz_gcs_handlers.c: every unary handler of the GCS (the Gcs and ObjectDirectory
+ * services), reached through its real gRPC server: a whole GCS runs in this process
+ * (tests/unit/gcs_fixture.h, memory storage), started once, with two nodes and a job,
+ * and every input is one call. The state accumulates across inputs as it would in a
+ * long-lived GCS: jobs registered, resources written, nodes drained.
+ *
+ * Input: byte 0 picks the method (of both services' methods in order), byte 1 the
+ * caller (a raylet with the daemon key, the job's driver with its credential, or a
+ * client with the token only) and, by bit 2, which node; the rest is the request's
+ * bytes. Ids are random, so an input cannot name the live job or nodes: when the bytes
+ * unpack as the method's request, every empty `job_id` and `node_id` in it (nested ones
+ * too) is filled with the live job's and the chosen node's before it is packed again
+ * and sent; bytes that do not unpack go as they are, for the server to refuse. The
+ * fuzzer's job or nodes ended by an input (FinishJob, DrainNode) are replaced before
+ * the next.
+ *
+ * What must hold: the GCS never crashes or trips a sanitizer (this process would), and
+ * answers every unary call: a call that misses its deadline is a handler that dropped
+ * it, except for the calls that are held by design (WaitApplied, GetLocations,
+ * WaitObjects: answered when the condition holds or at the request's own timeout), which
+ * get a short deadline and must leave the GCS answering. Subscribe streams, and is left
+ * to the integration tests. */
+#include "fuzz_util.h"
+
+#include "gcs_fixture.h"
+#include "log.h"
+#include "object.pb-c.h"
+
+static gcs_fixture F;
+static esc_rpc_channel *callers[3]; /* daemon, driver, token only */
+static char job_id[64];
+static char node_ids[2][64];
+
+static const ProtobufCServiceDescriptor *const services[] = {
+    &escher__gcs__descriptor,
+    &escher__object_directory__descriptor,
+};
+#define NSERVICES (sizeof services / sizeof services[0])
+
+static bool held_by_design(const char *method)
+{
+    return !strcmp(method, "WaitApplied") || !strcmp(method, "GetLocations") ||
+           !strcmp(method, "WaitObjects");
+}
+
+static void new_job(void)
+{
+    if (callers[1])
+        esc_rpc_channel_free(callers[1]);
+    callers[1] = gcsf_channel(&F);
+    if (gcsf_register_job(&F, callers[1], "fuzz", job_id) != ESC_OK)
+        abort();
+}
+
+static void new_node(int i)
+{
+    if (gcsf_register_node(&F, 41001 + i, 4, node_ids[i]) != ESC_OK)
+        abort();
+}
+
+static void setup(void)
+{
+    esc_log_init("fuzz_gcs_handlers", ESC_LOG_ERROR);
+    if (gcsf_start(&F, 0) != 0)
+        abort();
+    callers[0] = F.daemon;
+    callers[2] = gcsf_channel(&F);
+    new_node(0);
+    new_node(1);
+    new_job();
+}
+
+typedef struct {
+    bool job_running;
+    bool node_alive[2];
+} liveness;
+
+static void read_liveness(gcs *g, void *ud)
+{
+    liveness *l = ud;
+    gcs_job *j = gcs_job_find(g, job_id);
+    l->job_running = j && j->info->state == ESCHER__JOB_STATE__JOB_RUNNING;
+    for (int i = 0; i < 2; i++)
+        l->node_alive[i] = gcs_node_alive(gcs_node_find(g, node_ids[i]));
+}
+
+/* What an input ended is replaced, so the next input finds a job and two nodes. */
+static void restore(void)
+{
+    liveness l;
+    gcsf_on_loop(&F, read_liveness, &l);
+    if (!l.job_running)
+        new_job();
+    for (int i = 0; i < 2; i++)
+        if (!l.node_alive[i])
+            new_node(i);
+}
+
+/* Fills every empty job_id and node_id string of m, nested messages included. */
+static void fill_ids(ProtobufCMessage *m, const char *node)
+{
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        void *at = (char *)m + f->offset;
+        if (f->type == PROTOBUF_C_TYPE_STRING && f->label != PROTOBUF_C_LABEL_REPEATED) {
+            char **str = at;
+            const char *id = !strcmp(f->name, "job_id")    ? job_id
+                             : !strcmp(f->name, "node_id") ? node
+                                                           : NULL;
+            if (id && (!*str || !**str)) {
+                /* An unset string is the field's static default, a set one the
+                 * message's own: ours replaces it and is freed with the message
+                 * (protobuf_c_message_free_unpacked frees what is not the default). */
+                if (*str != f->default_value)
+                    free(*str);
+                *str = strdup(id);
+            }
+        } else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+            if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+                size_t n = *(size_t *)((char *)m + f->quantifier_offset);
+                ProtobufCMessage **v = *(ProtobufCMessage ***)at;
+                for (size_t k = 0; k < n; k++)
+                    fill_ids(v[k], node);
+            } else if (*(ProtobufCMessage **)at) {
+                fill_ids(*(ProtobufCMessage **)at, node);
+            }
+        }
+    }
+}
+
+/* The GCS still answers a plain read. */
+static bool answering(void)
+{
+    Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
+    ProtobufCMessage *rep = NULL;
+    int rc = esc_rpc_call(callers[2], &escher__gcs__descriptor, "GetClusterStatus", &req.base,
+                          &rep, 10000, 0, NULL);
+    if (rep)
+        protobuf_c_message_free_unpacked(rep, NULL);
+    return rc == ESC_OK;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static bool started;
+    if (!started) {
+        setup();
+        started = true;
+    }
+    if (size < 2)
+        return 0;
+    size_t total = 0;
+    for (size_t i = 0; i < NSERVICES; i++)
+        total += services[i]->n_methods;
+    size_t k = data[0] % total, s = 0;
+    while (k >= services[s]->n_methods)
+        k -= services[s++]->n_methods;
+    const char *method = services[s]->methods[k].name;
+    if (!strcmp(method, "Subscribe"))
+        return 0;
+    bool held = held_by_design(method);
+    /* protobuf-c's default allocator is malloc and free, which fill_ids relies on. */
+    ProtobufCMessage *req =
+        protobuf_c_message_unpack(services[s]->methods[k].input, NULL, size - 2, data + 2);
+    uint8_t *packed = NULL;
+    size_t len = size - 2;
+    if (req) {
+        fill_ids(req, node_ids[(data[1] >> 2) & 1]);
+        len = protobuf_c_message_get_packed_size(req);
+        packed = malloc(len + 1);
+        protobuf_c_message_pack(req, packed);
+        protobuf_c_message_free_unpacked(req, NULL);
+    }
+    esc_status st;
+    int rc = esc_rpc_call_bytes(callers[data[1] % 3], services[s], method,
+                                packed ? packed : data + 2, len, held ? 50 : 10000, &st);
+    free(packed);
+    if (rc == ESC_DEADLINE_EXCEEDED && !held) {
+        fprintf(stderr, "fuzz_gcs_handlers: %s was never answered\n", method);
+        abort();
+    }
+    if (rc == ESC_DEADLINE_EXCEEDED && !answering()) {
+        fprintf(stderr, "fuzz_gcs_handlers: the GCS stopped answering after %s\n", method);
+        abort();
+    }
+    restore();
+    return 0;
+}
