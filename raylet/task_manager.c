@@ -199,6 +199,17 @@ static void run(task_manager *tm, task_entry *e)
 {
     raylet *r = tm->r;
     char why[512];
+    task_entry *host = e->spec->actor_creation ? esc_strmap_get(tm->actors, e->spec->actor_id)
+                                               : NULL;
+    if (host && host != e) {
+        /* Two creations of one actor id (accepted while the first was queued): the
+         * second would replace the first in tm->actors and orphan it. */
+        snprintf(why, sizeof why, "actor %.40s already exists on this node", e->spec->actor_id);
+        task_list_record_end(tm, e, false);
+        results_store_error(tm->r->results, e->spec, why);
+        task_entry_free(e);
+        return;
+    }
     if (task_args_lend(tm, e, why, sizeof why)) {
         task_args_unlend(e);
         task_list_record_end(tm, e, false);

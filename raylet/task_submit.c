@@ -96,6 +96,9 @@ static int check_job(task_manager *tm, const Escher__TaskSpec *s, esc_status *st
             checked_len = len;
         }
     }
+    if (s->actor_creation && esc_strmap_get(tm->actors, s->actor_id))
+        return esc_status_set(st, ESC_ALREADY_EXISTS, "actor %.40s already exists on this node",
+                              s->actor_id);
     if (*s->actor_id && !s->actor_creation) {
         const char *owner = actor_manager_job(tm->r->actors, s->actor_id);
         if (owner && !job_mirror_may_use(m, s->job_id, owner))

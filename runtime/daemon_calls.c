@@ -73,6 +73,8 @@ static bool skip_value(const uint8_t **p, const uint8_t *end, unsigned wt, bool 
  * per-spec answer. */
 bool esc_daemon_spec_is_forward(const uint8_t *packed, size_t len)
 {
+    if (!packed)
+        return false; /* an empty spec (protobuf-c leaves its data NULL): no fields */
     const uint8_t *p = packed, *end = packed + len;
     while (p < end) {
         uint64_t tag;

@@ -21,6 +21,7 @@
  * get a short deadline and must leave the GCS answering. Subscribe streams, and is left
  * to the integration tests. */
 #include "fuzz_util.h"
+#include "fuzz_rpc.h"
 
 #include "gcs_fixture.h"
 #include "log.h"
@@ -37,18 +38,16 @@ static const ProtobufCServiceDescriptor *const services[] = {
 };
 #define NSERVICES (sizeof services / sizeof services[0])
 
-static bool held_by_design(const char *method)
-{
-    return !strcmp(method, "WaitApplied") || !strcmp(method, "GetLocations") ||
-           !strcmp(method, "WaitObjects");
-}
+static const char *const held_by_design[] = {"WaitApplied", "GetLocations", "WaitObjects",
+                                             NULL};
+static const char *const streaming[] = {"Subscribe", NULL};
 
 static void new_job(void)
 {
     if (callers[1])
         esc_rpc_channel_free(callers[1]);
     callers[1] = gcsf_channel(&F);
-    if (gcsf_register_job(&F, callers[1], "fuzz", job_id) != ESC_OK)
+    if (gcsf_register_job(&F, callers[1], "fuzz", job_id, NULL) != ESC_OK)
         abort();
 }
 
@@ -96,39 +95,6 @@ static void restore(void)
             new_node(i);
 }
 
-/* Fills every empty job_id and node_id string of m, nested messages included. */
-static void fill_ids(ProtobufCMessage *m, const char *node)
-{
-    const ProtobufCMessageDescriptor *d = m->descriptor;
-    for (unsigned i = 0; i < d->n_fields; i++) {
-        const ProtobufCFieldDescriptor *f = &d->fields[i];
-        void *at = (char *)m + f->offset;
-        if (f->type == PROTOBUF_C_TYPE_STRING && f->label != PROTOBUF_C_LABEL_REPEATED) {
-            char **str = at;
-            const char *id = !strcmp(f->name, "job_id")    ? job_id
-                             : !strcmp(f->name, "node_id") ? node
-                                                           : NULL;
-            if (id && (!*str || !**str)) {
-                /* An unset string is the field's static default, a set one the
-                 * message's own: ours replaces it and is freed with the message
-                 * (protobuf_c_message_free_unpacked frees what is not the default). */
-                if (*str != f->default_value)
-                    free(*str);
-                *str = strdup(id);
-            }
-        } else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
-            if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-                size_t n = *(size_t *)((char *)m + f->quantifier_offset);
-                ProtobufCMessage **v = *(ProtobufCMessage ***)at;
-                for (size_t k = 0; k < n; k++)
-                    fill_ids(v[k], node);
-            } else if (*(ProtobufCMessage **)at) {
-                fill_ids(*(ProtobufCMessage **)at, node);
-            }
-        }
-    }
-}
-
 /* The GCS still answers a plain read. */
 static bool answering(void)
 {
@@ -150,32 +116,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 2)
         return 0;
-    size_t total = 0;
-    for (size_t i = 0; i < NSERVICES; i++)
-        total += services[i]->n_methods;
-    size_t k = data[0] % total, s = 0;
-    while (k >= services[s]->n_methods)
-        k -= services[s++]->n_methods;
-    const char *method = services[s]->methods[k].name;
-    if (!strcmp(method, "Subscribe"))
+    const ProtobufCServiceDescriptor *svc;
+    unsigned k;
+    fuzz_pick_method(services, NSERVICES, data[0], &svc, &k);
+    const char *method = svc->methods[k].name;
+    if (fuzz_name_in(method, streaming))
         return 0;
-    bool held = held_by_design(method);
-    /* protobuf-c's default allocator is malloc and free, which fill_ids relies on. */
-    ProtobufCMessage *req =
-        protobuf_c_message_unpack(services[s]->methods[k].input, NULL, size - 2, data + 2);
-    uint8_t *packed = NULL;
-    size_t len = size - 2;
-    if (req) {
-        fill_ids(req, node_ids[(data[1] >> 2) & 1]);
-        len = protobuf_c_message_get_packed_size(req);
-        packed = malloc(len + 1);
-        protobuf_c_message_pack(req, packed);
-        protobuf_c_message_free_unpacked(req, NULL);
-    }
-    esc_status st;
-    int rc = esc_rpc_call_bytes(callers[data[1] % 3], services[s], method,
-                                packed ? packed : data + 2, len, held ? 50 : 10000, &st);
-    free(packed);
+    bool held = fuzz_name_in(method, held_by_design);
+    const fuzz_fill fills[] = {{"job_id", job_id}, {"node_id", node_ids[(data[1] >> 2) & 1]}};
+    int rc = fuzz_call(callers[data[1] % 3], svc, k, data + 2, size - 2, fills, 2, NULL,
+                       held ? 50 : 10000);
     if (rc == ESC_DEADLINE_EXCEEDED && !held) {
         fprintf(stderr, "fuzz_gcs_handlers: %s was never answered\n", method);
         abort();

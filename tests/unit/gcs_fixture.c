@@ -130,7 +130,8 @@ int gcsf_register_node(gcs_fixture *f, int port, long cpus, char id_out[64])
     return rc;
 }
 
-int gcsf_register_job(gcs_fixture *f, esc_rpc_channel *ch, const char *ns, char id_out[64])
+int gcsf_register_job(gcs_fixture *f, esc_rpc_channel *ch, const char *ns, char id_out[64],
+                      char *cred_out)
 {
     (void)f;
     Escher__RegisterJobRequest req = ESCHER__REGISTER_JOB_REQUEST__INIT;
@@ -142,6 +143,8 @@ int gcsf_register_job(gcs_fixture *f, esc_rpc_channel *ch, const char *ns, char 
     if (rc == ESC_OK) {
         const Escher__RegisterJobReply *r = (const Escher__RegisterJobReply *)rep;
         snprintf(id_out, 64, "%s", r->job_id);
+        if (cred_out)
+            snprintf(cred_out, 80, "%s", r->credential);
         esc_rpc_channel_set_job(ch, r->job_id, r->credential);
         protobuf_c_message_free_unpacked(rep, NULL);
     }

@@ -46,7 +46,9 @@ esc_rpc_channel *gcsf_channel(gcs_fixture *f);
 int gcsf_register_node(gcs_fixture *f, int port, long cpus, char id_out[64]);
 
 /* Registers a job in namespace ns (ch: a driver's channel, which then carries the
- * job's id and credential). Writes its id into id_out (64 bytes). Returns the code. */
-int gcsf_register_job(gcs_fixture *f, esc_rpc_channel *ch, const char *ns, char id_out[64]);
+ * job's id and credential). Writes its id into id_out (64 bytes) and, when cred_out is
+ * not NULL, its credential (80 bytes). Returns the code. */
+int gcsf_register_job(gcs_fixture *f, esc_rpc_channel *ch, const char *ns, char id_out[64],
+                      char *cred_out);
 
 #endif

@@ -220,7 +220,7 @@ static void test_registry_planning(void **state)
     assert_int_equal(gcsf_register_node(&f, 40001, 4, n0), ESC_OK);
     assert_int_equal(gcsf_register_node(&f, 40002, 4, n1), ESC_OK);
     esc_rpc_channel *drv = gcsf_channel(&f);
-    assert_int_equal(gcsf_register_job(&f, drv, "plan", job), ESC_OK);
+    assert_int_equal(gcsf_register_job(&f, drv, "plan", job, NULL), ESC_OK);
     esc_status st;
     Escher__Target t[3];
 
@@ -366,7 +366,7 @@ static void test_node_death_and_forgetting(void **state)
     assert_int_equal(gcsf_register_node(&f, 40011, 2, n0), ESC_OK);
     assert_int_equal(gcsf_register_node(&f, 40012, 2, n1), ESC_OK);
     esc_rpc_channel *drv = gcsf_channel(&f);
-    assert_int_equal(gcsf_register_job(&f, drv, "nodes", job), ESC_OK);
+    assert_int_equal(gcsf_register_job(&f, drv, "nodes", job, NULL), ESC_OK);
     esc_status st;
     Escher__Target t;
     Escher__ResourceOp add = op_make(ESCHER__OP_KIND__OP_ADD, "r", 1,
@@ -429,7 +429,7 @@ static void test_job_sweep(void **state)
     char n0[64], job[64];
     assert_int_equal(gcsf_register_node(&f, 40021, 2, n0), ESC_OK);
     esc_rpc_channel *drv = gcsf_channel(&f);
-    assert_int_equal(gcsf_register_job(&f, drv, "sweep", job), ESC_OK);
+    assert_int_equal(gcsf_register_job(&f, drv, "sweep", job, NULL), ESC_OK);
     esc_status st;
     Escher__Target t;
     Escher__ResourceOp own = op_make(ESCHER__OP_KIND__OP_ADD, "mine", 1,
