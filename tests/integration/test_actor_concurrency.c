@@ -339,6 +339,36 @@ static void assert_raylet_refuses_over_cap(void)
     esc_rpc_channel_free(ch);
 }
 
+/* A second creation of an actor id the raylet hosts is refused: it would replace the
+ * first in the raylet's actor table and orphan it (a client other than libescher, which
+ * makes a new id for every actor). */
+static void assert_raylet_refuses_second_creation(esc_client *cl, const esc_actor *a)
+{
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
+    esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
+    Escher__FunctionRef fn = ESCHER__FUNCTION_REF__INIT;
+    fn.library = (char *)h_tasks_lib();
+    fn.symbol = "counter_init";
+    Escher__TaskSpec spec = ESCHER__TASK_SPEC__INIT;
+    spec.task_id = "cc-again-task";
+    spec.job_id = (char *)esc_client_job_id(cl);
+    spec.job_credential = (char *)esc_client_job_credential(cl);
+    spec.function = &fn;
+    spec.actor_id = (char *)esc_actor_id(a);
+    spec.actor_creation = true;
+    spec.max_concurrency = 1;
+    Escher__SubmitTaskReply *rep = NULL;
+    esc_status st;
+    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &spec.base,
+                          (ProtobufCMessage **)&rep, 5000, 0, &st);
+    if (rc != ESC_ALREADY_EXISTS)
+        fprintf(stderr, "second creation: %s %s\n", esc_status_name(rc), st.message);
+    assert_int_equal(rc, ESC_ALREADY_EXISTS);
+    assert_non_null(strstr(st.message, "already exists"));
+    esc_rpc_channel_free(ch);
+}
+
 /* Over the cap is refused before anything is created; the cap itself is fine. */
 static void test_cap(void **state)
 {
@@ -356,6 +386,10 @@ static void test_cap(void **state)
     a = make_actor(cl, ESC_ACTOR_MAX_CONCURRENCY, 0);
     char *v = value_of(cl, start_call(cl, a, "counter_add", "2", NULL));
     assert_string_equal(v, "2");
+    free(v);
+    assert_raylet_refuses_second_creation(cl, a);
+    v = value_of(cl, start_call(cl, a, "counter_add", "3", NULL)); /* the first still serves */
+    assert_string_equal(v, "5");
     free(v);
     kill_actor(cl, a);
     esc_disconnect(cl);
