@@ -26,7 +26,8 @@
  * only there, and the raylet's loop is not the default one).
  *
  * Tasks that find no idle worker of their job/env and no free slot under max_workers
- * wait in a FIFO; when all slots are taken but some worker is idle for another
+ * (which counts plain tasks' workers; actors' workers are bounded by what the actors
+ * hold) wait in a FIFO; when all slots are taken but some worker is idle for another
  * job/env, that worker is stopped to make room (a stopping worker no longer counts).
  */
 #include "worker_pool.h"
@@ -120,6 +121,7 @@ struct worker_pool {
     ev_io accept_io;
     worker *workers;
     size_t nworkers, nlive, nbusy; /* processes; not stopping; starting or busy */
+    size_t nactors;                /* of nlive, actors' workers (outside max_workers) */
     pool_task *qhead, *qtail;
     worker_actor_lost_fn on_lost;
     void *lost_ud;
@@ -341,8 +343,11 @@ static void take_queued(worker_pool *p, task_filter f, task_list *out, const cha
 static void count(worker *w, int sign)
 {
     worker_pool *p = w->pool;
-    if (w->state != W_STOPPING)
+    if (w->state != W_STOPPING) {
         p->nlive += (size_t)sign;
+        if (w->actor_id)
+            p->nactors += (size_t)sign;
+    }
     if (w->state == W_STARTING || w->state == W_BUSY)
         p->nbusy += (size_t)sign;
 }
@@ -791,7 +796,11 @@ static int place(worker_pool *p, pool_task *t, char *err, size_t errlen)
         return 1;
     }
     if (!w) {
-        if (p->nlive >= (size_t)p->max_workers) {
+        /* max_workers bounds the workers of plain tasks. An actor's worker lives as long
+         * as the actor, which holds its resources all that time: admission bounds those
+         * (a node hosts as many actors as its resources admit), and counting them here
+         * would leave the next actor waiting forever for a worker no actor gives back. */
+        if (!actor_of(t) && p->nlive - p->nactors >= (size_t)p->max_workers) {
             worker *victim = any_idle(p);
             if (!victim)
                 return 0;

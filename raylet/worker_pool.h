@@ -48,9 +48,12 @@ typedef struct {
     const char *log_dir;      /* the workers' capture files go here */
     const char *package_root; /* the node's package cache (packages.h), given to workers
                                  as ESCHER_PACKAGE_ROOT; NULL: none */
-    int max_workers;          /* 0: number of CPUs * 4. Workers not stopping; tasks beyond
-                                 wait in a FIFO. An idle worker of another job/env is
-                                 stopped to make room when all slots are taken. */
+    int max_workers;          /* 0: number of CPUs * 4. Workers of plain tasks not
+                                 stopping; tasks beyond wait in a FIFO. An idle worker of
+                                 another job/env is stopped to make room when all slots
+                                 are taken. Actors' workers are not counted: an actor
+                                 holds its resources as long as its worker lives, so
+                                 admission bounds them. */
     double idle_timeout_s;    /* 0: 60 s. An idle worker is then sent Exit (killed if it
                                  has not exited 5 s later). */
     cpu_quota *quota;         /* NULL: CPU shares not enforced. Else each worker gets a

@@ -903,6 +903,31 @@ static void test_actor_concurrent_worker(void **state)
     wait_until(f, pool_empty, f->pool);
 }
 
+/* max_workers bounds plain tasks' workers only: with one slot, three actors each get a
+ * worker of their own (an actor keeps its worker while it lives, so counting them would
+ * leave the next actor waiting forever), and a plain task still runs beside them. */
+static void test_actors_outside_max_workers(void **state)
+{
+    fixture *f = *state;
+    worker_pool_free(f->pool);
+    f->pool = make_pool(f, 1, 30);
+    const char *actors[3] = {"act-x", "act-y", "act-z"};
+    pid_t pids[3];
+    for (int i = 0; i < 3; i++)
+        pids[i] = actor_pid(f, actors[i]);
+    assert_int_not_equal(pids[0], pids[1]);
+    assert_int_not_equal(pids[1], pids[2]);
+    assert_int_equal(worker_pool_size(f->pool), 3);
+    spec_buf b;
+    outcome o = {0};
+    run_sync(f, fn1(f, &b, "job-a", "pid", NULL), NULL, 0, &o);
+    assert_ok(&o);
+    outcome_clear(&o);
+    assert_int_equal(worker_pool_size(f->pool), 4);
+    for (int i = 0; i < 3; i++)
+        worker_pool_actor_ended(f->pool, actors[i]);
+}
+
 static void test_free_leaves_no_child(void **state)
 {
     fixture *f = *state;
@@ -991,6 +1016,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_actor_worker_loss_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_actor_concurrent_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_beyond_max_workers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_actors_outside_max_workers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_pool_evicts_idle_other_job, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_job_ended, setup, teardown),
