@@ -194,8 +194,8 @@ int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st)
     Escher__KillActorRequest req = ESCHER__KILL_ACTOR_REQUEST__INIT;
     req.actor_id = a->id;
     Escher__KillActorReply *rep = NULL;
-    rc = esc_rpc_call(esc_client_raylet_channel(c, a->address), &escher__task_service__descriptor,
-                      "KillActor", &req.base, (ProtobufCMessage **)&rep, CALL_TIMEOUT_MS, 0, st);
+    rc = esc_rpc_call(esc_client_raylet_channel(c, a->address), &ESC_M_TASK_SERVICE_KILL_ACTOR,
+                      &req.base, (ProtobufCMessage **)&rep, CALL_TIMEOUT_MS, 0, st);
     if (rc == ESC_OK && !rep->found)
         rc = esc_status_set(st, ESC_NOT_FOUND, "actor %s is not alive", a->id);
     if (rep)
@@ -242,9 +242,9 @@ int esc_actor_resize(esc_client *c, esc_actor *a, const esc_amount *resources, s
     req.n_resources = n;
     req.timeout_ms = (uint32_t)timeout_ms;
     Escher__ResizeActorReply *rep = NULL;
-    rc = esc_rpc_call(esc_client_raylet_channel(c, a->address), &escher__task_service__descriptor,
-                      "ResizeActor", &req.base, (ProtobufCMessage **)&rep,
-                      CALL_TIMEOUT_MS + timeout_ms, 0, st);
+    rc =
+        esc_rpc_call(esc_client_raylet_channel(c, a->address), &ESC_M_TASK_SERVICE_RESIZE_ACTOR,
+                     &req.base, (ProtobufCMessage **)&rep, CALL_TIMEOUT_MS + timeout_ms, 0, st);
     free(ptrs);
     free(amounts);
     if (rc == ESC_OK && held && nheld)

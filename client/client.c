@@ -26,11 +26,10 @@ char *esc_client_strdup(const char *s)
     return strdup(s ? s : "");
 }
 
-int esc_client_call(esc_client *c, const char *method, const ProtobufCMessage *req,
+int esc_client_call(esc_client *c, const esc_rpc_method *method, const ProtobufCMessage *req,
                     ProtobufCMessage **reply, int flags, esc_status *st)
 {
-    return esc_rpc_call(c->gcs, &escher__gcs__descriptor, method, req, reply, c->timeout_ms,
-                        flags, st);
+    return esc_rpc_call(c->gcs, method, req, reply, c->timeout_ms, flags, st);
 }
 
 /* The first non-NULL, non-empty of an explicit value and an environment variable,
@@ -95,7 +94,7 @@ static int register_job(esc_client *c, const char *namespace_, const char *attac
     ProtobufCMessage *m;
     /* Not marked idempotent: retrying could register two jobs, and a client should
      * learn at once that no cluster answers rather than wait out the deadline. */
-    int rc = esc_client_call(c, "RegisterJob", &req.base, &m, 0, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_REGISTER_JOB, &req.base, &m, 0, st);
     if (rc != ESC_OK)
         return rc;
     Escher__RegisterJobReply *r = (Escher__RegisterJobReply *)m;
@@ -116,7 +115,7 @@ static int probe_gcs(esc_client *c, esc_status *st)
 {
     Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
     ProtobufCMessage *m;
-    int rc = esc_client_call(c, "GetClusterStatus", &req.base, &m, 0, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_GET_CLUSTER_STATUS, &req.base, &m, 0, st);
     if (rc == ESC_OK)
         protobuf_c_message_free_unpacked(m, NULL);
     return rc;
@@ -277,8 +276,8 @@ static void finish_job(esc_client *c)
     req.job_id = c->job_id;
     ProtobufCMessage *m;
     esc_status st;
-    int rc = esc_rpc_call(c->gcs, &escher__gcs__descriptor, "FinishJob", &req.base, &m,
-                          FINISH_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, &st);
+    int rc = esc_rpc_call(c->gcs, &ESC_M_GCS_FINISH_JOB, &req.base, &m, FINISH_TIMEOUT_MS,
+                          ESC_RPC_IDEMPOTENT, &st);
     if (rc == ESC_OK)
         protobuf_c_message_free_unpacked(m, NULL);
     else
@@ -333,7 +332,8 @@ static int grant_call(esc_client *c, const char *job_id, const char *prefix, boo
     req.prefix = (char *)prefix;
     ProtobufCMessage *m;
     /* Idempotent: granting or revoking twice is the same as once. */
-    int rc = esc_client_call(c, "GrantNamespace", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc =
+        esc_client_call(c, &ESC_M_GCS_GRANT_NAMESPACE, &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc == ESC_OK)
         protobuf_c_message_free_unpacked(m, NULL);
     return rc;

@@ -55,8 +55,9 @@ struct esc_client {
     char package[65];
 };
 
-/* One unary call of a Gcs method with the client's default deadline. */
-int esc_client_call(esc_client *c, const char *method, const ProtobufCMessage *req,
+/* One unary call to the GCS (a Gcs method's handle, &ESC_M_GCS_KV_GET) with the client's
+ * default deadline, as esc_rpc_call. */
+int esc_client_call(esc_client *c, const esc_rpc_method *method, const ProtobufCMessage *req,
                     ProtobufCMessage **reply, int flags, esc_status *st);
 
 /* ---- jobs.c ---- */

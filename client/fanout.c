@@ -11,8 +11,7 @@ typedef struct {
     size_t n;
     size_t next;                   /* the next address to ask (under mu) */
     pthread_mutex_t mu;
-    const ProtobufCServiceDescriptor *svc;
-    const char *method;
+    const esc_rpc_method *method;
     const ProtobufCMessage *req;
     int timeout_ms, flags;
     esc_fanout_result *out;
@@ -28,17 +27,16 @@ static void *asker_main(void *p)
         if (i >= f->n)
             return NULL;
         esc_fanout_result *r = &f->out[i];
-        r->code = esc_rpc_call(f->channels[i], f->svc, f->method, f->req, &r->reply,
-                               f->timeout_ms, f->flags, &r->st);
+        r->code = esc_rpc_call(f->channels[i], f->method, f->req, &r->reply, f->timeout_ms,
+                               f->flags, &r->st);
     }
 }
 
 esc_fanout_result *esc_fanout_call(esc_client *c, const char *const *addresses, size_t n,
-                                   const ProtobufCServiceDescriptor *svc, const char *method,
-                                   const ProtobufCMessage *req, int timeout_ms, int flags)
+                                   const esc_rpc_method *method, const ProtobufCMessage *req,
+                                   int timeout_ms, int flags)
 {
-    fanout f = {.n = n, .svc = svc, .method = method, .req = req, .timeout_ms = timeout_ms,
-                .flags = flags};
+    fanout f = {.n = n, .method = method, .req = req, .timeout_ms = timeout_ms, .flags = flags};
     f.out = calloc(n + 1, sizeof *f.out);
     f.channels = calloc(n + 1, sizeof *f.channels);
     if (!f.out || !f.channels) {

@@ -107,7 +107,7 @@ int esc_list_events(esc_client *c, const esc_history_filter *filter,
     req.node_id = (char *)(f->node_id ? f->node_id : "");
     req.job_id = (char *)(f->job_id ? f->job_id : "");
     ProtobufCMessage *m;
-    rc = esc_client_call(c, "ListEvents", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    rc = esc_client_call(c, &ESC_M_GCS_LIST_EVENTS, &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
     const Escher__ListEventsReply *r = (const Escher__ListEventsReply *)m;

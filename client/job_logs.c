@@ -44,7 +44,8 @@ static int alive_raylets(esc_client *c, const char *first_node, raylet_list *l,
     *l = (raylet_list){0};
     Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
     ProtobufCMessage *m;
-    int rc = esc_client_call(c, "GetClusterStatus", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_GET_CLUSTER_STATUS, &req.base, &m,
+                             ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
     const Escher__GetClusterStatusReply *r = (const Escher__GetClusterStatusReply *)m;
@@ -77,8 +78,7 @@ static int read_from(esc_client *c, const char *address, const char *task_id, bo
     *found = false;
     esc_status end = {0};
     esc_rpc_stream *s = esc_rpc_stream_open(esc_client_raylet_channel(c, address),
-                                            &escher__raylet__descriptor, "StreamLogs",
-                                            &req.base, &end);
+                                            &ESC_M_RAYLET_STREAM_LOGS, &req.base, &end);
     if (!s) {
         if (st)
             *st = end;

@@ -26,8 +26,9 @@ int job_task_state(esc_client *c, const char *address, const char *task_id,
     Escher__TaskStateRequest req = ESCHER__TASK_STATE_REQUEST__INIT;
     req.task_id = (char *)task_id;
     ProtobufCMessage *m;
-    int rc = esc_rpc_call(esc_client_raylet_channel(c, address), &escher__task_service__descriptor,
-                          "GetTaskState", &req.base, &m, c->timeout_ms, ESC_RPC_IDEMPOTENT, st);
+    int rc =
+        esc_rpc_call(esc_client_raylet_channel(c, address), &ESC_M_TASK_SERVICE_GET_TASK_STATE,
+                     &req.base, &m, c->timeout_ms, ESC_RPC_IDEMPOTENT, st);
     *reply = rc == ESC_OK ? (Escher__TaskStateReply *)m : NULL;
     return rc;
 }

@@ -48,7 +48,7 @@ int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st)
     *n = 0;
     Escher__ListJobsRequest req = ESCHER__LIST_JOBS_REQUEST__INIT;
     ProtobufCMessage *m;
-    int rc = esc_client_call(c, "ListJobs", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_LIST_JOBS, &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
     const Escher__ListJobsReply *r = (const Escher__ListJobsReply *)m;
@@ -92,8 +92,8 @@ static int operator_finish(esc_client *c, const Escher__FinishJobRequest *req,
 {
     esc_rpc_channel *ch = esc_rpc_channel_new(c->address, c->token);
     esc_rpc_channel_set_secret(ch, ESC_RPC_OPERATOR_KEY, operator_key);
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "FinishJob", &req->base, m,
-                          c->timeout_ms, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_FINISH_JOB, &req->base, m, c->timeout_ms,
+                          ESC_RPC_IDEMPOTENT, st);
     esc_rpc_channel_free(ch);
     return rc;
 }
@@ -108,7 +108,8 @@ int esc_client_finish_job(esc_client *c, const char *job_id, bool failed,
     ProtobufCMessage *m = NULL;
     /* Idempotent: finishing a job that has ended already changes nothing. */
     int rc = operator_key ? operator_finish(c, &req, operator_key, &m, st)
-                          : esc_client_call(c, "FinishJob", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+                          : esc_client_call(c, &ESC_M_GCS_FINISH_JOB, &req.base, &m,
+                                            ESC_RPC_IDEMPOTENT, st);
     if (rc == ESC_OK)
         protobuf_c_message_free_unpacked(m, NULL);
     return rc;

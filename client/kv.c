@@ -22,7 +22,7 @@ int esc_kv_put(esc_client *c, const char *ns, const char *key, const void *value
     ProtobufCMessage *m;
     /* Retried only on UNAVAILABLE, which nearly always means the GCS never saw the
      * request; if it did, the repeat stores the same bytes and "added" reads false. */
-    int rc = esc_client_call(c, "KvPut", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_KV_PUT, &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
     if (added)
@@ -40,7 +40,7 @@ int esc_kv_get(esc_client *c, const char *ns, const char *key, void **value, siz
     req.ns = kv_ns(c, ns);
     req.key = (char *)key;
     ProtobufCMessage *m;
-    int rc = esc_client_call(c, "KvGet", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_KV_GET, &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
     const Escher__KvGetReply *r = (const Escher__KvGetReply *)m;
@@ -65,7 +65,7 @@ int esc_kv_del(esc_client *c, const char *ns, const char *key, bool *deleted, es
     req.ns = kv_ns(c, ns);
     req.key = (char *)key;
     ProtobufCMessage *m;
-    int rc = esc_client_call(c, "KvDel", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_KV_DEL, &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
     if (deleted)
@@ -83,7 +83,7 @@ int esc_kv_keys(esc_client *c, const char *ns, const char *prefix, char ***keys,
     req.ns = kv_ns(c, ns);
     req.prefix = (char *)(prefix ? prefix : "");
     ProtobufCMessage *m;
-    int rc = esc_client_call(c, "KvKeys", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_KV_KEYS, &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
     const Escher__KvKeysReply *r = (const Escher__KvKeysReply *)m;

@@ -299,18 +299,17 @@ static int nodes_to_ask(esc_client *c, const filter *f, node_set *out, esc_statu
  * unreachable node is recorded and skipped. */
 typedef void (*merge_fn)(void *acc, const ProtobufCMessage *reply);
 
-static int ask_nodes(esc_client *c, const filter *f, const ProtobufCServiceDescriptor *svc,
-                     const char *method, const ProtobufCMessage *req, esc_list_info *info,
-                     merge_fn merge, void *acc, esc_status *st)
+static int ask_nodes(esc_client *c, const filter *f, const esc_rpc_method *method,
+                     const ProtobufCMessage *req, esc_list_info *info, merge_fn merge,
+                     void *acc, esc_status *st)
 {
     node_set ns;
     int rc = nodes_to_ask(c, f, &ns, st);
     if (rc != ESC_OK)
         return rc;
     /* All nodes at once (fanout.h); the replies are merged in node order. */
-    esc_fanout_result *r = esc_fanout_call(c, (const char *const *)ns.addresses, ns.n, svc,
-                                           method, req, ESC_LIST_NODE_TIMEOUT_MS,
-                                           ESC_RPC_IDEMPOTENT);
+    esc_fanout_result *r = esc_fanout_call(c, (const char *const *)ns.addresses, ns.n, method,
+                                           req, ESC_LIST_NODE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT);
     if (!r && ns.n)
         rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory");
     for (size_t i = 0; r && i < ns.n && rc == ESC_OK; i++) {
@@ -408,8 +407,8 @@ int esc_list_tasks(esc_client *c, const esc_list_filter *lf, esc_task_table **ou
     req.limit = (uint32_t)(f.limit > UINT32_MAX ? UINT32_MAX : f.limit);
     esc_task_table *l = calloc(1, sizeof *l);
     task_acc acc = {0};
-    rc = ask_nodes(c, &f, &escher__task_service__descriptor, "ListTasks", &req.base, &l->info,
-                   merge_tasks, &acc, st);
+    rc = ask_nodes(c, &f, &ESC_M_TASK_SERVICE_LIST_TASKS, &req.base, &l->info, merge_tasks,
+                   &acc, st);
     if (acc.n)
         qsort(acc.rows, acc.n, sizeof *acc.rows, task_order);
     l->rows = acc.rows;
@@ -495,8 +494,8 @@ int esc_list_actors(esc_client *c, const esc_list_filter *lf, esc_actor_table **
     req.limit = (uint32_t)(f.limit > UINT32_MAX ? UINT32_MAX : f.limit);
     esc_actor_table *l = calloc(1, sizeof *l);
     actor_acc acc = {0};
-    rc = ask_nodes(c, &f, &escher__task_service__descriptor, "ListActors", &req.base,
-                   &l->info, merge_actors, &acc, st);
+    rc = ask_nodes(c, &f, &ESC_M_TASK_SERVICE_LIST_ACTORS, &req.base, &l->info, merge_actors,
+                   &acc, st);
     if (acc.n)
         qsort(acc.rows, acc.n, sizeof *acc.rows, actor_order);
     l->rows = acc.rows;
@@ -594,8 +593,8 @@ int esc_list_objects(esc_client *c, const esc_list_filter *lf, esc_object_table 
     req.limit = (uint32_t)(f.limit > UINT32_MAX ? UINT32_MAX : f.limit);
     esc_object_table *l = calloc(1, sizeof *l);
     object_acc acc = {.index = esc_strmap_new()};
-    rc = ask_nodes(c, &f, &escher__object_store__descriptor, "ListObjects", &req.base,
-                   &l->info, merge_objects, &acc, st);
+    rc = ask_nodes(c, &f, &ESC_M_OBJECT_STORE_LIST_OBJECTS, &req.base, &l->info, merge_objects,
+                   &acc, st);
     esc_strmap_free(acc.index);
     if (acc.n)
         qsort(acc.rows, acc.n, sizeof *acc.rows, object_order);

@@ -54,11 +54,10 @@ void esc_ref_free(esc_ref *ref)
 
 /* ------------------------------------------------------------------ calls */
 
-static int store_call(esc_client *c, esc_rpc_channel *ch, const char *method,
+static int store_call(esc_client *c, esc_rpc_channel *ch, const esc_rpc_method *method,
                       const ProtobufCMessage *req, ProtobufCMessage **rep, esc_status *st)
 {
-    return esc_rpc_call(ch, &escher__object_store__descriptor, method, req, rep, c->timeout_ms,
-                        ESC_RPC_IDEMPOTENT, st);
+    return esc_rpc_call(ch, method, req, rep, c->timeout_ms, ESC_RPC_IDEMPOTENT, st);
 }
 
 /* GetLocations, held at the GCS for up to wait_ms (report_lost: answered at once for an
@@ -75,8 +74,8 @@ static int get_locations_ex(esc_client *c, const char *id, int wait_ms, bool rep
     req.n_not_on = n_not_on;
     req.wait_ms = wait_ms > 0 ? (uint32_t)wait_ms : 0;
     ProtobufCMessage *m = NULL;
-    int rc = esc_rpc_call(c->gcs, &escher__object_directory__descriptor, "GetLocations",
-                          &req.base, &m, req.wait_ms + CALL_SLACK_MS, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_rpc_call(c->gcs, &ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS, &req.base, &m,
+                          req.wait_ms + CALL_SLACK_MS, ESC_RPC_IDEMPOTENT, st);
     *out = (Escher__GetLocationsReply *)m;
     return rc;
 }
@@ -101,7 +100,7 @@ static int reconstruct(esc_client *c, const Escher__GetLocationsReply *r, const 
     Escher__ReconstructRequest req = ESCHER__RECONSTRUCT_REQUEST__INIT;
     req.object_id = (char *)id;
     Escher__ReconstructReply *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "Reconstruct", &req.base,
+    int rc = esc_rpc_call(ch, &ESC_M_TASK_SERVICE_RECONSTRUCT, &req.base,
                           (ProtobufCMessage **)&rep, c->timeout_ms, ESC_RPC_IDEMPOTENT, st);
     esc_rpc_channel_free(ch);
     if (rc == ESC_OK && !rep->found)
@@ -120,8 +119,8 @@ static int free_at(esc_client *c, const char *address, const char *id, esc_statu
     req.n_object_ids = 1;
     req.object_ids = ids;
     ProtobufCMessage *m = NULL;
-    int rc = store_call(c, esc_client_raylet_channel(c, address), "FreeObjects", &req.base, &m,
-                        st);
+    int rc = store_call(c, esc_client_raylet_channel(c, address),
+                        &ESC_M_OBJECT_STORE_FREE_OBJECTS, &req.base, &m, st);
     if (m)
         protobuf_c_message_free_unpacked(m, NULL);
     return rc;
@@ -143,7 +142,7 @@ static int put_chunks(esc_client *c, esc_rpc_channel *ch, const char *id, const 
         chunk.data.data = (uint8_t *)data + off;
         chunk.data.len = n;
         ProtobufCMessage *m = NULL;
-        int rc = store_call(c, ch, "PutChunk", &chunk.base, &m, st);
+        int rc = store_call(c, ch, &ESC_M_OBJECT_STORE_PUT_CHUNK, &chunk.base, &m, st);
         bool sealed = rc == ESC_OK && ((Escher__PutChunkReply *)m)->sealed;
         if (m)
             protobuf_c_message_free_unpacked(m, NULL);
@@ -241,9 +240,9 @@ static int pull_from(esc_client *c, const char *address, const char *node_id, co
     req.object_id = (char *)id;
     req.node_id = (char *)node_id;
     req.chunk_size = PULL_CHUNK;
-    esc_rpc_stream *s = esc_rpc_stream_open_timeout(esc_client_raylet_channel(c, address),
-                                                    &escher__object_store__descriptor, "Pull",
-                                                    &req.base, timeout_ms, st);
+    esc_rpc_stream *s =
+        esc_rpc_stream_open_timeout(esc_client_raylet_channel(c, address),
+                                    &ESC_M_OBJECT_STORE_PULL, &req.base, timeout_ms, st);
     if (!s)
         return st->code;
     assembly a = {0};
@@ -553,7 +552,8 @@ int esc_object_store_stats_get(esc_client *c, const char *node_id,
         return rc;
     Escher__ObjectStoreStatsRequest req = ESCHER__OBJECT_STORE_STATS_REQUEST__INIT;
     ProtobufCMessage *m = NULL;
-    rc = store_call(c, esc_client_raylet_channel(c, address), "Stats", &req.base, &m, st);
+    rc = store_call(c, esc_client_raylet_channel(c, address), &ESC_M_OBJECT_STORE_STATS,
+                    &req.base, &m, st);
     if (rc != ESC_OK)
         return rc;
     const Escher__ObjectStoreStatsReply *r = (const Escher__ObjectStoreStatsReply *)m;

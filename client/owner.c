@@ -232,8 +232,8 @@ static void send_batch(esc_owner *o, queued_task *t, size_t n)
     req.n_specs = n;
     ProtobufCMessage *m = NULL;
     esc_status st = {0};
-    int rc = esc_rpc_call(o->raylet, &escher__task_service__descriptor, "SubmitTasks", &req.base,
-                          &m, SUBMIT_TIMEOUT_MS, 0, &st);
+    int rc = esc_rpc_call(o->raylet, &ESC_M_TASK_SERVICE_SUBMIT_TASKS, &req.base, &m,
+                          SUBMIT_TIMEOUT_MS, 0, &st);
     free(specs);
     Escher__SubmitTasksReply *rep = (Escher__SubmitTasksReply *)m;
     pthread_mutex_lock(&o->mu);
@@ -345,8 +345,8 @@ static bool open_stream(esc_owner *o)
     Escher__WatchResultsRequest req = ESCHER__WATCH_RESULTS_REQUEST__INIT;
     req.owner_id = o->c->owner_id;
     esc_status st = {0};
-    o->stream = esc_rpc_stream_open(o->raylet, &escher__task_service__descriptor, "WatchResults",
-                                    &req.base, &st);
+    o->stream =
+        esc_rpc_stream_open(o->raylet, &ESC_M_TASK_SERVICE_WATCH_RESULTS, &req.base, &st);
     ProtobufCMessage *m = NULL;
     if (!o->stream || !esc_rpc_stream_next(o->stream, &m, &st)) {
         ESC_DEBUG("no results stream from the local raylet (%s %s): results come from "

@@ -59,7 +59,8 @@ static int lookup_address(esc_client *c, const char *node_id, char *out, size_t 
 {
     Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
     ProtobufCMessage *m;
-    int rc = esc_client_call(c, "GetClusterStatus", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_GET_CLUSTER_STATUS, &req.base, &m,
+                             ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
     const Escher__GetClusterStatusReply *r = (const Escher__GetClusterStatusReply *)m;

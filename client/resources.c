@@ -352,7 +352,7 @@ int esc_batch_commit(esc_client *c, esc_batch *b, uint64_t *seq, esc_status *st)
     build_update(c, b, &u);
     ProtobufCMessage *m;
     /* Not idempotent: an add that reached the GCS must not be applied twice. */
-    int rc = esc_client_call(c, "UpdateResources", &u.req.base, &m, 0, st);
+    int rc = esc_client_call(c, &ESC_M_GCS_UPDATE_RESOURCES, &u.req.base, &m, 0, st);
     free_update(&u);
     if (rc != ESC_OK)
         return rc;
@@ -450,7 +450,7 @@ int esc_wait_applied(esc_client *c, uint64_t seq, const char *const *node_ids, s
     req.node_ids = (char **)node_ids; /* only read while packing */
     req.timeout_ms = (uint32_t)timeout_ms;
     ProtobufCMessage *m;
-    int rc = esc_rpc_call(c->gcs, &escher__gcs__descriptor, "WaitApplied", &req.base, &m,
+    int rc = esc_rpc_call(c->gcs, &ESC_M_GCS_WAIT_APPLIED, &req.base, &m,
                           timeout_ms + WAIT_SLACK_MS, ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;

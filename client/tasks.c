@@ -157,8 +157,8 @@ static int send_spec(esc_rpc_channel *ch, spec_msg *m, esc_ref **refs, char *tas
                      esc_status *st)
 {
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &m->spec.base,
-                          &rep, SUBMIT_TIMEOUT_MS, 0, st);
+    int rc = esc_rpc_call(ch, &ESC_M_TASK_SERVICE_SUBMIT_TASK, &m->spec.base, &rep,
+                          SUBMIT_TIMEOUT_MS, 0, st);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     if (rc != ESC_OK)
@@ -275,7 +275,7 @@ static int cancel_call(esc_client *c, const esc_ref *ref, bool if_queued, bool *
     req.task_id = task_id;
     req.if_queued = if_queued;
     Escher__CancelTaskReply *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "CancelTask", &req.base,
+    int rc = esc_rpc_call(ch, &ESC_M_TASK_SERVICE_CANCEL_TASK, &req.base,
                           (ProtobufCMessage **)&rep, SUBMIT_TIMEOUT_MS, 0, st);
     if (rc == ESC_OK) {
         *found = rep->found;
@@ -489,10 +489,9 @@ static int directory_call(waiting *wt, const Escher__WaitObjectsRequest *req, ui
 {
     esc_status st = {0};
     *out = NULL;
-    esc_rpc_stream *s = esc_rpc_stream_open_timeout(wt->c->gcs,
-                                                    &escher__object_directory__descriptor,
-                                                    "WaitObjects", &req->base,
-                                                    (int)req->wait_ms + CALL_SLACK_MS, &st);
+    esc_rpc_stream *s =
+        esc_rpc_stream_open_timeout(wt->c->gcs, &ESC_M_OBJECT_DIRECTORY_WAIT_OBJECTS,
+                                    &req->base, (int)req->wait_ms + CALL_SLACK_MS, &st);
     if (!s)
         return st.code;
     if (cancellable && !esc_waker_begin_call(wt->w, gen, s)) {

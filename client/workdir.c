@@ -271,7 +271,8 @@ static int set_job_package(esc_client *c, const char *hash, esc_status *st)
     req.job_id = c->job_id;
     req.hash = (char *)hash;
     ProtobufCMessage *m;
-    int rc = esc_client_call(c, "SetJobPackage", &req.base, &m, ESC_RPC_IDEMPOTENT, st);
+    int rc =
+        esc_client_call(c, &ESC_M_GCS_SET_JOB_PACKAGE, &req.base, &m, ESC_RPC_IDEMPOTENT, st);
     if (rc == ESC_OK)
         protobuf_c_message_free_unpacked(m, NULL);
     return rc;
@@ -353,8 +354,8 @@ static int find_job_package(esc_rpc_channel *ch, const char *job_id, char *hash,
 {
     Escher__ListJobsRequest req = ESCHER__LIST_JOBS_REQUEST__INIT;
     ProtobufCMessage *m;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "ListJobs", &req.base, &m,
-                          KV_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, st);
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_LIST_JOBS, &req.base, &m, KV_TIMEOUT_MS,
+                          ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;
     Escher__ListJobsReply *r = (Escher__ListJobsReply *)m;

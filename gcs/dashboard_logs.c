@@ -90,9 +90,8 @@ static void *read_main(void *arg)
     req.task_id = l->task_id;
     esc_status end = {0};
     esc_rpc_channel *ch = esc_rpc_channel_new(l->address, l->g->cfg.token);
-    esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &escher__raylet__descriptor,
-                                                    "StreamLogs", &req.base, READ_TIMEOUT_MS,
-                                                    &end);
+    esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &ESC_M_RAYLET_STREAM_LOGS, &req.base,
+                                                    READ_TIMEOUT_MS, &end);
     ProtobufCMessage *m;
     while (s && esc_rpc_stream_next(s, &m, &end)) {
         const Escher__LogChunk *c = (const Escher__LogChunk *)m;

@@ -156,8 +156,8 @@ void gcs_dash_job_tasks(gcs *g, esc_http_req *r, const char *job_id)
         nc->f = f;
         snprintf(nc->node_id, sizeof nc->node_id, "%s", id);
         f->left++;
-        esc_rpc_async_call(f->sender, ch, &escher__task_service__descriptor, "ListTasks",
-                           &req.base, NODE_TIMEOUT_MS, 0, on_reply, nc);
+        esc_rpc_async_call(f->sender, ch, &ESC_M_TASK_SERVICE_LIST_TASKS, &req.base,
+                           NODE_TIMEOUT_MS, 0, on_reply, nc);
     }
     if (f->left == 0)
         answer(f); /* no alive node: nothing to ask */

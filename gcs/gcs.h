@@ -194,10 +194,11 @@ Escher__Event *gcs_event_new(Escher__EventKind kind);
 /* ---- write_queue.c ---- */
 typedef void (*gcs_write_fn)(gcs *g, void *ud);
 void gcs_writes_init(gcs *g);
-/* Registers a method of the Gcs service whose handler may commit: each call runs only
- * when every write before it is over, or is answered UNAVAILABLE once it waited past
- * --storage-timeout-ms. */
-void gcs_handle_write(gcs *g, const char *method, esc_rpc_handler fn);
+/* Registers a method (its handle, &ESC_M_GCS_KV_PUT) whose handler may commit: each call
+ * runs only when every write before it is over, or is answered UNAVAILABLE once it
+ * waited past --storage-timeout-ms. A registration failure is esc_rpc_server_handle's
+ * (the server then refuses to start). */
+void gcs_handle_write(gcs *g, const esc_rpc_method *method, esc_rpc_handler fn);
 /* The same for one call of a handler that writes only on some paths: fn(call, req, g)
  * runs in its turn. */
 void gcs_write_call(gcs *g, esc_rpc_ctx *call, const ProtobufCMessage *req, esc_rpc_handler fn);

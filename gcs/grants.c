@@ -190,5 +190,5 @@ static void handle_grant(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
 
 void gcs_grants_register(gcs *g)
 {
-    gcs_handle_write(g, "GrantNamespace", handle_grant);
+    gcs_handle_write(g, &ESC_M_GCS_GRANT_NAMESPACE, handle_grant);
 }

@@ -516,5 +516,5 @@ static void handle_list(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
 
 void gcs_history_register(gcs *g)
 {
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ListEvents", handle_list, g);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_LIST_EVENTS, handle_list, g);
 }

@@ -412,9 +412,8 @@ static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
 
 void gcs_jobs_register(gcs *g)
 {
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "RegisterJob", handle_register, g);
-    gcs_handle_write(g, "FinishJob", handle_finish);
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ListJobs", handle_list, g);
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ReportEntrypoint",
-                          handle_report_entrypoint, g);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_REGISTER_JOB, handle_register, g);
+    gcs_handle_write(g, &ESC_M_GCS_FINISH_JOB, handle_finish);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_LIST_JOBS, handle_list, g);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_REPORT_ENTRYPOINT, handle_report_entrypoint, g);
 }

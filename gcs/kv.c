@@ -266,8 +266,8 @@ void gcs_kv_free(gcs *g)
 
 void gcs_kv_register(gcs *g)
 {
-    gcs_handle_write(g, "KvPut", handle_put);
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvGet", handle_get, g);
-    gcs_handle_write(g, "KvDel", handle_del);
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "KvKeys", handle_keys, g);
+    gcs_handle_write(g, &ESC_M_GCS_KV_PUT, handle_put);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_KV_GET, handle_get, g);
+    gcs_handle_write(g, &ESC_M_GCS_KV_DEL, handle_del);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_KV_KEYS, handle_keys, g);
 }

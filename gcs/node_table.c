@@ -394,7 +394,7 @@ void gcs_nodes_free(gcs *g)
 
 void gcs_nodes_register(gcs *g)
 {
-    gcs_handle_write(g, "RegisterNode", handle_register);
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "ReportNode", handle_report, g);
-    gcs_handle_write(g, "DrainNode", handle_drain);
+    gcs_handle_write(g, &ESC_M_GCS_REGISTER_NODE, handle_register);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_REPORT_NODE, handle_report, g);
+    gcs_handle_write(g, &ESC_M_GCS_DRAIN_NODE, handle_drain);
 }

@@ -856,13 +856,15 @@ void gcs_objects_load_lost(gcs *g, Escher__ObjectLocation *row)
 void gcs_objects_register(gcs *g)
 {
     lost_flush(g); /* the rows of ended jobs found at load */
-    const ProtobufCServiceDescriptor *svc = &escher__object_directory__descriptor;
-    esc_rpc_server_handle(g->server, svc, "AddLocation", handle_add, g);
-    esc_rpc_server_handle(g->server, svc, "AddLocations", handle_add_batch, g);
-    esc_rpc_server_handle(g->server, svc, "RemoveLocations", handle_remove_batch, g);
-    esc_rpc_server_handle(g->server, svc, "RemoveLocation", handle_remove, g);
-    esc_rpc_server_handle(g->server, svc, "GetLocations", handle_get, g);
-    esc_rpc_server_handle(g->server, svc, "WaitObjects", handle_wait_objects, g);
+    esc_rpc_server_handle(g->server, &ESC_M_OBJECT_DIRECTORY_ADD_LOCATION, handle_add, g);
+    esc_rpc_server_handle(g->server, &ESC_M_OBJECT_DIRECTORY_ADD_LOCATIONS, handle_add_batch,
+                          g);
+    esc_rpc_server_handle(g->server, &ESC_M_OBJECT_DIRECTORY_REMOVE_LOCATIONS,
+                          handle_remove_batch, g);
+    esc_rpc_server_handle(g->server, &ESC_M_OBJECT_DIRECTORY_REMOVE_LOCATION, handle_remove, g);
+    esc_rpc_server_handle(g->server, &ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS, handle_get, g);
+    esc_rpc_server_handle(g->server, &ESC_M_OBJECT_DIRECTORY_WAIT_OBJECTS, handle_wait_objects,
+                          g);
 }
 
 void gcs_objects_close_all(gcs *g)

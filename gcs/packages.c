@@ -188,5 +188,5 @@ void gcs_packages_job_ended(gcs *g, const char *hash)
 
 void gcs_packages_register(gcs *g)
 {
-    gcs_handle_write(g, "SetJobPackage", handle_set);
+    gcs_handle_write(g, &ESC_M_GCS_SET_JOB_PACKAGE, handle_set);
 }

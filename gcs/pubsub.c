@@ -437,5 +437,5 @@ void gcs_pubsub_close_all(gcs *g)
 
 void gcs_pubsub_register(gcs *g)
 {
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "Subscribe", handle_subscribe, g);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_SUBSCRIBE, handle_subscribe, g);
 }

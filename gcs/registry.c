@@ -808,5 +808,5 @@ void gcs_registry_free(gcs *g)
 
 void gcs_registry_register(gcs *g)
 {
-    gcs_handle_write(g, "UpdateResources", handle_update);
+    gcs_handle_write(g, &ESC_M_GCS_UPDATE_RESOURCES, handle_update);
 }

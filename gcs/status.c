@@ -74,5 +74,5 @@ static void handle_status(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
 
 void gcs_status_register(gcs *g)
 {
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "GetClusterStatus", handle_status, g);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_GET_CLUSTER_STATUS, handle_status, g);
 }

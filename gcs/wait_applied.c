@@ -164,5 +164,5 @@ void gcs_wait_close_all(gcs *g)
 
 void gcs_wait_register(gcs *g)
 {
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, "WaitApplied", handle_wait, g);
+    esc_rpc_server_handle(g->server, &ESC_M_GCS_WAIT_APPLIED, handle_wait, g);
 }

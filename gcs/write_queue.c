@@ -148,7 +148,7 @@ static void on_write_call(esc_rpc_ctx *call, const ProtobufCMessage *req, void *
     gcs_write_call(m->g, call, req, m->fn);
 }
 
-void gcs_handle_write(gcs *g, const char *method, esc_rpc_handler fn)
+void gcs_handle_write(gcs *g, const esc_rpc_method *method, esc_rpc_handler fn)
 {
     gcs_writes *w = g->writes;
     if (w->nmethods == MAX_METHODS) {
@@ -157,7 +157,7 @@ void gcs_handle_write(gcs *g, const char *method, esc_rpc_handler fn)
     }
     method_entry *m = &w->methods[w->nmethods++];
     *m = (method_entry){g, fn};
-    esc_rpc_server_handle(g->server, &escher__gcs__descriptor, method, on_write_call, m);
+    esc_rpc_server_handle(g->server, method, on_write_call, m);
 }
 
 void gcs_writes_close_all(gcs *g)

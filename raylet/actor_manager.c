@@ -109,7 +109,7 @@ static void publish(actor *a, const char *state)
     req.value.data = (uint8_t *)line;
     req.value.len = n < (int)sizeof line ? (size_t)n : sizeof line - 1;
     req.overwrite = true;
-    esc_rpc_async_call(a->am->r->async, a->am->gcs, &escher__gcs__descriptor, "KvPut", &req.base,
+    esc_rpc_async_call(a->am->r->async, a->am->gcs, &ESC_M_GCS_KV_PUT, &req.base,
                        LOCATION_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
 }
 
@@ -401,8 +401,8 @@ static void announce(actor_manager *am, const char *actor_id)
     req.value.data = (uint8_t *)am->r->address;
     req.value.len = strlen(am->r->address);
     req.overwrite = true;
-    esc_rpc_async_call(am->r->async, am->gcs, &escher__gcs__descriptor, "KvPut", &req.base,
-                       LOCATION_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
+    esc_rpc_async_call(am->r->async, am->gcs, &ESC_M_GCS_KV_PUT, &req.base, LOCATION_TIMEOUT_MS,
+                       ESC_RPC_IDEMPOTENT, NULL, NULL);
 }
 
 void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, const char *const *env,

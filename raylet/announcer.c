@@ -103,9 +103,10 @@ static void pump(announcer *a)
     req.locations = locs;
     req.n_locations = n;
     a->flight = batch;
-    esc_rpc_async_call(a->sender, a->gcs, &escher__object_directory__descriptor,
-                       batch->add ? "AddLocations" : "RemoveLocations", &req.base,
-                       ANNOUNCE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, on_sent, a);
+    esc_rpc_async_call(a->sender, a->gcs,
+                       batch->add ? &ESC_M_OBJECT_DIRECTORY_ADD_LOCATIONS
+                                  : &ESC_M_OBJECT_DIRECTORY_REMOVE_LOCATIONS,
+                       &req.base, ANNOUNCE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, on_sent, a);
     free(locs); /* the request was copied */
 }
 

@@ -205,7 +205,7 @@ static int register_node(gcs_link *l, const char *node_id, uint64_t total_ms,
     bool warned = false;
     for (;;) {
         ProtobufCMessage *out = NULL;
-        int rc = esc_rpc_call(l->ch, &escher__gcs__descriptor, "RegisterNode", &rq.base, &out,
+        int rc = esc_rpc_call(l->ch, &ESC_M_GCS_REGISTER_NODE, &rq.base, &out,
                               REGISTER_ATTEMPT_MS, ESC_RPC_IDEMPOTENT, st);
         if (rc == ESC_OK) {
             Escher__RegisterNodeReply *rep = (Escher__RegisterNodeReply *)out;
@@ -423,8 +423,8 @@ static int send_report(gcs_link *l, uint64_t seq, const resource_rows *rows,
         rq.demand = demand->v;
     }
     ProtobufCMessage *out = NULL;
-    int rc = esc_rpc_call(l->ch, &escher__gcs__descriptor, "ReportNode", &rq.base, &out,
-                          REPORT_TIMEOUT_MS, 0, st);
+    int rc =
+        esc_rpc_call(l->ch, &ESC_M_GCS_REPORT_NODE, &rq.base, &out, REPORT_TIMEOUT_MS, 0, st);
     *unknown = *want_rows = false;
     if (rc == ESC_OK) {
         *unknown = ((Escher__ReportNodeReply *)out)->unknown_node;

@@ -325,10 +325,9 @@ lease_service *lease_service_new(raylet *r)
 
 int lease_service_serve(lease_service *ls, esc_rpc_server *srv)
 {
-    const ProtobufCServiceDescriptor *svc = &escher__raylet__descriptor;
-    if (esc_rpc_server_handle(srv, svc, "RequestLease", on_request_lease, ls) != 0 ||
-        esc_rpc_server_handle(srv, svc, "ReturnLease", on_return_lease, ls) != 0 ||
-        esc_rpc_server_handle(srv, svc, "GetNodeState", on_get_node_state, ls) != 0)
+    if (esc_rpc_server_handle(srv, &ESC_M_RAYLET_REQUEST_LEASE, on_request_lease, ls) != 0 ||
+        esc_rpc_server_handle(srv, &ESC_M_RAYLET_RETURN_LEASE, on_return_lease, ls) != 0 ||
+        esc_rpc_server_handle(srv, &ESC_M_RAYLET_GET_NODE_STATE, on_get_node_state, ls) != 0)
         return -1;
     return 0;
 }

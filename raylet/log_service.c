@@ -278,8 +278,7 @@ static void on_stream_logs(esc_rpc_ctx *call, const ProtobufCMessage *msg, void 
 
 int log_service_serve(log_service *ls, esc_rpc_server *srv)
 {
-    return esc_rpc_server_handle(srv, &escher__raylet__descriptor, "StreamLogs",
-                                 on_stream_logs, ls);
+    return esc_rpc_server_handle(srv, &ESC_M_RAYLET_STREAM_LOGS, on_stream_logs, ls);
 }
 
 void log_service_free(log_service *ls)

@@ -76,8 +76,8 @@ static int pull(fetch *x, const char *address, const char *node_id)
     req.job_id = x->job_id;
     req.job_credential = x->credential;
     esc_status st = {0};
-    esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &escher__object_store__descriptor, "Pull",
-                                                    &req.base, PULL_TIMEOUT_MS, &st);
+    esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &ESC_M_OBJECT_STORE_PULL, &req.base,
+                                                    PULL_TIMEOUT_MS, &st);
     int rc = s ? ESC_OK : st.code;
     ProtobufCMessage *m;
     bool sized = false;
@@ -132,9 +132,9 @@ static int ask_reconstruct(fetch *x, const char *origin, const char *origin_node
     req.object_id = x->id;
     Escher__ReconstructReply *rep = NULL;
     esc_status st = {0};
-    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "Reconstruct", &req.base,
-                          (ProtobufCMessage **)&rep, RECONSTRUCT_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
-                          &st);
+    int rc =
+        esc_rpc_call(ch, &ESC_M_TASK_SERVICE_RECONSTRUCT, &req.base, (ProtobufCMessage **)&rep,
+                     RECONSTRUCT_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, &st);
     esc_rpc_channel_free(ch);
     if (rc == ESC_OK && !rep->found) {
         x->final = true;
@@ -164,8 +164,9 @@ static int fetch_round(fetch *x)
     x->asked = false;
     Escher__GetLocationsReply *rep = NULL;
     esc_status st = {0};
-    int rc = esc_rpc_call(f->gcs, &escher__object_directory__descriptor, "GetLocations", &req.base,
-                          (ProtobufCMessage **)&rep, WAIT_ROUND_MS + 2000, ESC_RPC_IDEMPOTENT, &st);
+    int rc =
+        esc_rpc_call(f->gcs, &ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS, &req.base,
+                     (ProtobufCMessage **)&rep, WAIT_ROUND_MS + 2000, ESC_RPC_IDEMPOTENT, &st);
     if (rc == ESC_PERMISSION_DENIED) { /* the task's job may not read it: no use trying again */
         x->final = true;
         snprintf(x->error, sizeof x->error, "PERMISSION_DENIED: %.400s", st.message);

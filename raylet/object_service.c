@@ -491,12 +491,12 @@ object_service *object_service_new(raylet *r, uint64_t capacity)
 
 int object_service_serve(object_service *o, esc_rpc_server *srv)
 {
-    const ProtobufCServiceDescriptor *svc = &escher__object_store__descriptor;
-    if (esc_rpc_server_handle(srv, svc, "PutChunk", on_put_chunk, o) != 0 ||
-        esc_rpc_server_handle(srv, svc, "Pull", on_pull, o) != 0 ||
-        esc_rpc_server_handle(srv, svc, "FreeObjects", on_free_objects, o) != 0 ||
-        esc_rpc_server_handle(srv, svc, "Stats", on_stats, o) != 0 ||
-        esc_rpc_server_handle(srv, svc, "ListObjects", state_list_handle_objects, o->r) != 0)
+    if (esc_rpc_server_handle(srv, &ESC_M_OBJECT_STORE_PUT_CHUNK, on_put_chunk, o) != 0 ||
+        esc_rpc_server_handle(srv, &ESC_M_OBJECT_STORE_PULL, on_pull, o) != 0 ||
+        esc_rpc_server_handle(srv, &ESC_M_OBJECT_STORE_FREE_OBJECTS, on_free_objects, o) != 0 ||
+        esc_rpc_server_handle(srv, &ESC_M_OBJECT_STORE_STATS, on_stats, o) != 0 ||
+        esc_rpc_server_handle(srv, &ESC_M_OBJECT_STORE_LIST_OBJECTS, state_list_handle_objects,
+                              o->r) != 0)
         return -1;
     return 0;
 }

@@ -122,8 +122,8 @@ static void on_probe_timer(struct ev_loop *loop, ev_timer *w, int revents)
     p->probing = true;
     Escher__GetNodeStateRequest req = ESCHER__GET_NODE_STATE_REQUEST__INIT;
     /* Waits for the channel to connect (the peer may be restarting), up to the timeout. */
-    esc_rpc_async_call(p->q, p->ch, &escher__raylet__descriptor, "GetNodeState", &req.base,
-                       p->ps->timeout_ms, ESC_RPC_IDEMPOTENT, on_probed, p);
+    esc_rpc_async_call(p->q, p->ch, &ESC_M_RAYLET_GET_NODE_STATE, &req.base, p->ps->timeout_ms,
+                       ESC_RPC_IDEMPOTENT, on_probed, p);
 }
 
 static void probe_later(peer *p)
@@ -182,7 +182,7 @@ static void fail_stopped(void *arg)
     free(c);
 }
 
-void peers_call(peers *ps, peer *p, const char *method, const ProtobufCMessage *req,
+void peers_call(peers *ps, peer *p, const esc_rpc_method *method, const ProtobufCMessage *req,
                 int timeout_ms, int flags, esc_rpc_async_fn fn, void *ud)
 {
     call_ctx *c = malloc(sizeof *c);
@@ -191,8 +191,8 @@ void peers_call(peers *ps, peer *p, const char *method, const ProtobufCMessage *
         esc_loop_post(ps->r->loop, fail_stopped, c);
         return;
     }
-    esc_rpc_async_call(p->q, p->ch, &escher__task_service__descriptor, method, req,
-                       timeout_ms ? timeout_ms : ps->timeout_ms, flags, on_call_done, c);
+    esc_rpc_async_call(p->q, p->ch, method, req, timeout_ms ? timeout_ms : ps->timeout_ms,
+                       flags, on_call_done, c);
 }
 
 void peers_node_dead(peers *ps, const char *address)

@@ -35,10 +35,11 @@ const char *peer_address(const peer *p);
  * its node is declared dead. */
 bool peer_suspect(const peer *p);
 
-/* Queues a TaskService call to p on p's own sender. timeout_ms 0 means the forward
- * timeout. fn runs on the loop thread exactly once; a failure for want of the peer has
- * already made it suspect when fn runs. req is copied now. */
-void peers_call(peers *ps, peer *p, const char *method, const ProtobufCMessage *req,
+/* Queues a call of method (a TaskService handle, &ESC_M_TASK_SERVICE_SUBMIT_TASK) to p on
+ * p's own sender. timeout_ms 0 means the forward timeout. fn runs on the loop thread
+ * exactly once; a failure for want of the peer has already made it suspect when fn runs.
+ * req is copied now. */
+void peers_call(peers *ps, peer *p, const esc_rpc_method *method, const ProtobufCMessage *req,
                 int timeout_ms, int flags, esc_rpc_async_fn fn, void *ud);
 
 /* The GCS declared the node at address dead: stop probing it and forget the suspicion

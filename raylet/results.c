@@ -224,8 +224,8 @@ static void peer_send(results *rs, peer_batch *p)
     if (!dc)
         abort();
     *dc = (done_call){.rs = rs, .to = p->to, .done = p->done, .n = p->n};
-    peers_call(rs->peers, p->to, "TasksDone", &req.base, DONE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT,
-               on_done_sent, dc);
+    peers_call(rs->peers, p->to, &ESC_M_TASK_SERVICE_TASKS_DONE, &req.base, DONE_TIMEOUT_MS,
+               ESC_RPC_IDEMPOTENT, on_done_sent, dc);
     p->done = NULL;
     p->n = p->cap = 0;
 }
@@ -323,8 +323,8 @@ static void commit_on_success(results *rs, const Escher__TaskSpec *spec)
     req.local_node_id = rs->r->node_id;
     req.detached = false;
     /* Not idempotent: an add must not be applied twice. */
-    esc_rpc_async_call(rs->r->async, rs->gcs, &escher__gcs__descriptor, "UpdateResources",
-                       &req.base, GCS_OPS_TIMEOUT_MS, 0, on_ops_done, strdup(spec->task_id));
+    esc_rpc_async_call(rs->r->async, rs->gcs, &ESC_M_GCS_UPDATE_RESOURCES, &req.base,
+                       GCS_OPS_TIMEOUT_MS, 0, on_ops_done, strdup(spec->task_id));
 }
 
 static void store_returns(results *rs, const Escher__TaskSpec *spec,
@@ -407,8 +407,7 @@ results *results_new(raylet *r)
 
 int results_serve(results *rs, esc_rpc_server *srv)
 {
-    return esc_rpc_server_handle(srv, &escher__task_service__descriptor, "WatchResults",
-                                 handle_watch, rs);
+    return esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_WATCH_RESULTS, handle_watch, rs);
 }
 
 void results_stop(results *rs)

@@ -96,8 +96,8 @@ void task_cancel_withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_
         fwd.task_id = w->task_id;
         fwd.if_queued = true;
         fwd.job_credential = e->spec->job_credential;
-        peers_call(tm->r->peers, peers_get(tm->r->peers, e->spilled_addr), "CancelTask", &fwd.base, 0, 0,
-                   on_withdrawn_there, w);
+        peers_call(tm->r->peers, peers_get(tm->r->peers, e->spilled_addr),
+                   &ESC_M_TASK_SERVICE_CANCEL_TASK, &fwd.base, 0, 0, on_withdrawn_there, w);
         return;
     }
     esc_rpc_reply(call, &rep.base);

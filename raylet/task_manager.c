@@ -489,10 +489,8 @@ static void check_ended(task_manager *tm, task_entry *e, const char *node_id)
     req.job_id = e->spec->job_id; /* the directory shows a job's objects to that job */
     req.job_credential = e->spec->job_credential;
     /* Its own queue: a held look must not delay the raylet's other calls to the GCS. */
-    esc_rpc_async_call(tm->checker, tm->gcs, &escher__object_directory__descriptor,
-                       "GetLocations", &req.base, CHECK_WAIT_MS + CHECK_TIMEOUT_MS,
-                       ESC_RPC_IDEMPOTENT,
-                       on_checked, c);
+    esc_rpc_async_call(tm->checker, tm->gcs, &ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS, &req.base,
+                       CHECK_WAIT_MS + CHECK_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, on_checked, c);
 }
 
 void task_manager_node_dead(task_manager *tm, const char *node_id)
@@ -512,17 +510,24 @@ void task_manager_node_dead(task_manager *tm, const char *node_id)
 
 int task_manager_serve(task_manager *tm, esc_rpc_server *srv)
 {
-    const ProtobufCServiceDescriptor *d = &escher__task_service__descriptor;
-    return esc_rpc_server_handle(srv, d, "SubmitTask", task_submit_handle, tm) |
-           esc_rpc_server_handle(srv, d, "SubmitTasks", task_submit_handle_batch, tm) |
-           esc_rpc_server_handle(srv, d, "TasksDone", task_lineage_handle_tasks_done, tm) |
-           esc_rpc_server_handle(srv, d, "CancelTask", task_cancel_handle, tm) |
-           esc_rpc_server_handle(srv, d, "KillActor", task_cancel_handle_kill_actor, tm) |
-           esc_rpc_server_handle(srv, d, "ResizeActor", actor_resize_handle, tm) |
-           esc_rpc_server_handle(srv, d, "Reconstruct", task_lineage_handle_reconstruct, tm) |
-           esc_rpc_server_handle(srv, d, "GetTaskState", task_state_handle, tm) |
-           esc_rpc_server_handle(srv, d, "ListTasks", task_list_handle_tasks, tm) |
-           esc_rpc_server_handle(srv, d, "ListActors", task_list_handle_actors, tm);
+    return esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_SUBMIT_TASK, task_submit_handle, tm) |
+           esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_SUBMIT_TASKS,
+                                 task_submit_handle_batch, tm) |
+           esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_TASKS_DONE,
+                                 task_lineage_handle_tasks_done, tm) |
+           esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_CANCEL_TASK, task_cancel_handle, tm) |
+           esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_KILL_ACTOR,
+                                 task_cancel_handle_kill_actor, tm) |
+           esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_RESIZE_ACTOR, actor_resize_handle,
+                                 tm) |
+           esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_RECONSTRUCT,
+                                 task_lineage_handle_reconstruct, tm) |
+           esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_GET_TASK_STATE, task_state_handle,
+                                 tm) |
+           esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_LIST_TASKS, task_list_handle_tasks,
+                                 tm) |
+           esc_rpc_server_handle(srv, &ESC_M_TASK_SERVICE_LIST_ACTORS, task_list_handle_actors,
+                                 tm);
 }
 
 void task_manager_log_applied(task_manager *tm)

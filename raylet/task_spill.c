@@ -131,8 +131,8 @@ void task_spill_forward(task_manager *tm, task_entry *e, const char *address, co
     char *reply_to = e->spec->reply_to, *forwarded_to = e->spec->forwarded_to;
     e->spec->reply_to = tm->r->address;
     e->spec->forwarded_to = (char *)node_id;
-    peers_call(tm->r->peers, peers_get(tm->r->peers, address), "SubmitTask", &e->spec->base, 0, 0,
-               on_forwarded, f);
+    peers_call(tm->r->peers, peers_get(tm->r->peers, address), &ESC_M_TASK_SERVICE_SUBMIT_TASK,
+               &e->spec->base, 0, 0, on_forwarded, f);
     e->spec->reply_to = reply_to;
     e->spec->forwarded_to = forwarded_to;
 }

@@ -66,8 +66,8 @@ void task_state_report_entrypoint(task_manager *tm, const task_entry *e, bool pe
         req.n_missing = d->n_missing;
         req.infeasible = d->infeasible;
     }
-    esc_rpc_async_call(r->async, tm->gcs, &escher__gcs__descriptor, "ReportEntrypoint",
-                       &req.base, REPORT_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
+    esc_rpc_async_call(r->async, tm->gcs, &ESC_M_GCS_REPORT_ENTRYPOINT, &req.base,
+                       REPORT_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
     if (d)
         protobuf_c_message_free_unpacked(&d->base, NULL);
 }
@@ -85,8 +85,8 @@ void task_state_report_started(task_manager *tm, const task_entry *e)
     req.value.data = (uint8_t *)r->node_id;
     req.value.len = strlen(r->node_id);
     req.overwrite = true;
-    esc_rpc_async_call(r->async, tm->gcs, &escher__gcs__descriptor, "KvPut", &req.base,
-                       REPORT_TIMEOUT_MS, ESC_RPC_IDEMPOTENT, NULL, NULL);
+    esc_rpc_async_call(r->async, tm->gcs, &ESC_M_GCS_KV_PUT, &req.base, REPORT_TIMEOUT_MS,
+                       ESC_RPC_IDEMPOTENT, NULL, NULL);
 }
 
 bool task_manager_holds(task_manager *tm, const char *task_id)

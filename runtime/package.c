@@ -66,7 +66,7 @@ static int kv_get(esc_rpc_channel *ch, const char *key, Escher__KvGetReply **out
     req.ns = ESC_PACKAGE_NS;
     req.key = (char *)key;
     ProtobufCMessage *m;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base, &m, KV_TIMEOUT_MS,
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_KV_GET, &req.base, &m, KV_TIMEOUT_MS,
                           ESC_RPC_IDEMPOTENT, st);
     if (rc != ESC_OK)
         return rc;

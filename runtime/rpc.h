@@ -1,11 +1,12 @@
 /* rpc.h: one generic binding that serves and calls any protobuf-c service over gRPC core.
  *
- * Methods are found by name in the service's ProtobufCServiceDescriptor; requests and
- * replies are packed and unpacked with the descriptors, so no method has hand-written
- * serialization. Every call carries the cluster token in the "x-escher-token" metadata
- * entry; a server with a token answers UNAUTHENTICATED to calls without it. Daemons add
- * their daemon key ("x-escher-daemon"), which daemon-only calls need (PERMISSION_DENIED
- * without it; docs/security.md).
+ * Methods are named by generated handles (ESC_M_GCS_SUBSCRIBE: proto/rpc_method.h), which
+ * point into the service's ProtobufCServiceDescriptor, so a method renamed in a .proto
+ * fails the build; requests and replies are packed and unpacked with the descriptors,
+ * so no method has hand-written serialization. Every call carries the cluster token in
+ * the "x-escher-token" metadata entry; a server with a token answers UNAUTHENTICATED to
+ * calls without it. Daemons add their daemon key ("x-escher-daemon"), which daemon-only
+ * calls need (PERMISSION_DENIED without it; docs/security.md).
  *
  * Transport: plaintext, or TLS when the process environment says so (ESCHER_TLS_CERT and
  * ESCHER_TLS_KEY for servers, ESCHER_TLS_CA for clients; see rpc_tls.c).
@@ -25,6 +26,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "escher/status.h" /* esc_status and the status codes: public */
+#include "rpc_methods.h"   /* esc_rpc_method and the ESC_M_* handles: generated */
 
 /* Largest message accepted by servers and clients (bigger ones: RESOURCE_EXHAUSTED). */
 #define ESC_RPC_MAX_MESSAGE (64 * 1024 * 1024)
@@ -57,14 +59,14 @@ esc_rpc_server *esc_rpc_server_new(const char *addr, const char *token, esc_rpc_
 /* The port the server is bound to. */
 int esc_rpc_server_port(const esc_rpc_server *s);
 
-/* Registers the handler of one method of a service (by its proto name, "Subscribe").
- * Must be called before esc_rpc_server_start. Returns 0, or -1 when the method is
- * unknown to the service's descriptor, already registered, or refused by gRPC; ud is
+/* Registers the handler of one method (its handle, &ESC_M_GCS_SUBSCRIBE). Must be
+ * called before esc_rpc_server_start. Returns 0, or -1 when the handle is NULL or not a
+ * method of its service, the method is already registered, or gRPC refuses it; ud is
  * passed to the handler. A failure cannot pass unnoticed: it logs one error line naming
  * the service and the method, and esc_rpc_server_start then refuses to serve (-1), so a
  * daemon exits at startup instead of answering UNIMPLEMENTED. */
-int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *svc,
-                          const char *method, esc_rpc_handler fn, void *ud);
+int esc_rpc_server_handle(esc_rpc_server *s, const esc_rpc_method *method, esc_rpc_handler fn,
+                          void *ud);
 
 /* Refuses, with INVALID_ARGUMENT naming the field, every request that has a string
  * field (nested ones included) that is not valid UTF-8, before its handler runs
@@ -130,8 +132,7 @@ bool esc_rpc_ctx_from_daemon(const esc_rpc_ctx *call);
  * ("a node's Subscribe"; NULL: the method's name). */
 typedef bool (*esc_rpc_daemon_when_fn)(const ProtobufCMessage *req);
 typedef struct {
-    const ProtobufCServiceDescriptor *svc;
-    const char *method;
+    const esc_rpc_method *method;
     esc_rpc_daemon_when_fn when;
     const char *what;
 } esc_rpc_daemon_call;
@@ -140,8 +141,8 @@ typedef struct {
  * registered so far: entries for methods this server does not serve are skipped. Such
  * a call without the key is answered PERMISSION_DENIED with a one-line reason before
  * its handler runs. Call after every esc_rpc_server_handle, before
- * esc_rpc_server_start. Returns 0, or -1 when an entry names a method its service does
- * not have (a typo in the table) or the key is empty. */
+ * esc_rpc_server_start. Returns 0, or -1 when an entry's handle is NULL or not a method
+ * of its service, or the key is empty. */
 int esc_rpc_server_daemon_calls(esc_rpc_server *s, const char *daemon_key,
                                 const esc_rpc_daemon_call *calls, size_t n);
 
@@ -205,34 +206,33 @@ enum {
     ESC_RPC_IDEMPOTENT = 1,
 };
 
-/* Makes a unary call of `method` with req and waits at most timeout_ms. On ESC_OK,
- * *reply holds the unpacked reply, which the caller frees with
- * protobuf_c_message_free_unpacked. Returns the status code; st (may be NULL) gets
- * code and message. */
-int esc_rpc_call(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc, const char *method,
-                 const ProtobufCMessage *req, ProtobufCMessage **reply, int timeout_ms,
-                 int flags, esc_status *st);
+/* Makes a unary call of `method` (its handle, &ESC_M_GCS_KV_GET) with req and waits at
+ * most timeout_ms. On ESC_OK, *reply holds the unpacked reply, which the caller frees
+ * with protobuf_c_message_free_unpacked. Returns the status code (ESC_UNIMPLEMENTED,
+ * without a call, for a NULL or invalid handle); st (may be NULL) gets code and
+ * message. */
+int esc_rpc_call(esc_rpc_channel *ch, const esc_rpc_method *method, const ProtobufCMessage *req,
+                 ProtobufCMessage **reply, int timeout_ms, int flags, esc_status *st);
 
 /* Sends raw bytes as the request of `method` (no retry) and discards the reply: for
- * tests and fuzzing of servers against malformed input. Returns the status code. */
-int esc_rpc_call_bytes(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
-                       const char *method, const void *bytes, size_t len, int timeout_ms,
-                       esc_status *st);
+ * tests and fuzzing of servers against malformed input. Returns the status code
+ * (ESC_UNIMPLEMENTED for an invalid handle, as esc_rpc_call). */
+int esc_rpc_call_bytes(esc_rpc_channel *ch, const esc_rpc_method *method, const void *bytes,
+                       size_t len, int timeout_ms, esc_status *st);
 
 typedef struct esc_rpc_stream esc_rpc_stream;
 
-/* Starts a server-streaming call. Returns NULL (and st) when the call can not start.
+/* Starts a server-streaming call of `method` (its handle, &ESC_M_GCS_SUBSCRIBE). Returns
+ * NULL (and st) when the call can not start (ESC_UNIMPLEMENTED for an invalid handle).
  * The stream has no deadline; end it with esc_rpc_stream_cancel from any thread. */
-esc_rpc_stream *esc_rpc_stream_open(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
-                                    const char *method, const ProtobufCMessage *req,
-                                    esc_status *st);
+esc_rpc_stream *esc_rpc_stream_open(esc_rpc_channel *ch, const esc_rpc_method *method,
+                                    const ProtobufCMessage *req, esc_status *st);
 
 /* esc_rpc_stream_open with a deadline: the whole stream must end within timeout_ms, else
  * it ends with DEADLINE_EXCEEDED (timeout_ms <= 0: no deadline). */
-esc_rpc_stream *esc_rpc_stream_open_timeout(esc_rpc_channel *ch,
-                                            const ProtobufCServiceDescriptor *svc,
-                                            const char *method, const ProtobufCMessage *req,
-                                            int timeout_ms, esc_status *st);
+esc_rpc_stream *esc_rpc_stream_open_timeout(esc_rpc_channel *ch, const esc_rpc_method *method,
+                                            const ProtobufCMessage *req, int timeout_ms,
+                                            esc_status *st);
 
 /* Blocks for the next message. Returns 1 with *msg (caller frees with
  * protobuf_c_message_free_unpacked), or 0 when the stream ended, with its final

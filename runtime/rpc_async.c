@@ -11,8 +11,7 @@
 typedef struct pending_call {
     struct pending_call *next;
     esc_rpc_channel *ch;
-    const ProtobufCServiceDescriptor *svc;
-    char *method;
+    const esc_rpc_method *method; /* static (generated), so not copied */
     ProtobufCMessage *req;
     int timeout_ms, flags;
     esc_rpc_async_fn fn;
@@ -36,7 +35,6 @@ struct esc_rpc_async {
 static void call_free(pending_call *p)
 {
     protobuf_c_message_free_unpacked(p->req, NULL);
-    free(p->method);
     free(p);
 }
 
@@ -71,8 +69,8 @@ static void *sender_main(void *arg)
     esc_rpc_async *a = arg;
     pending_call *p;
     while ((p = next_call(a)) != NULL) {
-        p->code = esc_rpc_call(p->ch, p->svc, p->method, p->req, &p->reply, p->timeout_ms,
-                               p->flags, &p->st);
+        p->code =
+            esc_rpc_call(p->ch, p->method, p->req, &p->reply, p->timeout_ms, p->flags, &p->st);
         a->post(a->post_ud, deliver, p);
     }
     return NULL;
@@ -94,15 +92,13 @@ esc_rpc_async *esc_rpc_async_new(esc_rpc_post_fn post, void *post_ud)
     return a;
 }
 
-void esc_rpc_async_call(esc_rpc_async *a, esc_rpc_channel *ch,
-                        const ProtobufCServiceDescriptor *svc, const char *method,
+void esc_rpc_async_call(esc_rpc_async *a, esc_rpc_channel *ch, const esc_rpc_method *method,
                         const ProtobufCMessage *req, int timeout_ms, int flags,
                         esc_rpc_async_fn fn, void *ud)
 {
     pending_call *p = calloc(1, sizeof *p);
     p->ch = ch;
-    p->svc = svc;
-    p->method = strdup(method);
+    p->method = method;
     p->req = esc_pb_dup(req);
     p->timeout_ms = timeout_ms;
     p->flags = flags;

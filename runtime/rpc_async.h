@@ -18,10 +18,10 @@ typedef void (*esc_rpc_async_fn)(void *ud, int code, const esc_status *st, Proto
 /* Starts the sender thread; post/post_ud deliver callbacks (esc_loop_post). */
 esc_rpc_async *esc_rpc_async_new(esc_rpc_post_fn post, void *post_ud);
 
-/* Queues a call. req is copied now. fn may be NULL (fire and forget). The channel must
- * outlive the call. */
-void esc_rpc_async_call(esc_rpc_async *a, esc_rpc_channel *ch,
-                        const ProtobufCServiceDescriptor *svc, const char *method,
+/* Queues a call of `method` (its handle, &ESC_M_GCS_KV_PUT). req is copied now; the
+ * handle is not (the generated ones are static). fn may be NULL (fire and forget). The
+ * channel must outlive the call. */
+void esc_rpc_async_call(esc_rpc_async *a, esc_rpc_channel *ch, const esc_rpc_method *method,
                         const ProtobufCMessage *req, int timeout_ms, int flags,
                         esc_rpc_async_fn fn, void *ud);
 

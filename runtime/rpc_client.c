@@ -119,13 +119,14 @@ const char *esc_rpc_channel_target(const esc_rpc_channel *c)
     return c->target;
 }
 
-/* The registered-call handle of a method (registered once per channel). */
-static void *method_handle(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc,
-                           const char *method, const ProtobufCMethodDescriptor **md)
+/* The registered-call handle of a method (registered once per channel); NULL for an
+ * invalid method handle. */
+static void *method_handle(esc_rpc_channel *c, const esc_rpc_method *method,
+                           const ProtobufCMethodDescriptor **md)
 {
-    *md = protobuf_c_service_descriptor_get_method_by_name(svc, method);
-    if (!*md)
+    if (!esc_rpc_method_valid(method))
         return NULL;
+    *md = esc_rpc_method_desc(method);
     void *h = NULL;
     pthread_mutex_lock(&c->mu);
     for (size_t i = 0; i < c->ncalls && !h; i++)
@@ -133,7 +134,7 @@ static void *method_handle(esc_rpc_channel *c, const ProtobufCServiceDescriptor 
             h = c->calls[i].handle;
     if (!h) {
         const ProtobufCMethodDescriptor *ignored;
-        char *path = esc_rpc_method_path(svc, method, &ignored);
+        char *path = esc_rpc_method_path(method, &ignored);
         h = grpc_channel_register_call(c->ch, path, NULL, NULL);
         free(path);
         c->calls = realloc(c->calls, (c->ncalls + 1) * sizeof *c->calls);
@@ -286,15 +287,23 @@ static int64_t ms_left(gpr_timespec deadline)
     return (int64_t)d.tv_sec * 1000 + d.tv_nsec / 1000000;
 }
 
-int esc_rpc_call(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc, const char *method,
-                 const ProtobufCMessage *req, ProtobufCMessage **reply, int timeout_ms,
-                 int flags, esc_status *st)
+/* The status of a call made with an invalid method handle (NULL, or put together by hand
+ * with an index past its service's methods). */
+static int invalid_method(esc_status *st, const esc_rpc_method *method)
+{
+    return esc_status_set(st, ESC_UNIMPLEMENTED, "invalid method handle (%s of %s)",
+                          esc_rpc_method_name(method),
+                          method && method->svc ? method->svc->name : "no service");
+}
+
+int esc_rpc_call(esc_rpc_channel *c, const esc_rpc_method *method, const ProtobufCMessage *req,
+                 ProtobufCMessage **reply, int timeout_ms, int flags, esc_status *st)
 {
     *reply = NULL;
     const ProtobufCMethodDescriptor *md;
-    void *handle = method_handle(c, svc, method, &md);
+    void *handle = method_handle(c, method, &md);
     if (!handle)
-        return esc_status_set(st, ESC_UNIMPLEMENTED, "no method %s in %s", method, svc->name);
+        return invalid_method(st, method);
     bool idempotent = flags & ESC_RPC_IDEMPOTENT;
     gpr_timespec deadline = deadline_after(timeout_ms);
     int64_t backoff = 20;
@@ -316,14 +325,13 @@ int esc_rpc_call(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc, cons
     }
 }
 
-int esc_rpc_call_bytes(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc,
-                       const char *method, const void *bytes, size_t len, int timeout_ms,
-                       esc_status *st)
+int esc_rpc_call_bytes(esc_rpc_channel *c, const esc_rpc_method *method, const void *bytes,
+                       size_t len, int timeout_ms, esc_status *st)
 {
     const ProtobufCMethodDescriptor *md;
-    void *handle = method_handle(c, svc, method, &md);
+    void *handle = method_handle(c, method, &md);
     if (!handle)
-        return esc_status_set(st, ESC_UNIMPLEMENTED, "no method %s in %s", method, svc->name);
+        return invalid_method(st, method);
     grpc_slice slice = grpc_slice_from_copied_buffer(bytes, len);
     grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&slice, 1);
     grpc_slice_unref(slice);
@@ -352,22 +360,20 @@ struct esc_rpc_stream {
     int start_tag, recv_tag;
 };
 
-esc_rpc_stream *esc_rpc_stream_open(esc_rpc_channel *c, const ProtobufCServiceDescriptor *svc,
-                                    const char *method, const ProtobufCMessage *req,
-                                    esc_status *st)
+esc_rpc_stream *esc_rpc_stream_open(esc_rpc_channel *c, const esc_rpc_method *method,
+                                    const ProtobufCMessage *req, esc_status *st)
 {
-    return esc_rpc_stream_open_timeout(c, svc, method, req, 0, st);
+    return esc_rpc_stream_open_timeout(c, method, req, 0, st);
 }
 
-esc_rpc_stream *esc_rpc_stream_open_timeout(esc_rpc_channel *c,
-                                            const ProtobufCServiceDescriptor *svc,
-                                            const char *method, const ProtobufCMessage *req,
-                                            int timeout_ms, esc_status *st)
+esc_rpc_stream *esc_rpc_stream_open_timeout(esc_rpc_channel *c, const esc_rpc_method *method,
+                                            const ProtobufCMessage *req, int timeout_ms,
+                                            esc_status *st)
 {
     const ProtobufCMethodDescriptor *md;
-    void *handle = method_handle(c, svc, method, &md);
+    void *handle = method_handle(c, method, &md);
     if (!handle) {
-        esc_status_set(st, ESC_UNIMPLEMENTED, "no method %s in %s", method, svc->name);
+        invalid_method(st, method);
         return NULL;
     }
     esc_rpc_stream *s = calloc(1, sizeof *s);

@@ -60,14 +60,14 @@ ProtobufCMessage *esc_rpc_unpack(const ProtobufCMessageDescriptor *desc, grpc_by
     return m;
 }
 
-char *esc_rpc_method_path(const ProtobufCServiceDescriptor *svc, const char *method,
-                          const ProtobufCMethodDescriptor **md)
+char *esc_rpc_method_path(const esc_rpc_method *method, const ProtobufCMethodDescriptor **md)
 {
-    *md = protobuf_c_service_descriptor_get_method_by_name(svc, method);
-    if (!*md)
+    *md = NULL;
+    if (!esc_rpc_method_valid(method))
         return NULL;
+    *md = esc_rpc_method_desc(method);
     char *path = NULL;
-    if (asprintf(&path, "/%s/%s", svc->name, method) < 0)
+    if (asprintf(&path, "/%s/%s", method->svc->name, (*md)->name) < 0)
         return NULL;
     return path;
 }

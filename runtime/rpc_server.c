@@ -741,37 +741,37 @@ int esc_rpc_server_port(const esc_rpc_server *s)
 
 static method_reg *find_method(esc_rpc_server *s, const ProtobufCMethodDescriptor *md);
 
-/* Logs why method of svc cannot be registered and marks the server so that
+/* Logs why method cannot be registered and marks the server so that
  * esc_rpc_server_start refuses to serve without it. -1. */
-static int handle_failed(esc_rpc_server *s, const ProtobufCServiceDescriptor *svc,
-                         const char *method, const char *why)
+static int handle_failed(esc_rpc_server *s, const esc_rpc_method *method, const char *why)
 {
-    ESC_ERROR("cannot register %s.%s: %s", svc ? svc->name : "(no service)",
-              method ? method : "(no method)", why);
+    ESC_ERROR("cannot register %s.%s: %s",
+              method && method->svc ? method->svc->name : "(no service)",
+              esc_rpc_method_name(method), why);
     s->failed_handles++;
     return -1;
 }
 
-int esc_rpc_server_handle(esc_rpc_server *s, const ProtobufCServiceDescriptor *svc,
-                          const char *method, esc_rpc_handler fn, void *ud)
+int esc_rpc_server_handle(esc_rpc_server *s, const esc_rpc_method *method, esc_rpc_handler fn,
+                          void *ud)
 {
-    if (!svc || !method || !fn)
-        return handle_failed(s, svc, method, "no service, method or handler");
+    if (!method || !fn)
+        return handle_failed(s, method, "no method or handler");
     if (s->started)
-        return handle_failed(s, svc, method, "the server is already serving");
+        return handle_failed(s, method, "the server is already serving");
     const ProtobufCMethodDescriptor *md;
-    char *path = esc_rpc_method_path(svc, method, &md);
+    char *path = esc_rpc_method_path(method, &md);
     if (!path)
-        return handle_failed(s, svc, method, "the service has no such method");
+        return handle_failed(s, method, "not a method of its service");
     if (find_method(s, md)) {
         free(path);
-        return handle_failed(s, svc, method, "registered twice");
+        return handle_failed(s, method, "registered twice");
     }
     void *handle = grpc_server_register_method(s->server, path, NULL,
                                                GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
     if (!handle) {
         free(path);
-        return handle_failed(s, svc, method, "gRPC refused the method");
+        return handle_failed(s, method, "gRPC refused the method");
     }
     method_reg *m = calloc(1, sizeof *m);
     m->srv = s;
@@ -827,11 +827,9 @@ int esc_rpc_server_daemon_calls(esc_rpc_server *s, const char *daemon_key,
     free(s->daemon_key);
     s->daemon_key = strdup(daemon_key);
     for (size_t i = 0; i < n; i++) {
-        const ProtobufCMethodDescriptor *md =
-            protobuf_c_service_descriptor_get_method_by_name(calls[i].svc, calls[i].method);
-        if (!md)
+        if (!esc_rpc_method_valid(calls[i].method))
             return -1;
-        method_reg *m = find_method(s, md);
+        method_reg *m = find_method(s, esc_rpc_method_desc(calls[i].method));
         if (m)
             m->daemon = &calls[i];
     }

@@ -43,7 +43,7 @@ static esc_rpc_stream *open_stream(esc_subscription *s, esc_status *st)
     esc_rpc_stream *stream = NULL;
     pthread_mutex_lock(&s->mu);
     if (!s->stopping) {
-        stream = esc_rpc_stream_open(s->ch, &escher__gcs__descriptor, "Subscribe", &req.base, st);
+        stream = esc_rpc_stream_open(s->ch, &ESC_M_GCS_SUBSCRIBE, &req.base, st);
         s->stream = stream;
     }
     pthread_mutex_unlock(&s->mu);

@@ -265,8 +265,7 @@ static int cluster_status(const start_ctx *s, Escher__GetClusterStatusReply **ou
     esc_rpc_channel *ch = esc_rpc_channel_new(s->gcs_addr, s->token);
     Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
     ProtobufCMessage *m = NULL;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "GetClusterStatus", &req.base, &m,
-                          5000, 0, st);
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_GET_CLUSTER_STATUS, &req.base, &m, 5000, 0, st);
     esc_rpc_channel_free(ch);
     *out = (Escher__GetClusterStatusReply *)m;
     return rc;

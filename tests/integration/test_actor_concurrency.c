@@ -332,8 +332,8 @@ static void assert_raylet_refuses_over_cap(void)
     spec.max_concurrency = ESC_ACTOR_MAX_CONCURRENCY + 1;
     Escher__SubmitTaskReply *rep = NULL;
     esc_status st;
-    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask",
-                                  &spec.base, (ProtobufCMessage **)&rep, 5000, 0, &st),
+    assert_int_equal(esc_rpc_call(ch, &ESC_M_TASK_SERVICE_SUBMIT_TASK, &spec.base,
+                                  (ProtobufCMessage **)&rep, 5000, 0, &st),
                      ESC_INVALID_ARGUMENT);
     assert_non_null(strstr(st.message, "max_concurrency"));
     esc_rpc_channel_free(ch);

@@ -232,8 +232,8 @@ static void test_refusals(void **state)
     req.resources = amts;
     req.n_resources = 1;
     Escher__ResizeActorReply *rep = NULL;
-    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "ResizeActor",
-                                  &req.base, (ProtobufCMessage **)&rep, 5000, 0, &st),
+    assert_int_equal(esc_rpc_call(ch, &ESC_M_TASK_SERVICE_RESIZE_ACTOR, &req.base,
+                                  (ProtobufCMessage **)&rep, 5000, 0, &st),
                      ESC_PERMISSION_DENIED);
     assert_non_null(strstr(st.message, "another job"));
     esc_rpc_channel_free(ch);

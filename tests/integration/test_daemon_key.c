@@ -63,11 +63,11 @@ static esc_rpc_channel *client_channel(const char *addr, esc_client *as)
     return ch;
 }
 
-static int call(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc, const char *method,
-                const ProtobufCMessage *req, esc_status *st)
+static int call(esc_rpc_channel *ch, const esc_rpc_method *method, const ProtobufCMessage *req,
+                esc_status *st)
 {
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(ch, svc, method, req, &rep, 5000, 0, st);
+    int rc = esc_rpc_call(ch, method, req, &rep, 5000, 0, st);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     return rc;
@@ -96,16 +96,16 @@ static void test_node_calls_denied(void **state)
     info.address = "127.0.0.1:1";
     Escher__RegisterNodeRequest reg = ESCHER__REGISTER_NODE_REQUEST__INIT;
     reg.node = &info;
-    assert_daemon_only(call(ch, &escher__gcs__descriptor, "RegisterNode", &reg.base, &st), &st);
+    assert_daemon_only(call(ch, &ESC_M_GCS_REGISTER_NODE, &reg.base, &st), &st);
     assert_non_null(strstr(st.message, "RegisterNode"));
 
     Escher__ReportNodeRequest rep = ESCHER__REPORT_NODE_REQUEST__INIT;
     rep.node_id = C.raylets[0].node_id;
-    assert_daemon_only(call(ch, &escher__gcs__descriptor, "ReportNode", &rep.base, &st), &st);
+    assert_daemon_only(call(ch, &ESC_M_GCS_REPORT_NODE, &rep.base, &st), &st);
 
     Escher__DrainNodeRequest drain = ESCHER__DRAIN_NODE_REQUEST__INIT;
     drain.node_id = C.raylets[1].node_id;
-    assert_daemon_only(call(ch, &escher__gcs__descriptor, "DrainNode", &drain.base, &st), &st);
+    assert_daemon_only(call(ch, &ESC_M_GCS_DRAIN_NODE, &drain.base, &st), &st);
     esc_rpc_channel_free(ch);
     assert_int_equal(node_count(a), nodes);
     esc_disconnect(a);
@@ -121,8 +121,7 @@ static void test_node_subscribe_denied(void **state)
     Escher__SubscribeRequest req = ESCHER__SUBSCRIBE_REQUEST__INIT;
     req.node_id = C.raylets[0].node_id;
     esc_status st = {0};
-    esc_rpc_stream *s = esc_rpc_stream_open(ch, &escher__gcs__descriptor, "Subscribe",
-                                            &req.base, &st);
+    esc_rpc_stream *s = esc_rpc_stream_open(ch, &ESC_M_GCS_SUBSCRIBE, &req.base, &st);
     assert_non_null(s);
     ProtobufCMessage *ev = NULL;
     assert_int_equal(esc_rpc_stream_next(s, &ev, &st), 0);
@@ -155,9 +154,7 @@ static void test_forged_forward_denied(void **state)
     spec.origin = C.raylets[0].node_id;
     spec.spill_hops = 1;
     esc_status st;
-    assert_daemon_only(call(ch, &escher__task_service__descriptor, "SubmitTask", &spec.base,
-                            &st),
-                       &st);
+    assert_daemon_only(call(ch, &ESC_M_TASK_SERVICE_SUBMIT_TASK, &spec.base, &st), &st);
     assert_non_null(strstr(st.message, "forwarded task"));
 
     /* In a batch, one forward among plain specs is enough; and each marker alone. */
@@ -173,9 +170,7 @@ static void test_forged_forward_denied(void **state)
         Escher__TaskBatch b = ESCHER__TASK_BATCH__INIT;
         b.specs = specs;
         b.n_specs = 1;
-        assert_daemon_only(call(ch, &escher__task_service__descriptor, "SubmitTasks", &b.base,
-                                &st),
-                           &st);
+        assert_daemon_only(call(ch, &ESC_M_TASK_SERVICE_SUBMIT_TASKS, &b.base, &st), &st);
         free(specs[0].data);
     }
     esc_rpc_channel_free(ch);
@@ -198,8 +193,7 @@ static void test_tasks_done_denied(void **state)
     req.done = dones;
     req.n_done = 1;
     esc_status st;
-    assert_daemon_only(call(ch, &escher__task_service__descriptor, "TasksDone", &req.base, &st),
-                       &st);
+    assert_daemon_only(call(ch, &ESC_M_TASK_SERVICE_TASKS_DONE, &req.base, &st), &st);
     assert_non_null(strstr(st.message, "TasksDone"));
 
     /* A withdraw carrying a task's credential in its body is a raylet's too. */
@@ -207,9 +201,7 @@ static void test_tasks_done_denied(void **state)
     cancel.task_id = "sometask";
     cancel.if_queued = true;
     cancel.job_credential = (char *)esc_client_job_credential(a);
-    assert_daemon_only(call(ch, &escher__task_service__descriptor, "CancelTask", &cancel.base,
-                            &st),
-                       &st);
+    assert_daemon_only(call(ch, &ESC_M_TASK_SERVICE_CANCEL_TASK, &cancel.base, &st), &st);
     esc_rpc_channel_free(ch);
     esc_disconnect(a);
 }
@@ -228,25 +220,20 @@ static void test_gcs_writes_denied(void **state)
     loc.job_id = (char *)esc_client_job_id(a);
     loc.size = 4;
     esc_status st;
-    assert_daemon_only(call(ch, &escher__object_directory__descriptor, "AddLocation", &loc.base,
-                            &st),
-                       &st);
+    assert_daemon_only(call(ch, &ESC_M_OBJECT_DIRECTORY_ADD_LOCATION, &loc.base, &st), &st);
     Escher__ObjectLocation *locs[] = {&loc};
     Escher__ObjectLocations many = ESCHER__OBJECT_LOCATIONS__INIT;
     many.locations = locs;
     many.n_locations = 1;
-    assert_daemon_only(call(ch, &escher__object_directory__descriptor, "AddLocations",
-                            &many.base, &st),
-                       &st);
-    assert_daemon_only(call(ch, &escher__object_directory__descriptor, "RemoveLocations",
-                            &many.base, &st),
+    assert_daemon_only(call(ch, &ESC_M_OBJECT_DIRECTORY_ADD_LOCATIONS, &many.base, &st), &st);
+    assert_daemon_only(call(ch, &ESC_M_OBJECT_DIRECTORY_REMOVE_LOCATIONS, &many.base, &st),
                        &st);
     Escher__GetLocationsRequest get = ESCHER__GET_LOCATIONS_REQUEST__INIT;
     get.object_id = "forgedlocation";
     ProtobufCMessage *m = NULL;
-    assert_int_equal(esc_rpc_call(ch, &escher__object_directory__descriptor, "GetLocations",
-                                  &get.base, &m, 5000, 0, &st),
-                     ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS, &get.base, &m, 5000, 0, &st),
+        ESC_OK);
     assert_false(((Escher__GetLocationsReply *)m)->found);
     protobuf_c_message_free_unpacked(m, NULL);
 
@@ -257,21 +244,20 @@ static void test_gcs_writes_denied(void **state)
     put.value.data = (uint8_t *)"127.0.0.1:1";
     put.value.len = 11;
     put.overwrite = true;
-    assert_daemon_only(call(ch, &escher__gcs__descriptor, "KvPut", &put.base, &st), &st);
+    assert_daemon_only(call(ch, &ESC_M_GCS_KV_PUT, &put.base, &st), &st);
     Escher__KvDelRequest del = ESCHER__KV_DEL_REQUEST__INIT;
     del.ns = "_actor_state";
     del.key = "someactor";
-    assert_daemon_only(call(ch, &escher__gcs__descriptor, "KvDel", &del.base, &st), &st);
+    assert_daemon_only(call(ch, &ESC_M_GCS_KV_DEL, &del.base, &st), &st);
     Escher__KvGetRequest kget = ESCHER__KV_GET_REQUEST__INIT;
     kget.ns = "_actors";
     kget.key = "someactor";
-    assert_int_equal(call(ch, &escher__gcs__descriptor, "KvGet", &kget.base, &st), ESC_OK);
+    assert_int_equal(call(ch, &ESC_M_GCS_KV_GET, &kget.base, &st), ESC_OK);
 
     Escher__UpdateResourcesRequest up = ESCHER__UPDATE_RESOURCES_REQUEST__INIT;
     up.job_id = (char *)esc_client_job_id(a);
     up.job_credential = (char *)esc_client_job_credential(a);
-    assert_daemon_only(call(ch, &escher__gcs__descriptor, "UpdateResources", &up.base, &st),
-                       &st);
+    assert_daemon_only(call(ch, &ESC_M_GCS_UPDATE_RESOURCES, &up.base, &st), &st);
     esc_rpc_channel_free(ch);
     esc_disconnect(a);
 }
@@ -306,7 +292,7 @@ static void test_operator_stop(void **state)
         esc_rpc_channel *ch = client_channel(C.gcs_addr, a);
         esc_rpc_channel_set_secret(ch, ESC_RPC_OPERATOR_KEY, keys[i]);
         esc_status st;
-        assert_int_equal(call(ch, &escher__gcs__descriptor, "FinishJob", &req.base, &st),
+        assert_int_equal(call(ch, &ESC_M_GCS_FINISH_JOB, &req.base, &st),
                          ESC_PERMISSION_DENIED);
         assert_null(strchr(st.message, '\n'));
         assert_non_null(strstr(st.message, "operator key"));
@@ -316,7 +302,7 @@ static void test_operator_stop(void **state)
     esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
     esc_rpc_channel_set_secret(ch, ESC_RPC_OPERATOR_KEY, C.operator_key);
     esc_status st;
-    assert_int_equal(call(ch, &escher__gcs__descriptor, "FinishJob", &req.base, &st), ESC_OK);
+    assert_int_equal(call(ch, &ESC_M_GCS_FINISH_JOB, &req.base, &st), ESC_OK);
     esc_rpc_channel_free(ch);
     assert_false(job_running(a, victim_id));
     esc_disconnect(a);

@@ -109,8 +109,7 @@ static int register_again(esc_status *st)
     Escher__RegisterNodeRequest req = ESCHER__REGISTER_NODE_REQUEST__INIT;
     req.node = &info;
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "RegisterNode", &req.base, &rep, 5000,
-                          0, st);
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_REGISTER_NODE, &req.base, &rep, 5000, 0, st);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     esc_rpc_channel_free(ch);

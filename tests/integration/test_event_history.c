@@ -279,15 +279,15 @@ static void test_visibility(void **state)
 }
 
 /* A raw call as a daemon (the daemon key), as the raylets make it. */
-static int daemon_call(const char *method, const ProtobufCMessage *req)
+static int daemon_call(const esc_rpc_method *method, const ProtobufCMessage *req)
 {
     esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
     esc_rpc_channel_set_secret(ch, ESC_RPC_DAEMON_KEY, C.daemon_key);
     ProtobufCMessage *out = NULL;
     esc_status st;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, method, req, &out, 5000, 0, &st);
+    int rc = esc_rpc_call(ch, method, req, &out, 5000, 0, &st);
     if (rc != ESC_OK)
-        fprintf(stderr, "%s: %s\n", method, st.message);
+        fprintf(stderr, "%s: %s\n", esc_rpc_method_name(method), st.message);
     if (out)
         protobuf_c_message_free_unpacked(out, NULL);
     esc_rpc_channel_free(ch);
@@ -326,7 +326,7 @@ static void test_node_drain_and_death(void **state)
     uint64_t mark = last_id();
     Escher__DrainNodeRequest drain = ESCHER__DRAIN_NODE_REQUEST__INIT;
     drain.node_id = (char *)node;
-    assert_int_equal(daemon_call("DrainNode", &drain.base), ESC_OK);
+    assert_int_equal(daemon_call(&ESC_M_GCS_DRAIN_NODE, &drain.base), ESC_OK);
     size_t n;
     esc_history_event *ev = list(RD, mark, ESC_HIST_NODE_DRAINING, &n, NULL);
     assert_int_equal(n, 1);
@@ -362,7 +362,7 @@ static void test_task_event_bound(void **state)
     rep.task_events = ptrs;
     rep.n_task_events = SENT;
     rep.task_events_dropped = RAYLET_DROPPED;
-    assert_int_equal(daemon_call("ReportNode", &rep.base), ESC_OK);
+    assert_int_equal(daemon_call(&ESC_M_GCS_REPORT_NODE, &rep.base), ESC_OK);
     esc_history_kind kinds[] = {ESC_HIST_TASK_FAILED, ESC_HIST_TASK_EVENTS_DROPPED};
     size_t failed = 0, dropped = 0;
     double t0 = h_now_ms();

@@ -142,13 +142,11 @@ static void test_resources_denied(void **state)
     req.ops = ops;
     req.n_ops = 1;
     ProtobufCMessage *rep = NULL;
-    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "UpdateResources", &req.base,
-                               &rep, 5000, 0, &st),
+    assert_denied(esc_rpc_call(ch, &ESC_M_GCS_UPDATE_RESOURCES, &req.base, &rep, 5000, 0, &st),
                   &st);
     /* A guessed credential in the request body does no better. */
     req.job_credential = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "UpdateResources", &req.base,
-                               &rep, 5000, 0, &st),
+    assert_denied(esc_rpc_call(ch, &ESC_M_GCS_UPDATE_RESOURCES, &req.base, &rep, 5000, 0, &st),
                   &st);
     esc_rpc_channel_free(ch);
     assert_victim_intact(v);
@@ -187,9 +185,7 @@ static void test_kv_denied(void **state)
     req.ns = "victim";
     req.key = "k";
     ProtobufCMessage *rep = NULL;
-    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base, &rep, 5000, 0,
-                               &st),
-                  &st);
+    assert_denied(esc_rpc_call(ch, &ESC_M_GCS_KV_GET, &req.base, &rep, 5000, 0, &st), &st);
     esc_rpc_channel_free(ch);
     assert_victim_intact(v);
     esc_disconnect(a);
@@ -238,8 +234,7 @@ static void test_job_calls_denied(void **state)
     esc_rpc_channel_set_job(ch, esc_client_job_id(a), esc_client_job_credential(a));
     Escher__SubscribeRequest sub = ESCHER__SUBSCRIBE_REQUEST__INIT;
     sub.job_id = (char *)vid;
-    esc_rpc_stream *s = esc_rpc_stream_open(ch, &escher__gcs__descriptor, "Subscribe",
-                                            &sub.base, &st);
+    esc_rpc_stream *s = esc_rpc_stream_open(ch, &ESC_M_GCS_SUBSCRIBE, &sub.base, &st);
     assert_non_null(s);
     ProtobufCMessage *m = NULL;
     assert_int_equal(esc_rpc_stream_next(s, &m, &st), 0);
@@ -250,15 +245,13 @@ static void test_job_calls_denied(void **state)
     pkg.job_id = (char *)vid;
     pkg.hash = "0000000000000000000000000000000000000000000000000000000000000000";
     ProtobufCMessage *rep = NULL;
-    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "SetJobPackage", &pkg.base, &rep,
-                               5000, 0, &st),
+    assert_denied(esc_rpc_call(ch, &ESC_M_GCS_SET_JOB_PACKAGE, &pkg.base, &rep, 5000, 0, &st),
                   &st);
 
     Escher__GrantNamespaceRequest g = ESCHER__GRANT_NAMESPACE_REQUEST__INIT;
     g.job_id = (char *)vid;
     g.grantee = (char *)esc_client_job_id(a);
-    assert_denied(esc_rpc_call(ch, &escher__gcs__descriptor, "GrantNamespace", &g.base, &rep,
-                               5000, 0, &st),
+    assert_denied(esc_rpc_call(ch, &ESC_M_GCS_GRANT_NAMESPACE, &g.base, &rep, 5000, 0, &st),
                   &st);
     esc_rpc_channel_free(ch);
     assert_denied(esc_resource_set_ns(a, "victim", "gang", 0, NULL, NULL, &st), &st);
@@ -327,9 +320,8 @@ static void test_kill_actor_denied(void **state)
     Escher__KillActorRequest kill = ESCHER__KILL_ACTOR_REQUEST__INIT;
     kill.actor_id = (char *)esc_actor_id(act);
     ProtobufCMessage *rep = NULL;
-    assert_denied(esc_rpc_call(ch, &escher__task_service__descriptor, "KillActor", &kill.base,
-                               &rep, 5000, 0, &st),
-                  &st);
+    assert_denied(
+        esc_rpc_call(ch, &ESC_M_TASK_SERVICE_KILL_ACTOR, &kill.base, &rep, 5000, 0, &st), &st);
     esc_rpc_channel_free(ch);
 
     /* Alive, state kept: the next add gives 2. */
@@ -387,8 +379,7 @@ static void test_forged_result_denied(void **state)
     double end = h_now_ms() + 10000;
     do {
         ProtobufCMessage *rep = NULL;
-        rc = esc_rpc_call(ch, &escher__task_service__descriptor, "TasksDone", &req.base, &rep,
-                          5000, 0, &st);
+        rc = esc_rpc_call(ch, &ESC_M_TASK_SERVICE_TASKS_DONE, &req.base, &rep, 5000, 0, &st);
         if (rep)
             protobuf_c_message_free_unpacked(rep, NULL);
     } while (rc == ESC_OK && h_now_ms() < end);
@@ -415,8 +406,7 @@ static int raw_reconstruct(esc_client *as, const char *object_id, esc_status *st
     Escher__ReconstructRequest req = ESCHER__RECONSTRUCT_REQUEST__INIT;
     req.object_id = (char *)object_id;
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "Reconstruct", &req.base, &rep,
-                          5000, 0, st);
+    int rc = esc_rpc_call(ch, &ESC_M_TASK_SERVICE_RECONSTRUCT, &req.base, &rep, 5000, 0, st);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     esc_rpc_channel_free(ch);
@@ -573,8 +563,9 @@ static void test_forged_spec_denied(void **state)
     esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
     ProtobufCMessage *m = NULL;
     esc_status st;
-    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTasks",
-                                  &batch.base, &m, 10000, 0, &st), ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_TASK_SERVICE_SUBMIT_TASKS, &batch.base, &m, 10000, 0, &st),
+        ESC_OK);
     Escher__SubmitTasksReply *rep = (Escher__SubmitTasksReply *)m;
     assert_int_equal(rep->n_rejected, 3);
     assert_int_equal(rep->n_codes, 3);
@@ -588,9 +579,8 @@ static void test_forged_spec_denied(void **state)
 
     Escher__TaskSpec *one = escher__task_spec__unpack(NULL, specs[0].len, specs[0].data);
     m = NULL;
-    assert_denied(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &one->base,
-                               &m, 10000, 0, &st),
-                  &st);
+    assert_denied(
+        esc_rpc_call(ch, &ESC_M_TASK_SERVICE_SUBMIT_TASK, &one->base, &m, 10000, 0, &st), &st);
     protobuf_c_message_free_unpacked(&one->base, NULL);
     esc_rpc_channel_free(ch);
     assert_victim_intact(v);
@@ -668,8 +658,8 @@ static int raw_pull(esc_rpc_channel *ch, const char *id, const char *job, const 
     req.object_id = (char *)id;
     req.job_id = (char *)(job ? job : "");
     req.job_credential = (char *)(cred ? cred : "");
-    esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &escher__object_store__descriptor,
-                                                    "Pull", &req.base, 10000, st);
+    esc_rpc_stream *s =
+        esc_rpc_stream_open_timeout(ch, &ESC_M_OBJECT_STORE_PULL, &req.base, 10000, st);
     if (!s)
         return st->code;
     ProtobufCMessage *m;
@@ -688,8 +678,8 @@ static int raw_locations(esc_rpc_channel *ch, const char *id, const char *job, c
     req.job_id = (char *)(job ? job : "");
     req.job_credential = (char *)(cred ? cred : "");
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__object_directory__descriptor, "GetLocations", &req.base,
-                          &rep, 10000, 0, st);
+    int rc =
+        esc_rpc_call(ch, &ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS, &req.base, &rep, 10000, 0, st);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     return rc;
@@ -735,9 +725,8 @@ static void test_objects_denied(void **state)
     fr.object_ids = ids;
     fr.n_object_ids = 1;
     ProtobufCMessage *rep = NULL;
-    assert_denied(esc_rpc_call(ch, &escher__object_store__descriptor, "FreeObjects", &fr.base,
-                               &rep, 10000, 0, &st),
-                  &st);
+    assert_denied(
+        esc_rpc_call(ch, &ESC_M_OBJECT_STORE_FREE_OBJECTS, &fr.base, &rep, 10000, 0, &st), &st);
     esc_rpc_channel_free(ch);
 
     /* As a task's argument, on the node that holds it (no pull needed) or not. */
@@ -831,8 +820,8 @@ static void *submit_held(void *p)
     snprintf(addr, sizeof addr, "127.0.0.1:%d", C.raylets[0].port);
     esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
     ProtobufCMessage *rep = NULL;
-    h->rc = esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &spec->base, &rep,
-                         20000, 0, &h->st);
+    h->rc =
+        esc_rpc_call(ch, &ESC_M_TASK_SERVICE_SUBMIT_TASK, &spec->base, &rep, 20000, 0, &h->st);
     h->done_ms = h_now_ms();
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
@@ -1018,8 +1007,8 @@ static int raw_watch(esc_client *cl, const char *res, const char *kv_ns, const c
     sub.n_prefixes = res ? 1 : 0;
     sub.kv = kv_ns ? kps : NULL;
     sub.n_kv = kv_ns ? 1 : 0;
-    esc_rpc_stream *s = esc_rpc_stream_open_timeout(ch, &escher__gcs__descriptor, "Subscribe",
-                                                    &sub.base, 10000, st);
+    esc_rpc_stream *s =
+        esc_rpc_stream_open_timeout(ch, &ESC_M_GCS_SUBSCRIBE, &sub.base, 10000, st);
     int rc = st->code;
     if (s) {
         ProtobufCMessage *m = NULL;

@@ -503,8 +503,7 @@ static void test_bad_input(void **state)
         Escher__StreamLogsRequest rq = ESCHER__STREAM_LOGS_REQUEST__INIT;
         rq.task_id = (char *)ids[i];
         rq.follow = i == 1;
-        esc_rpc_stream *sm = esc_rpc_stream_open(ch, &escher__raylet__descriptor, "StreamLogs",
-                                                 &rq.base, &st);
+        esc_rpc_stream *sm = esc_rpc_stream_open(ch, &ESC_M_RAYLET_STREAM_LOGS, &rq.base, &st);
         assert_non_null(sm);
         ProtobufCMessage *m;
         assert_int_equal(esc_rpc_stream_next(sm, &m, &st), 0);
@@ -514,18 +513,19 @@ static void test_bad_input(void **state)
     Escher__TaskStateRequest tq = ESCHER__TASK_STATE_REQUEST__INIT;
     tq.task_id = "../../etc";
     ProtobufCMessage *reply = NULL;
-    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "GetTaskState",
-                                  &tq.base, &reply, 5000, 0, &st), ESC_INVALID_ARGUMENT);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_TASK_SERVICE_GET_TASK_STATE, &tq.base, &reply, 5000, 0, &st),
+        ESC_INVALID_ARGUMENT);
     tq.task_id = "0123abcd"; /* a task this raylet never saw */
-    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "GetTaskState",
-                                  &tq.base, &reply, 5000, 0, &st), ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_TASK_SERVICE_GET_TASK_STATE, &tq.base, &reply, 5000, 0, &st),
+        ESC_OK);
     assert_int_equal(((Escher__TaskStateReply *)reply)->phase, ESCHER__TASK_PHASE__TASK_UNKNOWN);
     protobuf_c_message_free_unpacked(reply, NULL);
     esc_rpc_channel *nochan = esc_rpc_channel_new(addr, "wrong-token");
     Escher__StreamLogsRequest rq = ESCHER__STREAM_LOGS_REQUEST__INIT;
     rq.task_id = "0123abcd";
-    esc_rpc_stream *sm = esc_rpc_stream_open(nochan, &escher__raylet__descriptor, "StreamLogs",
-                                             &rq.base, &st);
+    esc_rpc_stream *sm = esc_rpc_stream_open(nochan, &ESC_M_RAYLET_STREAM_LOGS, &rq.base, &st);
     assert_non_null(sm);
     ProtobufCMessage *m;
     assert_int_equal(esc_rpc_stream_next(sm, &m, &st), 0);

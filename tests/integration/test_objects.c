@@ -85,13 +85,13 @@ static bool used_is(void *p)
 
 /* A raw call of a raylet's or the GCS's object service. */
 /* One call as a daemon would make it (the daemon key: directory writes need it). */
-static int raw_call(const char *addr, const ProtobufCServiceDescriptor *svc, const char *method,
-                    const ProtobufCMessage *req, esc_status *st)
+static int raw_call(const char *addr, const esc_rpc_method *method, const ProtobufCMessage *req,
+                    esc_status *st)
 {
     esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
     esc_rpc_channel_set_secret(ch, ESC_RPC_DAEMON_KEY, C.daemon_key);
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(ch, svc, method, req, &rep, 5000, 0, st);
+    int rc = esc_rpc_call(ch, method, req, &rep, 5000, 0, st);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     esc_rpc_channel_free(ch);
@@ -280,26 +280,22 @@ static void test_validation(void **state)
     Escher__ObjectLocation loc = ESCHER__OBJECT_LOCATION__INIT;
     loc.object_id = "";
     loc.node_id = C.raylets[NODE_A].node_id;
-    assert_int_equal(raw_call(C.gcs_addr, &escher__object_directory__descriptor, "AddLocation",
-                              &loc.base, &st),
+    assert_int_equal(raw_call(C.gcs_addr, &ESC_M_OBJECT_DIRECTORY_ADD_LOCATION, &loc.base, &st),
                      ESC_INVALID_ARGUMENT);
     loc.object_id = "someobject";
     loc.node_id = "";
-    assert_int_equal(raw_call(C.gcs_addr, &escher__object_directory__descriptor, "AddLocation",
-                              &loc.base, &st),
+    assert_int_equal(raw_call(C.gcs_addr, &ESC_M_OBJECT_DIRECTORY_ADD_LOCATION, &loc.base, &st),
                      ESC_INVALID_ARGUMENT);
     loc.node_id = "no-such-node";
-    assert_int_equal(raw_call(C.gcs_addr, &escher__object_directory__descriptor, "AddLocation",
-                              &loc.base, &st),
+    assert_int_equal(raw_call(C.gcs_addr, &ESC_M_OBJECT_DIRECTORY_ADD_LOCATION, &loc.base, &st),
                      ESC_INVALID_ARGUMENT);
     assert_non_null(strstr(st.message, "unknown node"));
-    assert_int_equal(raw_call(C.gcs_addr, &escher__object_directory__descriptor,
-                              "RemoveLocation", &loc.base, &st),
-                     ESC_INVALID_ARGUMENT);
+    assert_int_equal(
+        raw_call(C.gcs_addr, &ESC_M_OBJECT_DIRECTORY_REMOVE_LOCATION, &loc.base, &st),
+        ESC_INVALID_ARGUMENT);
     Escher__GetLocationsRequest gl = ESCHER__GET_LOCATIONS_REQUEST__INIT;
     gl.object_id = "bad/id";
-    assert_int_equal(raw_call(C.gcs_addr, &escher__object_directory__descriptor, "GetLocations",
-                              &gl.base, &st),
+    assert_int_equal(raw_call(C.gcs_addr, &ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS, &gl.base, &st),
                      ESC_INVALID_ARGUMENT);
 
     char addr[64];
@@ -309,17 +305,16 @@ static void test_validation(void **state)
     ch.total_size = 4;
     ch.data.data = (uint8_t *)"12345";
     ch.data.len = 5; /* past the end */
-    assert_int_equal(raw_call(addr, &escher__object_store__descriptor, "PutChunk", &ch.base, &st),
+    assert_int_equal(raw_call(addr, &ESC_M_OBJECT_STORE_PUT_CHUNK, &ch.base, &st),
                      ESC_INVALID_ARGUMENT);
     ch.offset = 2;
     ch.data.len = 2; /* no first chunk */
-    assert_int_equal(raw_call(addr, &escher__object_store__descriptor, "PutChunk", &ch.base, &st),
+    assert_int_equal(raw_call(addr, &ESC_M_OBJECT_STORE_PUT_CHUNK, &ch.base, &st),
                      ESC_FAILED_PRECONDITION);
     Escher__PullRequest pr = ESCHER__PULL_REQUEST__INIT;
     pr.object_id = "never-stored";
     esc_rpc_channel *c = esc_rpc_channel_new(addr, C.token);
-    esc_rpc_stream *s =
-        esc_rpc_stream_open(c, &escher__object_store__descriptor, "Pull", &pr.base, &st);
+    esc_rpc_stream *s = esc_rpc_stream_open(c, &ESC_M_OBJECT_STORE_PULL, &pr.base, &st);
     assert_non_null(s);
     ProtobufCMessage *m = NULL;
     assert_int_equal(esc_rpc_stream_next(s, &m, &st), 0);
@@ -328,7 +323,7 @@ static void test_validation(void **state)
     /* A reader that expects another node at this address (one that died, its address
      * reused) is told the node is not there, not that the object was freed. */
     pr.node_id = C.raylets[NODE_B].node_id;
-    s = esc_rpc_stream_open(c, &escher__object_store__descriptor, "Pull", &pr.base, &st);
+    s = esc_rpc_stream_open(c, &ESC_M_OBJECT_STORE_PULL, &pr.base, &st);
     assert_non_null(s);
     assert_int_equal(esc_rpc_stream_next(s, &m, &st), 0);
     assert_int_equal(st.code, ESC_UNAVAILABLE);
@@ -365,8 +360,9 @@ static void test_location_batches(void **state)
     esc_rpc_channel_set_secret(ch, ESC_RPC_DAEMON_KEY, C.daemon_key); /* as a raylet */
     ProtobufCMessage *m = NULL;
     esc_status st;
-    assert_int_equal(esc_rpc_call(ch, &escher__object_directory__descriptor, "AddLocations",
-                                  &req.base, &m, 5000, 0, &st), ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_OBJECT_DIRECTORY_ADD_LOCATIONS, &req.base, &m, 5000, 0, &st),
+        ESC_OK);
     Escher__ObjectLocationsReply *rep = (Escher__ObjectLocationsReply *)m;
     assert_int_equal(rep->n_codes, 3);
     assert_int_equal(rep->codes[0], ESC_OK);
@@ -376,8 +372,9 @@ static void test_location_batches(void **state)
     protobuf_c_message_free_unpacked(m, NULL);
     assert_int_equal(locations(cl, "batch-ok", NULL, 0), 1);
     assert_int_equal(locations(cl, "batch-ended", NULL, 0), 0);
-    assert_int_equal(esc_rpc_call(ch, &escher__object_directory__descriptor, "RemoveLocations",
-                                  &req.base, &m, 5000, 0, &st), ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_OBJECT_DIRECTORY_REMOVE_LOCATIONS, &req.base, &m, 5000, 0, &st),
+        ESC_OK);
     rep = (Escher__ObjectLocationsReply *)m;
     assert_int_equal(rep->codes[0], ESC_OK);
     assert_int_equal(rep->codes[2], ESC_INVALID_ARGUMENT);
@@ -401,8 +398,7 @@ static void test_error_object(void **state)
     ch.is_error = true;
     ch.error = "worker died: signal 11 (SIGSEGV)";
     esc_status st;
-    assert_int_equal(raw_call(addr, &escher__object_store__descriptor, "PutChunk", &ch.base, &st),
-                     ESC_OK);
+    assert_int_equal(raw_call(addr, &ESC_M_OBJECT_STORE_PUT_CHUNK, &ch.base, &st), ESC_OK);
     esc_ref *ref = esc_ref_from_id("failedtask0000");
     void *data = NULL;
     size_t len = 0;
@@ -630,12 +626,10 @@ static void test_wait_objects_validation(void **state)
     Escher__WaitObjectsRequest wo = ESCHER__WAIT_OBJECTS_REQUEST__INIT;
     wo.object_ids = ids;
     wo.n_object_ids = 2;
-    assert_int_equal(raw_call(C.gcs_addr, &escher__object_directory__descriptor, "WaitObjects",
-                              &wo.base, &st),
+    assert_int_equal(raw_call(C.gcs_addr, &ESC_M_OBJECT_DIRECTORY_WAIT_OBJECTS, &wo.base, &st),
                      ESC_INVALID_ARGUMENT);
     ids[1] = "bad/id";
-    assert_int_equal(raw_call(C.gcs_addr, &escher__object_directory__descriptor, "WaitObjects",
-                              &wo.base, &st),
+    assert_int_equal(raw_call(C.gcs_addr, &ESC_M_OBJECT_DIRECTORY_WAIT_OBJECTS, &wo.base, &st),
                      ESC_INVALID_ARGUMENT);
 }
 

@@ -340,8 +340,8 @@ static void test_member_escaping_refused(void **state)
     esc_rpc_channel *ch = esc_rpc_channel_new(C.gcs_addr, C.token);
     esc_rpc_channel_set_job(ch, req.job_id, esc_client_job_credential(owner));
     ProtobufCMessage *rep = NULL;
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "SetJobPackage", &req.base,
-                                  &rep, 10000, 0, &st), ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_GCS_SET_JOB_PACKAGE, &req.base, &rep, 10000, 0, &st), ESC_OK);
     protobuf_c_message_free_unpacked(rep, NULL);
     esc_rpc_channel_free(ch);
 

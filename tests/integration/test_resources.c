@@ -276,8 +276,8 @@ static int lease(esc_rpc_channel *ch, const char *name, int64_t qty, int wait_ms
     req.n_resources = 1;
     req.wait_ms = (uint32_t)wait_ms;
     Escher__RequestLeaseReply *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__raylet__descriptor, "RequestLease", &req.base,
-                          (ProtobufCMessage **)&rep, wait_ms + 5000, 0, NULL);
+    int rc = esc_rpc_call(ch, &ESC_M_RAYLET_REQUEST_LEASE, &req.base, (ProtobufCMessage **)&rep,
+                          wait_ms + 5000, 0, NULL);
     assert_int_equal(rc, ESC_OK);
     int granted = rep->granted;
     *id = rep->lease_id;
@@ -290,9 +290,8 @@ static void unlease(esc_rpc_channel *ch, uint64_t id)
     Escher__ReturnLeaseRequest req = ESCHER__RETURN_LEASE_REQUEST__INIT;
     req.lease_id = id;
     ProtobufCMessage *rep = NULL;
-    assert_int_equal(esc_rpc_call(ch, &escher__raylet__descriptor, "ReturnLease", &req.base, &rep,
-                                  5000, 0, NULL),
-                     ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_RAYLET_RETURN_LEASE, &req.base, &rep, 5000, 0, NULL), ESC_OK);
     protobuf_c_message_free_unpacked(rep, NULL);
 }
 
@@ -316,7 +315,7 @@ static void node_queues(esc_rpc_channel *ch, unsigned *leases, unsigned *tasks)
 {
     Escher__GetNodeStateRequest req = ESCHER__GET_NODE_STATE_REQUEST__INIT;
     Escher__GetNodeStateReply *rep = NULL;
-    assert_int_equal(esc_rpc_call(ch, &escher__raylet__descriptor, "GetNodeState", &req.base,
+    assert_int_equal(esc_rpc_call(ch, &ESC_M_RAYLET_GET_NODE_STATE, &req.base,
                                   (ProtobufCMessage **)&rep, 5000, 0, NULL),
                      ESC_OK);
     *leases = rep->queued_leases;
@@ -618,27 +617,23 @@ static void test_strings_must_be_utf8(void **state)
     rj.entrypoint = "python3 caf\xe9.py";
     ProtobufCMessage *rep = NULL;
     esc_status st;
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "RegisterJob", &rj.base, &rep,
-                                  5000, 0, &st),
+    assert_int_equal(esc_rpc_call(ch, &ESC_M_GCS_REGISTER_JOB, &rj.base, &rep, 5000, 0, &st),
                      ESC_INVALID_ARGUMENT);
     assert_string_equal(st.message, "RegisterJobRequest.entrypoint is not valid UTF-8");
     Escher__KvPutRequest kv = ESCHER__KV_PUT_REQUEST__INIT;
     kv.ns = "default";
     kv.key = "k\xc0\xaf";
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "KvPut", &kv.base, &rep, 5000,
-                                  0, &st),
+    assert_int_equal(esc_rpc_call(ch, &ESC_M_GCS_KV_PUT, &kv.base, &rep, 5000, 0, &st),
                      ESC_INVALID_ARGUMENT);
     assert_non_null(strstr(st.message, "KvPutRequest.key"));
 
     /* Nothing was stored: every listed entrypoint is UTF-8. A valid one goes through. */
     rj.entrypoint = "python3 caf\xc3\xa9.py";
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "RegisterJob", &rj.base, &rep,
-                                  5000, 0, &st),
+    assert_int_equal(esc_rpc_call(ch, &ESC_M_GCS_REGISTER_JOB, &rj.base, &rep, 5000, 0, &st),
                      ESC_OK);
     protobuf_c_message_free_unpacked(rep, NULL);
     Escher__ListJobsRequest lj = ESCHER__LIST_JOBS_REQUEST__INIT;
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "ListJobs", &lj.base, &rep, 5000,
-                                  0, &st),
+    assert_int_equal(esc_rpc_call(ch, &ESC_M_GCS_LIST_JOBS, &lj.base, &rep, 5000, 0, &st),
                      ESC_OK);
     const Escher__ListJobsReply *jobs = (const Escher__ListJobsReply *)rep;
     int named = 0;

@@ -698,8 +698,9 @@ static void test_batch_rejects_per_spec(void **state)
     esc_rpc_channel *ch = esc_rpc_channel_new(addr, C.token);
     ProtobufCMessage *m = NULL;
     esc_status st;
-    assert_int_equal(esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTasks",
-                                  &batch.base, &m, 10000, 0, &st), ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_TASK_SERVICE_SUBMIT_TASKS, &batch.base, &m, 10000, 0, &st),
+        ESC_OK);
     Escher__SubmitTasksReply *rep = (Escher__SubmitTasksReply *)m;
     assert_int_equal(rep->n_rejected, 2);
     assert_int_equal(rep->rejected[0], 0);

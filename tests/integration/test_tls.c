@@ -58,9 +58,9 @@ static void test_plaintext_client_refused(void **state)
     Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
     ProtobufCMessage *rep = NULL;
     esc_status st;
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "GetClusterStatus", &req.base,
-                                  &rep, 2000, 0, &st),
-                     ESC_UNAVAILABLE);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_GCS_GET_CLUSTER_STATUS, &req.base, &rep, 2000, 0, &st),
+        ESC_UNAVAILABLE);
     esc_rpc_channel_free(ch);
     setenv("ESCHER_TLS_CA", ca, 1);
     free(ca);
@@ -82,9 +82,9 @@ static void test_wrong_root_refused(void **state)
     Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
     ProtobufCMessage *rep = NULL;
     esc_status st;
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "GetClusterStatus", &req.base,
-                                  &rep, 2000, 0, &st),
-                     ESC_UNAVAILABLE);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_GCS_GET_CLUSTER_STATUS, &req.base, &rep, 2000, 0, &st),
+        ESC_UNAVAILABLE);
     esc_rpc_channel_free(ch);
     setenv("ESCHER_TLS_CA", ca, 1);
     free(ca);

@@ -121,8 +121,7 @@ int gcsf_register_node(gcs_fixture *f, int port, long cpus, char id_out[64])
     Escher__RegisterNodeRequest req = ESCHER__REGISTER_NODE_REQUEST__INIT;
     req.node = &info;
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(f->daemon, &escher__gcs__descriptor, "RegisterNode", &req.base, &rep,
-                          5000, 0, NULL);
+    int rc = esc_rpc_call(f->daemon, &ESC_M_GCS_REGISTER_NODE, &req.base, &rep, 5000, 0, NULL);
     if (rc == ESC_OK) {
         snprintf(id_out, 64, "%s", ((Escher__RegisterNodeReply *)rep)->node_id);
         protobuf_c_message_free_unpacked(rep, NULL);
@@ -138,8 +137,7 @@ int gcsf_register_job(gcs_fixture *f, esc_rpc_channel *ch, const char *ns, char 
     req.namespace_ = (char *)ns;
     req.entrypoint = (char *)"test_gcs";
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "RegisterJob", &req.base, &rep, 5000, 0,
-                          NULL);
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_REGISTER_JOB, &req.base, &rep, 5000, 0, NULL);
     if (rc == ESC_OK) {
         const Escher__RegisterJobReply *r = (const Escher__RegisterJobReply *)rep;
         snprintf(id_out, 64, "%s", r->job_id);

@@ -28,7 +28,7 @@ static int kv_put(esc_rpc_channel *ch, const char *key)
     req.value.len = 1;
     req.overwrite = true;
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "KvPut", &req.base, &rep, 5000, 0, NULL);
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_KV_PUT, &req.base, &rep, 5000, 0, NULL);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     return rc;
@@ -64,8 +64,7 @@ static int update(esc_rpc_channel *ch, const char *job_id, bool detached,
     req.ops = ptrs;
     req.n_ops = n;
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "UpdateResources", &req.base, &rep, 5000,
-                          0, st);
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_UPDATE_RESOURCES, &req.base, &rep, 5000, 0, st);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     return rc;
@@ -345,8 +344,7 @@ static int report(gcs_fixture *f, const char *id, bool *unknown)
     Escher__ReportNodeRequest req = ESCHER__REPORT_NODE_REQUEST__INIT;
     req.node_id = (char *)id;
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(f->daemon, &escher__gcs__descriptor, "ReportNode", &req.base, &rep,
-                          5000, 0, NULL);
+    int rc = esc_rpc_call(f->daemon, &ESC_M_GCS_REPORT_NODE, &req.base, &rep, 5000, 0, NULL);
     if (rep) {
         *unknown = ((Escher__ReportNodeReply *)rep)->unknown_node;
         protobuf_c_message_free_unpacked(rep, NULL);
@@ -482,15 +480,14 @@ static void test_status_demand(void **state)
     req.demand = ds;
     req.n_demand = 1;
     ProtobufCMessage *rep = NULL;
-    assert_int_equal(esc_rpc_call(f.daemon, &escher__gcs__descriptor, "ReportNode", &req.base,
-                                  &rep, 5000, 0, NULL),
-                     ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(f.daemon, &ESC_M_GCS_REPORT_NODE, &req.base, &rep, 5000, 0, NULL), ESC_OK);
     protobuf_c_message_free_unpacked(rep, NULL);
     Escher__GetClusterStatusRequest sreq = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
     esc_rpc_channel *ch = gcsf_channel(&f);
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "GetClusterStatus", &sreq.base,
-                                  &rep, 5000, 0, NULL),
-                     ESC_OK);
+    assert_int_equal(
+        esc_rpc_call(ch, &ESC_M_GCS_GET_CLUSTER_STATUS, &sreq.base, &rep, 5000, 0, NULL),
+        ESC_OK);
     const Escher__GetClusterStatusReply *s = (const Escher__GetClusterStatusReply *)rep;
     assert_int_equal(s->n_nodes, 1);
     assert_int_equal(s->nodes[0]->n_demand, 1);

@@ -16,6 +16,8 @@
 #include "daemon_calls.h"
 #include "gcs.pb-c.h"
 #include "loop.h"
+#include "object.pb-c.h"
+#include "raylet.pb-c.h"
 #include "rpc.h"
 #include "task.pb-c.h"
 
@@ -95,9 +97,13 @@ static bool daemon_key_get(const ProtobufCMessage *req)
     return !strncmp(((const Escher__KvGetRequest *)req)->key, "d:", 2);
 }
 
+/* A handle put together by hand past its service's methods: what a generated handle can
+ * never be, so the runtime's checks of handles are tested with it. */
+static const esc_rpc_method past_end = {&escher__gcs__descriptor, 1000};
+
 static const esc_rpc_daemon_call daemon_calls[] = {
-    {&escher__gcs__descriptor, "KvGet", daemon_key_get, "a daemon KvGet"},
-    {&escher__gcs__descriptor, "KvDel", NULL, NULL}, /* not served here: skipped */
+    {&ESC_M_GCS_KV_GET, daemon_key_get, "a daemon KvGet"},
+    {&ESC_M_GCS_KV_DEL, NULL, NULL}, /* not served here: skipped */
 };
 
 static esc_rpc_server *start_server(fixture *f, const char *addr)
@@ -105,11 +111,12 @@ static esc_rpc_server *start_server(fixture *f, const char *addr)
     char err[256];
     esc_rpc_server *s = esc_rpc_server_new(addr, "sekrit", esc_loop_post, f->loop, err, sizeof err);
     assert_non_null(s);
-    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), 0);
-    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "Subscribe", on_subscribe, f), 0);
-    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "WaitApplied", on_wait, f), 0);
-    static const esc_rpc_daemon_call typo[] = {{&escher__gcs__descriptor, "NoSuchMethod", NULL, NULL}};
-    assert_int_equal(esc_rpc_server_daemon_calls(s, "dkey", typo, 1), -1);
+    assert_int_equal(esc_rpc_server_handle(s, &ESC_M_GCS_KV_GET, on_kv_get, f), 0);
+    assert_int_equal(esc_rpc_server_handle(s, &ESC_M_GCS_SUBSCRIBE, on_subscribe, f), 0);
+    assert_int_equal(esc_rpc_server_handle(s, &ESC_M_GCS_WAIT_APPLIED, on_wait, f), 0);
+    static const esc_rpc_daemon_call bad[] = {{&past_end, NULL, NULL}, {NULL, NULL, NULL}};
+    assert_int_equal(esc_rpc_server_daemon_calls(s, "dkey", bad, 1), -1);
+    assert_int_equal(esc_rpc_server_daemon_calls(s, "dkey", bad + 1, 1), -1);
     assert_int_equal(esc_rpc_server_daemon_calls(s, "", daemon_calls, 2), -1);
     assert_int_equal(esc_rpc_server_daemon_calls(s, "dkey", daemon_calls, 2), 0);
     assert_int_equal(esc_rpc_server_start(s), 0);
@@ -146,8 +153,8 @@ static int kv_get(esc_rpc_channel *ch, const char *key, char *out, size_t outlen
     Escher__KvGetRequest req = ESCHER__KV_GET_REQUEST__INIT;
     req.key = (char *)key;
     Escher__KvGetReply *rep = NULL;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base,
-                          (ProtobufCMessage **)&rep, 2000, 0, st);
+    int rc =
+        esc_rpc_call(ch, &ESC_M_GCS_KV_GET, &req.base, (ProtobufCMessage **)&rep, 2000, 0, st);
     if (rc == ESC_OK) {
         snprintf(out, outlen, "%.*s", (int)rep->value.len, rep->value.data);
         protobuf_c_message_free_unpacked(&rep->base, NULL);
@@ -172,10 +179,14 @@ static void test_unary(void **state)
     /* A method the server did not register. */
     Escher__KvDelRequest del = ESCHER__KV_DEL_REQUEST__INIT;
     ProtobufCMessage *rep = NULL;
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "KvDel", &del.base, &rep, 2000, 0, &st),
+    assert_int_equal(esc_rpc_call(ch, &ESC_M_GCS_KV_DEL, &del.base, &rep, 2000, 0, &st),
                      ESC_UNIMPLEMENTED);
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "Bogus", &del.base, &rep, 2000, 0, &st),
+    /* Invalid handles: refused before any call is made. */
+    assert_int_equal(esc_rpc_call(ch, &past_end, &del.base, &rep, 2000, 0, &st),
                      ESC_UNIMPLEMENTED);
+    assert_int_equal(esc_rpc_call(ch, NULL, &del.base, &rep, 2000, 0, &st), ESC_UNIMPLEMENTED);
+    assert_null(esc_rpc_stream_open(ch, &past_end, &del.base, &st));
+    assert_int_equal(st.code, ESC_UNIMPLEMENTED);
     esc_rpc_channel_free(ch);
 }
 
@@ -264,7 +275,7 @@ static void test_stream(void **state)
     Escher__SubscribeRequest req = ESCHER__SUBSCRIBE_REQUEST__INIT;
     req.from_seq = 500;
     esc_status st;
-    esc_rpc_stream *s = esc_rpc_stream_open(ch, &escher__gcs__descriptor, "Subscribe", &req.base, &st);
+    esc_rpc_stream *s = esc_rpc_stream_open(ch, &ESC_M_GCS_SUBSCRIBE, &req.base, &st);
     assert_non_null(s);
     ProtobufCMessage *m;
     uint64_t want = 1;
@@ -286,13 +297,62 @@ static void test_deadline_and_cancel_reach_handler(void **state)
     ProtobufCMessage *rep = NULL;
     esc_status st;
     __atomic_store_n(&f->cancelled, 0, __ATOMIC_SEQ_CST);
-    assert_int_equal(esc_rpc_call(ch, &escher__gcs__descriptor, "WaitApplied", &req.base, &rep,
-                                  200, 0, &st),
+    assert_int_equal(esc_rpc_call(ch, &ESC_M_GCS_WAIT_APPLIED, &req.base, &rep, 200, 0, &st),
                      ESC_DEADLINE_EXCEEDED);
     for (int i = 0; i < 200 && !__atomic_load_n(&f->cancelled, __ATOMIC_SEQ_CST); i++)
         usleep(10000);
     assert_int_equal(__atomic_load_n(&f->cancelled, __ATOMIC_SEQ_CST), 1);
     esc_rpc_channel_free(ch);
+}
+
+/* The generated method handles (proto/gen_methods.c): each names, by service and index,
+ * the method whose proto name it carries, and together they are every method of every
+ * service, once. The services are listed here by hand, apart from the generator's list,
+ * so that a service the generator leaves out shows as a count short. */
+static void test_method_handles(void **state)
+{
+    (void)state;
+    static const ProtobufCServiceDescriptor *const services[] = {
+        &escher__gcs__descriptor,          &escher__raylet__descriptor,
+        &escher__object_store__descriptor, &escher__object_directory__descriptor,
+        &escher__task_service__descriptor,
+    };
+    const size_t nservices = sizeof services / sizeof services[0];
+    size_t total = 0;
+    for (size_t i = 0; i < nservices; i++)
+        total += services[i]->n_methods;
+    assert_int_equal(ESC_RPC_METHOD_COUNT, total);
+    for (size_t i = 0; i < ESC_RPC_METHOD_COUNT; i++) {
+        const esc_rpc_method *m = esc_rpc_methods[i];
+        assert_true(esc_rpc_method_valid(m));
+        size_t k = 0;
+        while (k < nservices && services[k] != m->svc)
+            k++;
+        assert_true(k < nservices);
+        const ProtobufCMethodDescriptor *md = esc_rpc_method_desc(m);
+        assert_ptr_equal(protobuf_c_service_descriptor_get_method_by_name(m->svc, md->name),
+                         md);
+        assert_string_equal(esc_rpc_method_name(m), md->name);
+        for (size_t j = 0; j < i; j++)
+            assert_false(esc_rpc_methods[j]->svc == m->svc &&
+                         esc_rpc_methods[j]->index == m->index);
+    }
+    /* The names: ESC_M_<service>_<method>, in upper snake case. */
+    assert_ptr_equal(ESC_M_GCS_SUBSCRIBE.svc, &escher__gcs__descriptor);
+    assert_string_equal(esc_rpc_method_name(&ESC_M_GCS_SUBSCRIBE), "Subscribe");
+    assert_string_equal(esc_rpc_method_name(&ESC_M_GCS_GET_CLUSTER_STATUS), "GetClusterStatus");
+    assert_string_equal(esc_rpc_method_name(&ESC_M_GCS_KV_PUT), "KvPut");
+    assert_ptr_equal(ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS.svc,
+                     &escher__object_directory__descriptor);
+    assert_string_equal(esc_rpc_method_name(&ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS),
+                        "GetLocations");
+    assert_string_equal(esc_rpc_method_name(&ESC_M_RAYLET_STREAM_LOGS), "StreamLogs");
+    assert_string_equal(esc_rpc_method_name(&ESC_M_OBJECT_STORE_PULL), "Pull");
+    assert_string_equal(esc_rpc_method_name(&ESC_M_TASK_SERVICE_SUBMIT_TASKS), "SubmitTasks");
+    /* What the runtime prints for a handle that is not one. */
+    assert_false(esc_rpc_method_valid(&past_end));
+    assert_false(esc_rpc_method_valid(NULL));
+    assert_string_equal(esc_rpc_method_name(&past_end), "(invalid method)");
 }
 
 static void test_malformed_request(void **state)
@@ -301,8 +361,7 @@ static void test_malformed_request(void **state)
     esc_rpc_channel *ch = esc_rpc_channel_new(f->addr, "sekrit");
     const unsigned char junk[] = {0x0a, 0x7f, 'a'};
     esc_status st;
-    assert_int_equal(esc_rpc_call_bytes(ch, &escher__gcs__descriptor, "KvGet", junk, sizeof junk,
-                                        2000, &st),
+    assert_int_equal(esc_rpc_call_bytes(ch, &ESC_M_GCS_KV_GET, junk, sizeof junk, 2000, &st),
                      ESC_INVALID_ARGUMENT);
     char out[16];
     assert_int_equal(kv_get(ch, "still-up", out, sizeof out, &st), ESC_OK);
@@ -341,8 +400,8 @@ static void test_unavailable_and_retry(void **state)
     (void)starter;
     usleep(300000);
     g.srv = start_server(&g, addr);
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base,
-                          (ProtobufCMessage **)&rep, 5000, ESC_RPC_IDEMPOTENT, &st);
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_KV_GET, &req.base, (ProtobufCMessage **)&rep, 5000,
+                          ESC_RPC_IDEMPOTENT, &st);
     assert_int_equal(rc, ESC_OK);
     protobuf_c_message_free_unpacked(&rep->base, NULL);
     esc_rpc_channel_free(ch);
@@ -363,8 +422,8 @@ static void test_retry_sends_the_request_again(void **state)
     req.key = "flaky";
     Escher__KvGetReply *rep = NULL;
     esc_status st;
-    int rc = esc_rpc_call(ch, &escher__gcs__descriptor, "KvGet", &req.base,
-                          (ProtobufCMessage **)&rep, 5000, ESC_RPC_IDEMPOTENT, &st);
+    int rc = esc_rpc_call(ch, &ESC_M_GCS_KV_GET, &req.base, (ProtobufCMessage **)&rep, 5000,
+                          ESC_RPC_IDEMPOTENT, &st);
     assert_int_equal(rc, ESC_OK);
     assert_int_equal(__atomic_load_n(&f->flaked, __ATOMIC_SEQ_CST), 2);
     assert_int_equal(rep->value.len, strlen("flaky"));
@@ -382,7 +441,7 @@ static void test_bind_conflict(void **state)
     assert_non_null(strstr(err, "cannot listen"));
 }
 
-/* A registration that fails (a method its service does not have, the same method twice)
+/* A registration that fails (a handle past its service's methods, the same method twice)
  * returns -1, and the server then refuses to start: no method silently UNIMPLEMENTED. */
 static void test_failed_registration_refuses_start(void **state)
 {
@@ -391,17 +450,18 @@ static void test_failed_registration_refuses_start(void **state)
     esc_rpc_server *s = esc_rpc_server_new("127.0.0.1:0", NULL, esc_loop_post, f->loop, err,
                                            sizeof err);
     assert_non_null(s);
-    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), 0);
-    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "NoSuchMethod", on_wait, f), -1);
-    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), -1);
+    assert_int_equal(esc_rpc_server_handle(s, &ESC_M_GCS_KV_GET, on_kv_get, f), 0);
+    assert_int_equal(esc_rpc_server_handle(s, &past_end, on_wait, f), -1);
+    assert_int_equal(esc_rpc_server_handle(s, NULL, on_wait, f), -1);
+    assert_int_equal(esc_rpc_server_handle(s, &ESC_M_GCS_KV_GET, on_kv_get, f), -1);
     assert_int_equal(esc_rpc_server_start(s), -1);
     esc_rpc_server_free(s);
 
     /* Only the duplicate: refused too. */
     s = esc_rpc_server_new("127.0.0.1:0", NULL, esc_loop_post, f->loop, err, sizeof err);
     assert_non_null(s);
-    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), 0);
-    assert_int_equal(esc_rpc_server_handle(s, &escher__gcs__descriptor, "KvGet", on_kv_get, f), -1);
+    assert_int_equal(esc_rpc_server_handle(s, &ESC_M_GCS_KV_GET, on_kv_get, f), 0);
+    assert_int_equal(esc_rpc_server_handle(s, &ESC_M_GCS_KV_GET, on_kv_get, f), -1);
     assert_int_equal(esc_rpc_server_start(s), -1);
     esc_rpc_server_free(s);
 }
@@ -415,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_spec_is_forward),
         cmocka_unit_test(test_stream),
         cmocka_unit_test(test_deadline_and_cancel_reach_handler),
+        cmocka_unit_test(test_method_handles),
         cmocka_unit_test(test_malformed_request),
         cmocka_unit_test(test_bind_conflict),
         cmocka_unit_test(test_failed_registration_refuses_start),
