@@ -13,15 +13,7 @@
 
 #include "gcs.pb-c.h"
 #include "object.pb-c.h"
-#include "raylet.pb-c.h"
-#include "task.pb-c.h"
-
-static const ProtobufCServiceDescriptor *const services[] = {
-    &escher__gcs__descriptor,          &escher__raylet__descriptor,
-    &escher__object_store__descriptor, &escher__object_directory__descriptor,
-    &escher__task_service__descriptor,
-};
-#define NSERVICES (sizeof services / sizeof services[0])
+#include "rpc_methods.h" /* every method of every service: generated from the .proto files */
 
 /* The rows the GCS stores and reloads after a restart (gcs/persist.c unpacks each
  * table's values as these before handing them to the tables). */
@@ -32,24 +24,16 @@ static const ProtobufCMessageDescriptor *const rows[] = {
 #define NROWS (sizeof rows / sizeof rows[0])
 
 /* Selector bit 1 set: stored row k (modulo their count). Else the message type of method
- * number k among all services' (modulo their count), its reply when bit 0 is set. */
+ * number k of the generated table (modulo its size), its reply when bit 0 is set. The
+ * table follows the .proto files, so a method added there is fuzzed without an edit
+ * here. */
 static const ProtobufCMessageDescriptor *pick(unsigned k, unsigned sel)
 {
     if (sel & 2)
         return rows[k % NROWS];
-    int reply = sel & 1;
-    unsigned total = 0;
-    for (size_t i = 0; i < NSERVICES; i++)
-        total += services[i]->n_methods;
-    k %= total;
-    for (size_t i = 0; i < NSERVICES; i++) {
-        if (k < services[i]->n_methods) {
-            const ProtobufCMethodDescriptor *m = &services[i]->methods[k];
-            return reply ? m->output : m->input;
-        }
-        k -= services[i]->n_methods;
-    }
-    abort();
+    const ProtobufCMethodDescriptor *m =
+        esc_rpc_method_desc(esc_rpc_methods[k % ESC_RPC_METHOD_COUNT]);
+    return (sel & 1) ? m->output : m->input;
 }
 
 /* Packs m into a new buffer, checking the size protobuf-c announced. */
