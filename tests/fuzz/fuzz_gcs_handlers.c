@@ -38,9 +38,10 @@ static const ProtobufCServiceDescriptor *const services[] = {
 };
 #define NSERVICES (sizeof services / sizeof services[0])
 
-static const char *const held_by_design[] = {"WaitApplied", "GetLocations", "WaitObjects",
-                                             NULL};
-static const char *const streaming[] = {"Subscribe", NULL};
+static const esc_rpc_method *const held_by_design[] = {
+    &ESC_M_GCS_WAIT_APPLIED, &ESC_M_OBJECT_DIRECTORY_GET_LOCATIONS,
+    &ESC_M_OBJECT_DIRECTORY_WAIT_OBJECTS, NULL};
+static const esc_rpc_method *const streaming[] = {&ESC_M_GCS_SUBSCRIBE, NULL};
 
 static void new_job(void)
 {
@@ -100,8 +101,8 @@ static bool answering(void)
 {
     Escher__GetClusterStatusRequest req = ESCHER__GET_CLUSTER_STATUS_REQUEST__INIT;
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(callers[2], &escher__gcs__descriptor, "GetClusterStatus", &req.base,
-                          &rep, 10000, 0, NULL);
+    int rc = esc_rpc_call(callers[2], &ESC_M_GCS_GET_CLUSTER_STATUS, &req.base, &rep, 10000, 0,
+                          NULL);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     return rc == ESC_OK;
@@ -116,15 +117,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 2)
         return 0;
-    const ProtobufCServiceDescriptor *svc;
-    unsigned k;
-    fuzz_pick_method(services, NSERVICES, data[0], &svc, &k);
-    const char *method = svc->methods[k].name;
-    if (fuzz_name_in(method, streaming))
+    const esc_rpc_method picked = fuzz_pick_method(services, NSERVICES, data[0]);
+    const char *method = esc_rpc_method_name(&picked);
+    if (fuzz_method_in(&picked, streaming))
         return 0;
-    bool held = fuzz_name_in(method, held_by_design);
+    bool held = fuzz_method_in(&picked, held_by_design);
     const fuzz_fill fills[] = {{"job_id", job_id}, {"node_id", node_ids[(data[1] >> 2) & 1]}};
-    int rc = fuzz_call(callers[data[1] % 3], svc, k, data + 2, size - 2, fills, 2, NULL,
+    int rc = fuzz_call(callers[data[1] % 3], &picked, data + 2, size - 2, fills, 2, NULL,
                        held ? 50 : 10000);
     if (rc == ESC_DEADLINE_EXCEEDED && !held) {
         fprintf(stderr, "fuzz_gcs_handlers: %s was never answered\n", method);

@@ -44,8 +44,11 @@ static const ProtobufCServiceDescriptor *const services[] = {
     &escher__task_service__descriptor,
 };
 #define NSERVICES (sizeof services / sizeof services[0])
-static const char *const held_by_design[] = {"RequestLease", "ResizeActor", NULL};
-static const char *const streaming[] = {"StreamLogs", "Pull", "WatchResults", NULL};
+static const esc_rpc_method *const held_by_design[] = {
+    &ESC_M_RAYLET_REQUEST_LEASE, &ESC_M_TASK_SERVICE_RESIZE_ACTOR, NULL};
+static const esc_rpc_method *const streaming[] = {
+    &ESC_M_RAYLET_STREAM_LOGS, &ESC_M_OBJECT_STORE_PULL, &ESC_M_TASK_SERVICE_WATCH_RESULTS,
+    NULL};
 
 static void *run_raylet(void *p)
 {
@@ -204,8 +207,8 @@ static bool answering(void)
 {
     Escher__GetNodeStateRequest req = ESCHER__GET_NODE_STATE_REQUEST__INIT;
     ProtobufCMessage *rep = NULL;
-    int rc = esc_rpc_call(callers[0], &escher__raylet__descriptor, "GetNodeState", &req.base,
-                          &rep, 10000, 0, NULL);
+    int rc = esc_rpc_call(callers[0], &ESC_M_RAYLET_GET_NODE_STATE, &req.base, &rep, 10000, 0,
+                          NULL);
     if (rep)
         protobuf_c_message_free_unpacked(rep, NULL);
     return rc == ESC_OK;
@@ -221,20 +224,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size < 2)
         return 0;
-    const ProtobufCServiceDescriptor *svc;
-    unsigned k;
-    fuzz_pick_method(services, NSERVICES, data[0], &svc, &k);
-    const char *method = svc->methods[k].name;
-    if (fuzz_name_in(method, streaming))
+    const esc_rpc_method picked = fuzz_pick_method(services, NSERVICES, data[0]);
+    const char *method = esc_rpc_method_name(&picked);
+    if (fuzz_method_in(&picked, streaming))
         return 0;
-    bool held = fuzz_name_in(method, held_by_design);
+    bool held = fuzz_method_in(&picked, held_by_design);
     char task_id[40];
     snprintf(task_id, sizeof task_id, "fuzztask%lu", ++ntask);
     const fuzz_fill fills[] = {{"job_id", job_id},
                                {"job_credential", job_credential},
                                {"node_id", node_id},
                                {"task_id", task_id}};
-    int rc = fuzz_call(callers[data[1] % 3], svc, k, data + 2, size - 2, fills, 4, defang,
+    int rc = fuzz_call(callers[data[1] % 3], &picked, data + 2, size - 2, fills, 4, defang,
                        held ? 50 : 10000);
     if (rc == ESC_DEADLINE_EXCEEDED && !held) {
         fprintf(stderr, "fuzz_raylet_handlers: %s was never answered\n", method);

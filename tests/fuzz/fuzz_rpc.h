@@ -59,10 +59,9 @@ static void fuzz_fill_strings(ProtobufCMessage *m, const fuzz_fill *fills, size_
 }
 
 /* The method number `pick` selects among every method of services[0..n) in order
- * (modulo their count): its service in *svc, its index there in *index. */
-static void fuzz_pick_method(const ProtobufCServiceDescriptor *const *services, size_t n,
-                             unsigned pick, const ProtobufCServiceDescriptor **svc,
-                             unsigned *index)
+ * (modulo their count), as a method handle (a valid one: an index of its service). */
+static esc_rpc_method fuzz_pick_method(const ProtobufCServiceDescriptor *const *services,
+                                       size_t n, unsigned pick)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
@@ -70,28 +69,28 @@ static void fuzz_pick_method(const ProtobufCServiceDescriptor *const *services, 
     size_t k = pick % total, s = 0;
     while (k >= services[s]->n_methods)
         k -= services[s++]->n_methods;
-    *svc = services[s];
-    *index = (unsigned)k;
+    return (esc_rpc_method){services[s], (unsigned)k};
 }
 
-/* True when name is one of names (NULL-terminated). */
-static bool fuzz_name_in(const char *name, const char *const *names)
+/* True when m is one of methods (generated handles, NULL-terminated): compared by
+ * service and index, since m is a copy. */
+static bool fuzz_method_in(const esc_rpc_method *m, const esc_rpc_method *const *methods)
 {
-    for (; *names; names++)
-        if (!strcmp(name, *names))
+    for (; *methods; methods++)
+        if ((*methods)->svc == m->svc && (*methods)->index == m->index)
             return true;
     return false;
 }
 
-/* Sends bytes as a request of method `index` of svc over ch: when they unpack as its
- * request, with the empty fields of fills filled, then edit(request) when edit is not
- * NULL, and packed again; else as they are (the server cannot unpack them either).
- * Returns the call's status code. */
-static int fuzz_call(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
-                     unsigned index, const uint8_t *bytes, size_t len, const fuzz_fill *fills,
-                     size_t nfills, void (*edit)(ProtobufCMessage *req), int timeout_ms)
+/* Sends bytes as a request of method over ch: when they unpack as its request, with the
+ * empty fields of fills filled, then edit(request) when edit is not NULL, and packed
+ * again; else as they are (the server cannot unpack them either). Returns the call's
+ * status code. */
+static int fuzz_call(esc_rpc_channel *ch, const esc_rpc_method *method, const uint8_t *bytes,
+                     size_t len, const fuzz_fill *fills, size_t nfills,
+                     void (*edit)(ProtobufCMessage *req), int timeout_ms)
 {
-    const ProtobufCMethodDescriptor *m = &svc->methods[index];
+    const ProtobufCMethodDescriptor *m = esc_rpc_method_desc(method);
     ProtobufCMessage *req = protobuf_c_message_unpack(m->input, NULL, len, bytes);
     uint8_t *packed = NULL;
     if (req) {
@@ -106,7 +105,7 @@ static int fuzz_call(esc_rpc_channel *ch, const ProtobufCServiceDescriptor *svc,
         protobuf_c_message_free_unpacked(req, NULL);
     }
     esc_status st;
-    int rc = esc_rpc_call_bytes(ch, svc, m->name, packed ? packed : bytes, len, timeout_ms, &st);
+    int rc = esc_rpc_call_bytes(ch, method, packed ? packed : bytes, len, timeout_ms, &st);
     free(packed);
     return rc;
 }

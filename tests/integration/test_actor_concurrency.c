@@ -360,7 +360,7 @@ static void assert_raylet_refuses_second_creation(esc_client *cl, const esc_acto
     spec.max_concurrency = 1;
     Escher__SubmitTaskReply *rep = NULL;
     esc_status st;
-    int rc = esc_rpc_call(ch, &escher__task_service__descriptor, "SubmitTask", &spec.base,
+    int rc = esc_rpc_call(ch, &ESC_M_TASK_SERVICE_SUBMIT_TASK, &spec.base,
                           (ProtobufCMessage **)&rep, 5000, 0, &st);
     if (rc != ESC_ALREADY_EXISTS)
         fprintf(stderr, "second creation: %s %s\n", esc_status_name(rc), st.message);
