@@ -157,6 +157,9 @@ typedef struct gcs {
 /* Opens storage and loads every table into a new g (cfg copied; its strings must outlive
  * g). 0, or -1 with err; gcs_close must follow either way. */
 int gcs_open(gcs *g, const gcs_config *cfg, char *err, size_t errlen);
+/* The same with a store already open (taken: gcs_close closes it), whose tables are
+ * loaded as a restarted GCS loads them (tests/fuzz/fuzz_gcs_persist.c). */
+int gcs_open_store(gcs *g, const gcs_config *cfg, esc_storage *store, char *err, size_t errlen);
 /* Starts serving on the loop (storage attached to it, server, endpoints, sweep timer);
  * the caller then runs the loop. 0, or 1 after printing why not. */
 int gcs_start(gcs *g);

@@ -15,11 +15,16 @@ typedef struct {
     long bad;
 } load_ctx;
 
+/* A node's and a job's row is stored under its id: a row whose id is another (written
+ * by something else, or damaged) is unreadable, not a second entry for that id. */
 static void load_node(void *ud, const char *key, const void *value, size_t len)
 {
-    (void)key;
     load_ctx *c = ud;
     Escher__NodeInfo *n = escher__node_info__unpack(NULL, len, value);
+    if (n && strcmp(n->node_id, key) != 0) {
+        protobuf_c_message_free_unpacked(&n->base, NULL);
+        n = NULL;
+    }
     if (!n) {
         c->bad++;
         return;
@@ -29,9 +34,12 @@ static void load_node(void *ud, const char *key, const void *value, size_t len)
 
 static void load_job(void *ud, const char *key, const void *value, size_t len)
 {
-    (void)key;
     load_ctx *c = ud;
     Escher__JobInfo *j = escher__job_info__unpack(NULL, len, value);
+    if (j && strcmp(j->job_id, key) != 0) {
+        protobuf_c_message_free_unpacked(&j->base, NULL);
+        j = NULL;
+    }
     if (!j) {
         c->bad++;
         return;

@@ -151,10 +151,19 @@ void gcs_stop(gcs *g)
 
 int gcs_open(gcs *g, const gcs_config *cfg, char *err, size_t errlen)
 {
+    esc_storage *store = esc_storage_open(cfg->storage_uri, err, errlen);
+    if (!store) {
+        memset(g, 0, sizeof *g);
+        return -1;
+    }
+    return gcs_open_store(g, cfg, store, err, errlen);
+}
+
+int gcs_open_store(gcs *g, const gcs_config *cfg, esc_storage *store, char *err, size_t errlen)
+{
     memset(g, 0, sizeof *g);
     g->cfg = *cfg;
-    if (!(g->store = esc_storage_open(g->cfg.storage_uri, err, errlen)))
-        return -1;
+    g->store = store;
     g->loop = esc_loop_new();
     g->nodes = esc_strmap_new();
     g->registry = esc_strmap_new();

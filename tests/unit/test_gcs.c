@@ -498,6 +498,45 @@ static void test_status_demand(void **state)
     gcsf_stop(&f);
 }
 
+/* ------------------------------------------------------------------ persistence */
+
+/* A restarted GCS loads what storage holds: the sequence number, nodes and jobs under
+ * their ids. A row filed under another id than its own is skipped as unreadable (it
+ * would otherwise be a second entry for that id, and the first would be lost). */
+static void test_persist_load(void **state)
+{
+    (void)state;
+    char err[256];
+    esc_storage *store = esc_storage_open("memory", err, sizeof err);
+    assert_non_null(store);
+    esc_storage_batch *b = esc_storage_batch_new();
+    esc_storage_put(b, GCS_T_META, "seq", "42", 2);
+    Escher__NodeInfo n = ESCHER__NODE_INFO__INIT;
+    n.node_id = (char *)"aaaaaaaaaaaaaaaa";
+    n.address = (char *)"127.0.0.1:1";
+    gcs_put_msg(b, GCS_T_NODES, n.node_id, &n.base);
+    gcs_put_msg(b, GCS_T_NODES, "bbbbbbbbbbbbbbbb", &n.base); /* misfiled */
+    Escher__JobInfo j = ESCHER__JOB_INFO__INIT;
+    j.job_id = (char *)"cccccccccccccccc";
+    j.namespace_ = (char *)"ns";
+    gcs_put_msg(b, GCS_T_JOBS, j.job_id, &j.base);
+    gcs_put_msg(b, GCS_T_JOBS, "dddddddddddddddd", &j.base); /* misfiled */
+    assert_int_equal(esc_storage_commit(store, b, err, sizeof err), 0);
+    gcs_config cfg = {.bind = "127.0.0.1", .storage_uri = "memory", .node_timeout_ms = 10000,
+                      .heartbeat_ms = 1000, .job_timeout_ms = 10000,
+                      .max_resources_per_job = 100000, .storage_timeout_ms = 5000,
+                      .dead_node_retention_ms = 60000, .metrics_port = -1,
+                      .dashboard_port = -1, .event_history = GCS_EVENT_HISTORY_DEFAULT};
+    gcs g;
+    assert_int_equal(gcs_open_store(&g, &cfg, store, err, sizeof err), 0);
+    assert_int_equal(g.seq, 42);
+    assert_int_equal(esc_strmap_count(g.nodes), 1);
+    assert_non_null(gcs_node_find(&g, "aaaaaaaaaaaaaaaa"));
+    assert_int_equal(esc_strmap_count(g.jobs), 1);
+    assert_non_null(gcs_job_find(&g, "cccccccccccccccc"));
+    gcs_close(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_node_death_and_forgetting),
         cmocka_unit_test(test_job_sweep),
         cmocka_unit_test(test_status_demand),
+        cmocka_unit_test(test_persist_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
