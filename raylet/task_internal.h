@@ -47,7 +47,9 @@ typedef struct task_entry {
     accounting_req *req;              /* names point into spec */
     size_t nreq;
     int64_t gpus;                   /* the GPU quantity requested (fixed point) */
-    gpu_grant grant;                /* the instances it holds while running */
+    gpu_grant *grant;               /* the GPU instances it holds while running; NULL
+                                       when it holds none (most tasks, and every queued
+                                       one: a grant is 780 bytes) */
     char *shape_key;                /* while queued: its shape's key in tm->shapes */
     uint64_t start_ms;              /* wall clock when it last started here; 0 before */
 } task_entry;

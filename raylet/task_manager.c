@@ -58,6 +58,7 @@ void task_entry_free(task_entry *e)
     free(e->shape_key);
     protobuf_c_message_free_unpacked(&e->spec->base, NULL);
     free(e->req);
+    free(e->grant);
     free(e);
 }
 
@@ -143,8 +144,11 @@ bool task_fits_now(task_manager *tm, const task_entry *e)
 static void release(task_manager *tm, task_entry *e)
 {
     accounting_release(tm->r->acct, e->req, e->nreq);
-    gpu_slots_release(tm->gpus, &e->grant);
-    memset(&e->grant, 0, sizeof e->grant);
+    if (e->grant) {
+        gpu_slots_release(tm->gpus, e->grant);
+        free(e->grant);
+        e->grant = NULL;
+    }
     raylet_changed(tm->r, true);
 }
 
@@ -223,7 +227,14 @@ static void run(task_manager *tm, task_entry *e)
         task_enqueue(tm, e);
         return;
     }
-    gpu_slots_acquire(tm->gpus, gpus, &e->grant);
+    if (gpus > 0) {
+        e->grant = calloc(1, sizeof *e->grant);
+        if (!e->grant)
+            abort();
+        gpu_slots_acquire(tm->gpus, gpus, e->grant);
+    }
+    static const gpu_grant no_gpus;
+    const gpu_grant *grant = e->grant ? e->grant : &no_gpus;
     e->start_ms = esc_wall_ms();
     raylet_changed(r, false);
     esc_strmap_put(tm->running, e->spec->task_id, e);
@@ -233,7 +244,7 @@ static void run(task_manager *tm, task_entry *e)
      * SDK: a client they connect joins their job (ESCHER_JOB_ID, set by the pool). */
     char node_env[200], gpu_env[300], ids[256], gcs_env[400], token_env[600], mps_env[64];
     snprintf(node_env, sizeof node_env, "ESCHER_NODE_ID=%s", r->node_id);
-    gpu_grant_format(&e->grant, ids, sizeof ids);
+    gpu_grant_format(grant, ids, sizeof ids);
     snprintf(gpu_env, sizeof gpu_env, "CUDA_VISIBLE_DEVICES=%s", ids);
     snprintf(gcs_env, sizeof gcs_env, "ESCHER_ADDRESS=%s", r->cfg.gcs_address);
     snprintf(token_env, sizeof token_env, "ESCHER_TOKEN=%s", r->cfg.token ? r->cfg.token : "");
@@ -242,7 +253,7 @@ static void run(task_manager *tm, task_entry *e)
     if (r->cfg.token)
         env[nenv++] = token_env;
     /* A share of one GPU under MPS: that share of its threads (gpu_slots.h). */
-    int pct = tm->mps ? gpu_grant_mps_percentage(&e->grant) : 0;
+    int pct = tm->mps ? gpu_grant_mps_percentage(grant) : 0;
     snprintf(mps_env, sizeof mps_env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", pct);
     if (pct)
         env[nenv++] = mps_env;
