@@ -15,6 +15,7 @@
 #include "client_internal.h"
 #include "ids.h"
 #include "task.pb-c.h"
+#include "xalloc.h"
 
 #define ACTOR_KV_NS "_actors"
 #define ACTOR_STATE_NS "_actor_state"
@@ -43,9 +44,9 @@ int esc_actor_create(esc_client *c, const esc_actor_spec *spec, esc_actor **out,
     if (spec->max_concurrency > ESC_ACTOR_MAX_CONCURRENCY)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "max_concurrency %u is over %d",
                               spec->max_concurrency, ESC_ACTOR_MAX_CONCURRENCY);
-    esc_actor *a = calloc(1, sizeof *a);
+    esc_actor *a = esc_xcalloc(1, sizeof *a);
     esc_random_hex(a->id, ESC_ID_HEX);
-    a->library = strdup(spec->library);
+    a->library = esc_xstrdup(spec->library);
     esc_task_spec t = {.name = spec->name ? spec->name : "actor", .library = spec->library,
                        .symbol = spec->init_symbol, .resources = spec->resources,
                        .nresources = spec->nresources, .args = spec->init_args,
@@ -206,9 +207,9 @@ int esc_actor_kill(esc_client *c, esc_actor *a, esc_status *st)
 /* The reply's holding as the caller's array of amounts (names copied). */
 static void copy_holding(const Escher__ResizeActorReply *rep, esc_amount **held, size_t *nheld)
 {
-    esc_amount *v = calloc(rep->n_resources + 1, sizeof *v);
+    esc_amount *v = esc_xcalloc(rep->n_resources + 1, sizeof *v);
     for (size_t i = 0; v && i < rep->n_resources; i++)
-        v[i] = (esc_amount){.name = strdup(rep->resources[i]->name),
+        v[i] = (esc_amount){.name = esc_xstrdup(rep->resources[i]->name),
                             .value = rep->resources[i]->value};
     *held = v;
     *nheld = v ? rep->n_resources : 0;
@@ -229,8 +230,8 @@ int esc_actor_resize(esc_client *c, esc_actor *a, const esc_amount *resources, s
     if (rc != ESC_OK)
         return rc;
     Escher__ResizeActorRequest req = ESCHER__RESIZE_ACTOR_REQUEST__INIT;
-    Escher__Amount *amounts = calloc(n + 1, sizeof *amounts);
-    Escher__Amount **ptrs = calloc(n + 1, sizeof *ptrs);
+    Escher__Amount *amounts = esc_xcalloc(n + 1, sizeof *amounts);
+    Escher__Amount **ptrs = esc_xcalloc(n + 1, sizeof *ptrs);
     for (size_t i = 0; i < n; i++) {
         escher__amount__init(&amounts[i]);
         amounts[i].name = (char *)(resources[i].name ? resources[i].name : "");

@@ -6,6 +6,7 @@
 
 #include "client_internal.h"
 #include "ids.h"
+#include "xalloc.h"
 
 struct esc_changes {
     esc_waker wake;
@@ -41,7 +42,7 @@ int esc_changes_start(esc_client *c, const esc_watch_filter *f, esc_changes_keep
                       esc_status *st)
 {
     *out = NULL;
-    esc_changes *w = calloc(1, sizeof *w);
+    esc_changes *w = esc_xcalloc(1, sizeof *w);
     if (!w)
         return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory");
     esc_waker_init(&w->wake);

@@ -14,6 +14,7 @@
 #include "names.h"
 #include "session.h"
 #include "utf8.h"
+#include "xalloc.h"
 
 #define DEFAULT_TIMEOUT_MS 10000
 /* Disconnect should not hang a process on a GCS that is gone: the job then ends by
@@ -23,7 +24,7 @@
 
 char *esc_client_strdup(const char *s)
 {
-    return strdup(s ? s : "");
+    return esc_xstrdup(s ? s : "");
 }
 
 int esc_client_call(esc_client *c, const esc_rpc_method *method, const ProtobufCMessage *req,
@@ -39,10 +40,10 @@ static char *discover(const char *explicit_value, const char *env, const char *d
                       const char *file, bool secret)
 {
     if (explicit_value && *explicit_value)
-        return strdup(explicit_value);
+        return esc_xstrdup(explicit_value);
     const char *e = env ? getenv(env) : NULL;
     if (e && *e)
-        return strdup(e);
+        return esc_xstrdup(e);
     if (!secret)
         return esc_session_read(dir, file);
     char err[1024];
@@ -132,7 +133,7 @@ static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **to
                              esc_status *st)
 {
     const char *dir = esc_session_dir(o->session_dir);
-    c->session_dir = strdup(dir);
+    c->session_dir = esc_xstrdup(dir);
     /* $ESCHER_ADDRESS is how a job's entrypoint, run by a worker on any node, finds the
      * cluster that runs it (escher job submit sets it). */
     c->address = discover(o->address, "ESCHER_ADDRESS", dir, "gcs_address", false);
@@ -145,7 +146,7 @@ static int resolve_endpoints(esc_client *c, const esc_connect_opts *o, char **to
     *token = discover(o->token, "ESCHER_TOKEN", dir, "token", true);
     c->node_id = discover(o->node_id, "ESCHER_NODE_ID", dir, "node_id", false);
     if (!c->node_id)
-        c->node_id = strdup("");
+        c->node_id = esc_xstrdup("");
     return ESC_OK;
 }
 
@@ -228,7 +229,7 @@ int esc_connect(const esc_connect_opts *opts, esc_client **out, esc_status *st)
                               "invalid namespace \"%s\": 1-64 characters of A-Z a-z 0-9 _ . -, "
                               "not starting with '.'",
                               o->namespace_);
-    esc_client *c = calloc(1, sizeof *c);
+    esc_client *c = esc_xcalloc(1, sizeof *c);
     esc_client_raylets_init(c);
     pthread_mutex_init(&c->owner_mu, NULL);
     pthread_mutex_init(&c->watch_mu, NULL);

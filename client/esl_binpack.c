@@ -7,6 +7,7 @@
 #include "escher/esl.h"
 #include "esl_internal.h"
 #include "esl_monitor.h"
+#include "xalloc.h"
 
 #define APPLY_WAIT_MS 5000
 
@@ -41,8 +42,8 @@ static int activate(esl_binpack *b, const char *node_id, esc_status *st)
     const char *ids[1] = {node_id};
     esc_wait_applied(b->c, seq, ids, 1, APPLY_WAIT_MS, NULL);
     pthread_mutex_lock(&b->mu);
-    b->active = realloc(b->active, (b->nactive + 1) * sizeof *b->active);
-    b->active[b->nactive++] = strdup(node_id);
+    b->active = esc_xrealloc(b->active, (b->nactive + 1) * sizeof *b->active);
+    b->active[b->nactive++] = esc_xstrdup(node_id);
     pthread_mutex_unlock(&b->mu);
     return ESC_OK;
 }
@@ -107,9 +108,9 @@ int esl_binpack_new(esc_client *c, const char *name, const esl_request *shape,
     int rc = first_node(c, shape, first, sizeof first, st);
     if (rc != ESC_OK)
         return rc;
-    esl_binpack *b = calloc(1, sizeof *b);
+    esl_binpack *b = esc_xcalloc(1, sizeof *b);
     b->c = c;
-    b->name = strdup(name);
+    b->name = esc_xstrdup(name);
     snprintf(b->full, sizeof b->full, "%s/%s", esc_client_namespace(c), name);
     for (size_t i = 0; i < shape->n; i++)
         esl_request_add(&b->shape, shape->v[i].name, shape->v[i].value);

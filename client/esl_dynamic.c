@@ -6,6 +6,7 @@
 #include "escher/esl.h"
 #include "esl_internal.h"
 #include "esl_monitor.h"
+#include "xalloc.h"
 
 
 struct esl_dynamic {
@@ -68,9 +69,9 @@ int esl_dynamic_new(esc_client *c, const char *name, const esl_request *shape,
     if (rc != ESC_OK)
         return rc;
     esc_wait_applied(c, seq, NULL, 0, 5000, NULL);
-    esl_dynamic *d = calloc(1, sizeof *d);
+    esl_dynamic *d = esc_xcalloc(1, sizeof *d);
     d->c = c;
-    d->name = strdup(name);
+    d->name = esc_xstrdup(name);
     snprintf(d->full, sizeof d->full, "%s/%s", esc_client_namespace(c), name);
     for (size_t i = 0; shape && i < shape->n; i++)
         esl_request_add(&d->shape, shape->v[i].name, shape->v[i].value);

@@ -19,6 +19,7 @@
 
 #include "ids.h"
 #include "names.h"
+#include "xalloc.h"
 
 #define DEFAULT_TIMEOUT_MS 10000
 #define MIN_ATTEMPT_MS 100
@@ -134,10 +135,10 @@ int gang_check_args(esc_client *c, const char *name, unsigned members,
 
 esl_gang *gang_new(esc_client *c, const char *name)
 {
-    esl_gang *g = calloc(1, sizeof *g);
+    esl_gang *g = esc_xcalloc(1, sizeof *g);
     char full[ESC_FULLNAME_MAX];
     esc_name_join(esc_client_namespace(c), name, full, sizeof full);
-    g->name = strdup(name);
+    g->name = esc_xstrdup(name);
     esl_request_add(&g->request, full, ESC_QTY_UNIT);
     return g;
 }
@@ -196,8 +197,8 @@ int gang_place(esc_client *c, esl_gang *g, unsigned members, const esl_request *
     int rc = esc_get_cluster_resources(c, &s, st);
     if (rc != ESC_OK)
         return rc;
-    unsigned *room_now = calloc(s->nnodes + 1, sizeof *room_now);
-    unsigned *room_ever = calloc(s->nnodes + 1, sizeof *room_ever);
+    unsigned *room_now = esc_xcalloc(s->nnodes + 1, sizeof *room_now);
+    unsigned *room_ever = esc_xcalloc(s->nnodes + 1, sizeof *room_ever);
     unsigned long long now = 0, ever = 0;
     bool in_use = false;
     for (size_t i = 0; i < s->nnodes; i++) {
@@ -222,15 +223,15 @@ int gang_place(esc_client *c, esl_gang *g, unsigned members, const esl_request *
         /* Room now if there is; else queue for the physical capacity by totals: pending
          * carves are served before other work as tasks release. */
         const unsigned *room = now >= members ? room_now : room_ever;
-        unsigned *counts = calloc(s->nnodes + 1, sizeof *counts);
+        unsigned *counts = esc_xcalloc(s->nnodes + 1, sizeof *counts);
         deal(room, s->nnodes, members, pack, counts);
         gang_free_nodes(g);
-        g->node_ids = calloc(s->nnodes + 1, sizeof *g->node_ids);
-        g->counts = calloc(s->nnodes + 1, sizeof *g->counts);
+        g->node_ids = esc_xcalloc(s->nnodes + 1, sizeof *g->node_ids);
+        g->counts = esc_xcalloc(s->nnodes + 1, sizeof *g->counts);
         for (size_t i = 0; i < s->nnodes; i++) {
             if (counts[i] == 0)
                 continue;
-            g->node_ids[g->nnodes] = strdup(s->nodes[i].id);
+            g->node_ids[g->nnodes] = esc_xstrdup(s->nodes[i].id);
             g->counts[g->nnodes++] = counts[i];
         }
         free(counts);

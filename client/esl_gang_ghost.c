@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "strmap.h"
+#include "xalloc.h"
 
 static double wall_ms(void)
 {
@@ -93,13 +94,13 @@ static int read_reports(esc_client *c, esl_gang *g, unsigned members, unsigned *
             }
         }
         gang_free_nodes(g);
-        g->node_ids = calloc(esc_strmap_count(count) + 1, sizeof *g->node_ids);
-        g->counts = calloc(esc_strmap_count(count) + 1, sizeof *g->counts);
+        g->node_ids = esc_xcalloc(esc_strmap_count(count) + 1, sizeof *g->node_ids);
+        g->counts = esc_xcalloc(esc_strmap_count(count) + 1, sizeof *g->counts);
         size_t pos = 0;
         const char *key;
         void *val;
         while (esc_strmap_next(count, &pos, &key, &val)) {
-            g->node_ids[g->nnodes] = strdup(key);
+            g->node_ids[g->nnodes] = esc_xstrdup(key);
             g->counts[g->nnodes++] = (unsigned)(intptr_t)val;
         }
         esc_strmap_free(count);
@@ -195,7 +196,7 @@ int esl_gang_reserve_ghost(esc_client *c, const char *name, unsigned members,
     esl_gang *g = gang_new(c, name);
     g->ghost = true;
     g->attempts = 1;
-    esc_ref **refs = calloc(members, sizeof *refs);
+    esc_ref **refs = esc_xcalloc(members, sizeof *refs);
     bool committed = false;
     /* The ghosts' reports, followed from before the first can be written. */
     char prefix[96];

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "changes.h"
+#include "xalloc.h"
 
 #define ESTABLISH_MS 10000
 
@@ -34,7 +35,7 @@ int esl_monitor_start(esc_client *c, const char *prefix, bool follow_owner,
                       void (*step)(void *ud), void *ud, esl_monitor **out, esc_status *st)
 {
     *out = NULL;
-    esl_monitor *m = calloc(1, sizeof *m);
+    esl_monitor *m = esc_xcalloc(1, sizeof *m);
     if (!m)
         return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory");
     m->step = step;

@@ -11,6 +11,7 @@
 
 #include "escher/esl.h"
 #include "esl_internal.h"
+#include "xalloc.h"
 
 #define APPLY_WAIT_MS 5000
 
@@ -52,9 +53,9 @@ size_t esl_policy_nodes(esl_policy *p, char ***ids)
 {
     pthread_mutex_lock(&p->mu);
     size_t n = p->nnodes;
-    char **v = calloc(n ? n : 1, sizeof *v);
+    char **v = esc_xcalloc(n ? n : 1, sizeof *v);
     for (size_t i = 0; v && i < n; i++) {
-        if (!(v[i] = strdup(p->nodes[i]))) {
+        if (!(v[i] = esc_xstrdup(p->nodes[i]))) {
             esl_policy_nodes_free(v, i);
             v = NULL;
         }
@@ -111,14 +112,14 @@ static int policy_create(esc_client *c, const char *name, char **nodes, const in
                          size_t n, int64_t request_qty, esl_policy **out, esc_status *st)
 {
     *out = NULL;
-    esl_policy *p = calloc(1, sizeof *p);
+    esl_policy *p = esc_xcalloc(1, sizeof *p);
     p->c = c;
     pthread_mutex_init(&p->mu, NULL);
-    p->name = strdup(name);
-    p->nodes = calloc(n + 1, sizeof *p->nodes);
+    p->name = esc_xstrdup(name);
+    p->nodes = esc_xcalloc(n + 1, sizeof *p->nodes);
     esc_batch *b = esc_batch_new();
     for (size_t i = 0; i < n; i++) {
-        p->nodes[p->nnodes++] = strdup(nodes[i]);
+        p->nodes[p->nnodes++] = esc_xstrdup(nodes[i]);
         esc_target t = ESC_NODE(nodes[i]);
         if (cap[i] < 0)
             esc_batch_set_unbounded(b, name, &t);
@@ -243,7 +244,7 @@ static int per_node_limit(esc_client *c, const char *name, int64_t per_node, uns
     int rc = esc_get_cluster_status(c, &s, st);
     if (rc != ESC_OK)
         return rc;
-    ranked *r = calloc(s->nnodes + 1, sizeof *r);
+    ranked *r = esc_xcalloc(s->nnodes + 1, sizeof *r);
     size_t alive_n = rank_nodes(s, r);
     size_t use = nodes ? nodes : alive_n;
     if (use > alive_n || use == 0) {
@@ -252,8 +253,8 @@ static int per_node_limit(esc_client *c, const char *name, int64_t per_node, uns
         return esc_status_set(st, ESC_FAILED_PRECONDITION, "%zu nodes wanted, %zu alive", use,
                               alive_n);
     }
-    char **ids = calloc(use, sizeof *ids);
-    int64_t *cap = calloc(use, sizeof *cap);
+    char **ids = esc_xcalloc(use, sizeof *ids);
+    int64_t *cap = esc_xcalloc(use, sizeof *cap);
     for (size_t i = 0; i < use; i++) {
         ids[i] = r[i].node->id;
         cap[i] = per_node;
@@ -309,7 +310,7 @@ int esl_locality(esc_client *c, const char *name, const esc_ref *input, esl_poli
     int rc = esc_ref_locations(c, input, &l, st);
     if (rc != ESC_OK)
         return rc;
-    int64_t *cap = calloc(l->n + 1, sizeof *cap);
+    int64_t *cap = esc_xcalloc(l->n + 1, sizeof *cap);
     for (size_t i = 0; i < l->n; i++)
         cap[i] = -1; /* unbounded: locality limits where, not how many */
     rc = policy_create(c, name, l->node_ids, cap, l->n, ESC_QTY(1), out, st);
@@ -375,11 +376,9 @@ static bool drop_node(esl_policy *p, const char *node_id)
 static void add_node(esl_policy *p, const char *node_id)
 {
     pthread_mutex_lock(&p->mu);
-    char **v = realloc(p->nodes, (p->nnodes + 1) * sizeof *v);
-    if (!v)
-        abort();
+    char **v = esc_xrealloc(p->nodes, (p->nnodes + 1) * sizeof *v);
     p->nodes = v;
-    p->nodes[p->nnodes++] = strdup(node_id);
+    p->nodes[p->nnodes++] = esc_xstrdup(node_id);
     pthread_mutex_unlock(&p->mu);
 }
 

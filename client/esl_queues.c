@@ -12,6 +12,7 @@
 #include "escher/esl.h"
 #include "esl_internal.h"
 #include "ids.h"
+#include "xalloc.h"
 
 #define APPLY_WAIT_MS 5000
 
@@ -92,13 +93,13 @@ static void reap(esl_queues *qs, uint64_t ext)
     size_t total = 0;
     for (size_t i = 0; i < qs->nq; i++)
         total += qs->q[i].n;
-    const esc_ref **all = calloc(total + 1, sizeof *all);
+    const esc_ref **all = esc_xcalloc(total + 1, sizeof *all);
     size_t k = 0;
     for (size_t i = 0; i < qs->nq; i++)
         for (size_t j = 0; j < qs->q[i].n; j++)
             all[k++] = qs->q[i].out[j];
     pthread_mutex_unlock(&qs->mu);
-    bool *ready = calloc(total + 1, sizeof *ready);
+    bool *ready = esc_xcalloc(total + 1, sizeof *ready);
     size_t nready = 0;
     if (total)
         esc_wait_woken(qs->c, all, total, 1, -1, &qs->wake, ext, ready, &nready, NULL);
@@ -127,7 +128,7 @@ static void reap(esl_queues *qs, uint64_t ext)
 static void *queues_main(void *arg)
 {
     esl_queues *qs = arg;
-    int64_t *cap = calloc(qs->nq, sizeof *cap);
+    int64_t *cap = esc_xcalloc(qs->nq, sizeof *cap);
     for (;;) {
         /* Read before the queues are: a poke after this is seen by the wait below. */
         uint64_t ext;
@@ -165,15 +166,15 @@ int esl_queues_new(esc_client *c, const char *name, size_t nqueues, const double
     for (size_t i = 0; weights && i < nqueues; i++)
         if (!(weights[i] >= 0))
             return esc_status_set(st, ESC_INVALID_ARGUMENT, "weight %zu is negative", i);
-    esl_queues *qs = calloc(1, sizeof *qs);
+    esl_queues *qs = esc_xcalloc(1, sizeof *qs);
     qs->c = c;
-    qs->name = strdup(name);
+    qs->name = esc_xstrdup(name);
     qs->nq = nqueues;
     qs->slots = slots;
-    qs->q = calloc(nqueues, sizeof *qs->q);
-    qs->set = calloc(nqueues, sizeof *qs->set);
+    qs->q = esc_xcalloc(nqueues, sizeof *qs->q);
+    qs->set = esc_xcalloc(nqueues, sizeof *qs->set);
     if (weights) {
-        qs->weights = malloc(nqueues * sizeof *qs->weights);
+        qs->weights = esc_xmalloc(nqueues * sizeof *qs->weights);
         memcpy(qs->weights, weights, nqueues * sizeof *weights);
     }
     /* Present with zero everywhere before any task can ask. */
@@ -208,7 +209,7 @@ int esl_queues_submit(esl_queues *qs, size_t q, const esc_task_spec *spec, esc_r
     char qn[128], full[300];
     queue_name(qs, q, qn, sizeof qn);
     snprintf(full, sizeof full, "%s/%s", esc_client_namespace(qs->c), qn);
-    esc_amount *res = calloc(spec->nresources + 1, sizeof *res);
+    esc_amount *res = esc_xcalloc(spec->nresources + 1, sizeof *res);
     if (spec->nresources)
         memcpy(res, spec->resources, spec->nresources * sizeof *res);
     res[spec->nresources] = (esc_amount){.name = full, .value = ESC_QTY(1)};
@@ -223,7 +224,7 @@ int esl_queues_submit(esl_queues *qs, size_t q, const esc_task_spec *spec, esc_r
     queue *qq = &qs->q[q];
     if (qq->n == qq->cap) {
         qq->cap = qq->cap ? qq->cap * 2 : 16;
-        qq->out = realloc(qq->out, qq->cap * sizeof *qq->out);
+        qq->out = esc_xrealloc(qq->out, qq->cap * sizeof *qq->out);
     }
     qq->out[qq->n++] = esc_ref_from_id(esc_ref_id(refs[0]));
     pthread_mutex_unlock(&qs->mu);
@@ -244,8 +245,8 @@ void esl_queues_free(esl_queues *qs)
         pthread_join(qs->thread, NULL);
     /* Where present only: a node that joined since the last capacity change lacks
      * the queues, and a delete on all nodes would then delete nothing. */
-    char (*qn)[128] = calloc(qs->nq + 1, sizeof *qn);
-    const char **names = calloc(qs->nq + 1, sizeof *names);
+    char (*qn)[128] = esc_xcalloc(qs->nq + 1, sizeof *qn);
+    const char **names = esc_xcalloc(qs->nq + 1, sizeof *names);
     for (size_t i = 0; i < qs->nq; i++) {
         queue_name(qs, i, qn[i], sizeof qn[i]);
         names[i] = qn[i];

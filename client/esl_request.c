@@ -5,6 +5,7 @@
 
 #include "escher/esl.h"
 #include "esl_internal.h"
+#include "xalloc.h"
 
 #define DELETE_APPLIED_MS 5000
 
@@ -16,11 +17,9 @@ void esl_request_add(esl_request *r, const char *name, int64_t qty)
             return;
         }
     }
-    esc_amount *v = realloc(r->v, (r->n + 1) * sizeof *v);
-    if (!v)
-        abort();
+    esc_amount *v = esc_xrealloc(r->v, (r->n + 1) * sizeof *v);
     r->v = v;
-    r->v[r->n++] = (esc_amount){.name = strdup(name), .value = qty};
+    r->v[r->n++] = (esc_amount){.name = esc_xstrdup(name), .value = qty};
 }
 
 void esl_request_clear(esl_request *r)

@@ -10,6 +10,7 @@
 #include "escher/esl.h"
 #include "esl_internal.h"
 #include "esl_monitor.h"
+#include "xalloc.h"
 
 #define APPLY_WAIT_MS 5000
 
@@ -75,11 +76,11 @@ static void reap(esl_share *s, size_t *outstanding)
     for (size_t u = 0; u < s->nu; u++) {
         pthread_mutex_lock(&s->mu);
         size_t n = s->tasks[u].n;
-        esc_ref **copy = calloc(n + 1, sizeof *copy);
+        esc_ref **copy = esc_xcalloc(n + 1, sizeof *copy);
         if (n)
             memcpy(copy, s->tasks[u].out, n * sizeof *copy);
         pthread_mutex_unlock(&s->mu);
-        bool *ready = calloc(n + 1, sizeof *ready);
+        bool *ready = esc_xcalloc(n + 1, sizeof *ready);
         size_t nready = 0;
         if (n)
             esc_wait(s->c, (const esc_ref *const *)copy, n, n, 0, ready, &nready, NULL);
@@ -130,9 +131,9 @@ static void follow_parent(esl_share *s, esc_batch *b)
         for (size_t i = 0; i < s->nnodes && !known; i++)
             known = !strcmp(ids[k], s->nodes[i]);
         if (!known) {
-            s->nodes = realloc(s->nodes, (s->nnodes + 1) * sizeof *s->nodes);
-            s->owner = realloc(s->owner, (s->nnodes + 1) * sizeof *s->owner);
-            s->nodes[s->nnodes] = strdup(ids[k]);
+            s->nodes = esc_xrealloc(s->nodes, (s->nnodes + 1) * sizeof *s->nodes);
+            s->owner = esc_xrealloc(s->owner, (s->nnodes + 1) * sizeof *s->owner);
+            s->nodes[s->nnodes] = esc_xstrdup(ids[k]);
             s->owner[s->nnodes++] = -1;
         }
         free(ids[k]);
@@ -160,7 +161,7 @@ static void move_node(esl_share *s, size_t i, int u, esc_batch *b)
  * under-granted take free ones. Grants that need not move stay. Called locked. */
 static void regrant(esl_share *s, const size_t *grant, esc_batch *b)
 {
-    size_t *have = calloc(s->nu, sizeof *have);
+    size_t *have = esc_xcalloc(s->nu, sizeof *have);
     for (size_t i = 0; i < s->nnodes; i++)
         if (s->owner[i] >= 0)
             have[s->owner[i]]++;
@@ -188,8 +189,8 @@ static void regrant(esl_share *s, const size_t *grant, esc_batch *b)
 static void step(void *ud)
 {
     esl_share *s = ud;
-    size_t *outstanding = calloc(s->nu, sizeof *outstanding);
-    size_t *want = calloc(s->nu, sizeof *want), *grant = calloc(s->nu, sizeof *grant);
+    size_t *outstanding = esc_xcalloc(s->nu, sizeof *outstanding);
+    size_t *want = esc_xcalloc(s->nu, sizeof *want), *grant = esc_xcalloc(s->nu, sizeof *grant);
     reap(s, outstanding);
     esc_batch *b = esc_batch_new();
     pthread_mutex_lock(&s->mu);
@@ -214,14 +215,14 @@ static void step(void *ud)
 static esl_share *share_alloc(esc_client *c, const char *name, const double *weights,
                               size_t nusers, unsigned slots)
 {
-    esl_share *s = calloc(1, sizeof *s);
+    esl_share *s = esc_xcalloc(1, sizeof *s);
     s->c = c;
-    s->name = strdup(name);
+    s->name = esc_xstrdup(name);
     s->nu = nusers;
-    s->w = malloc(nusers * sizeof *s->w);
+    s->w = esc_xmalloc(nusers * sizeof *s->w);
     memcpy(s->w, weights, nusers * sizeof *weights);
     s->slots = slots;
-    s->tasks = calloc(nusers, sizeof *s->tasks);
+    s->tasks = esc_xcalloc(nusers, sizeof *s->tasks);
     pthread_mutex_init(&s->mu, NULL);
     return s;
 }
@@ -261,8 +262,8 @@ int esl_share_new(esc_client *c, const char *name, const char *const *nodes, siz
     esl_share *s = share_alloc(c, name, weights, nusers, slots);
     if (nodes) {
         for (size_t i = 0; i < nnodes; i++) {
-            s->nodes = realloc(s->nodes, (s->nnodes + 1) * sizeof *s->nodes);
-            s->nodes[s->nnodes++] = strdup(nodes[i]);
+            s->nodes = esc_xrealloc(s->nodes, (s->nnodes + 1) * sizeof *s->nodes);
+            s->nodes[s->nnodes++] = esc_xstrdup(nodes[i]);
         }
     } else {
         esc_cluster_status *cs = NULL;
@@ -273,12 +274,12 @@ int esl_share_new(esc_client *c, const char *name, const char *const *nodes, siz
         for (size_t i = 0; i < cs->nnodes; i++) {
             if (!esl_alive(&cs->nodes[i]))
                 continue;
-            s->nodes = realloc(s->nodes, (s->nnodes + 1) * sizeof *s->nodes);
-            s->nodes[s->nnodes++] = strdup(cs->nodes[i].id);
+            s->nodes = esc_xrealloc(s->nodes, (s->nnodes + 1) * sizeof *s->nodes);
+            s->nodes[s->nnodes++] = esc_xstrdup(cs->nodes[i].id);
         }
         esc_cluster_status_free(cs);
     }
-    s->owner = malloc((s->nnodes + 1) * sizeof *s->owner);
+    s->owner = esc_xmalloc((s->nnodes + 1) * sizeof *s->owner);
     for (size_t i = 0; i < s->nnodes; i++)
         s->owner[i] = -1;
     return start(s, out, st);
@@ -314,7 +315,7 @@ int esl_share_submit(esl_share *s, size_t u, const esc_task_spec *spec, esc_ref 
         user_res(child->parent, child->parent_user, res, sizeof res);
         esl_request_for(s->c, res, ESC_QTY(1), &units);
     }
-    esc_amount *all = calloc(spec->nresources + units.n + 1, sizeof *all);
+    esc_amount *all = esc_xcalloc(spec->nresources + units.n + 1, sizeof *all);
     if (spec->nresources)
         memcpy(all, spec->resources, spec->nresources * sizeof *all);
     memcpy(all + spec->nresources, units.v, units.n * sizeof *all);
@@ -330,7 +331,7 @@ int esl_share_submit(esl_share *s, size_t u, const esc_task_spec *spec, esc_ref 
     user_tasks *ut = &s->tasks[u];
     if (ut->n == ut->cap) {
         ut->cap = ut->cap ? ut->cap * 2 : 16;
-        ut->out = realloc(ut->out, ut->cap * sizeof *ut->out);
+        ut->out = esc_xrealloc(ut->out, ut->cap * sizeof *ut->out);
     }
     ut->out[ut->n++] = esc_ref_from_id(esc_ref_id(refs[0]));
     pthread_mutex_unlock(&s->mu);
@@ -348,7 +349,7 @@ size_t esl_share_nodes(esl_share *s, size_t u, char ***ids)
     size_t n = 0;
     for (size_t i = 0; i < s->nnodes; i++)
         if (s->owner[i] == (int)u)
-            (*ids)[n++] = strdup(s->nodes[i]);
+            (*ids)[n++] = esc_xstrdup(s->nodes[i]);
     pthread_mutex_unlock(&s->mu);
     return n;
 }

@@ -5,6 +5,7 @@
 
 #include "client_internal.h"
 #include "escher/esl.h"
+#include "xalloc.h"
 
 struct esl_soft {
     esc_client *c;
@@ -77,12 +78,12 @@ int esl_soft_submit(esc_client *c, const esc_task_spec *spec, const esl_request 
     esc_prepared *task = esc_task_prepare(c, spec, refs, st);
     if (!task)
         return st ? st->code : ESC_INVALID_ARGUMENT;
-    esl_soft *s = calloc(1, sizeof *s);
+    esl_soft *s = esc_xcalloc(1, sizeof *s);
     s->c = c;
     s->task = task;
     s->wait_ms = wait_ms > 0 ? wait_ms : 0;
     s->nprefs = nprefs;
-    s->prefs = calloc(nprefs, sizeof *s->prefs);
+    s->prefs = esc_xcalloc(nprefs, sizeof *s->prefs);
     for (size_t i = 0; i < nprefs; i++)
         for (size_t k = 0; k < prefs[i].n; k++)
             esl_request_add(&s->prefs[i], prefs[i].v[k].name, prefs[i].v[k].value);

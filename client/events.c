@@ -16,6 +16,7 @@
 #include "escher/escher.h"
 #include "strmap.h"
 #include "subscription.h"
+#include "xalloc.h"
 
 typedef struct {
     int64_t total;
@@ -45,7 +46,7 @@ static row *row_at(esc_watch *w, const char *node, const char *name, bool make)
     snprintf(key, sizeof key, "%s|%s", node, name);
     row *r = esc_strmap_get(w->rows, key);
     if (!r && make) {
-        r = calloc(1, sizeof *r);
+        r = esc_xcalloc(1, sizeof *r);
         esc_strmap_put(w->rows, key, r);
     }
     return r;
@@ -71,11 +72,11 @@ static void on_kv(esc_watch *w, uint64_t seq, const Escher__KvEntry *kv)
 /* The node's demand, borrowing the message's strings. */
 static void on_demand(esc_watch *w, uint64_t seq, const Escher__NodeLoad *l)
 {
-    esc_demand *d = calloc(l->n_demand + 1, sizeof *d);
+    esc_demand *d = esc_xcalloc(l->n_demand + 1, sizeof *d);
     for (size_t i = 0; i < l->n_demand; i++) {
         const Escher__Demand *m = l->demand[i];
         d[i].nshape = m->n_shape;
-        d[i].shape = calloc(m->n_shape + 1, sizeof *d[i].shape);
+        d[i].shape = esc_xcalloc(m->n_shape + 1, sizeof *d[i].shape);
         for (size_t k = 0; k < m->n_shape; k++)
             d[i].shape[k] = (esc_amount){m->shape[k]->name, m->shape[k]->value, false};
         d[i].count = m->count;
@@ -244,10 +245,10 @@ int esc_subscribe(esc_client *c, const esc_watch_filter *filter, esc_event_fn fn
     if (rc != ESC_OK)
         return rc;
     Escher__SubscribeRequest req = ESCHER__SUBSCRIBE_REQUEST__INIT;
-    Escher__KvPrefix *kv = calloc(f->nkv + 1, sizeof *kv);
-    Escher__KvPrefix **kvp = calloc(f->nkv + 1, sizeof *kvp);
+    Escher__KvPrefix *kv = esc_xcalloc(f->nkv + 1, sizeof *kv);
+    Escher__KvPrefix **kvp = esc_xcalloc(f->nkv + 1, sizeof *kvp);
     fill_request(c, f, &req, kv, kvp);
-    esc_watch *w = calloc(1, sizeof *w);
+    esc_watch *w = esc_xcalloc(1, sizeof *w);
     w->fn = fn;
     w->ud = ud;
     w->rows = esc_strmap_new();

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "client_internal.h"
+#include "xalloc.h"
 
 typedef struct {
     esc_rpc_channel **channels;
@@ -37,8 +38,8 @@ esc_fanout_result *esc_fanout_call(esc_client *c, const char *const *addresses, 
                                    int timeout_ms, int flags)
 {
     fanout f = {.n = n, .method = method, .req = req, .timeout_ms = timeout_ms, .flags = flags};
-    f.out = calloc(n + 1, sizeof *f.out);
-    f.channels = calloc(n + 1, sizeof *f.channels);
+    f.out = esc_xcalloc(n + 1, sizeof *f.out);
+    f.channels = esc_xcalloc(n + 1, sizeof *f.channels);
     if (!f.out || !f.channels) {
         free(f.out);
         free(f.channels);

@@ -1,5 +1,6 @@
 /* history.c: the cluster's event history (ListEvents; escher.h, "event history"). */
 #include "client_internal.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,25 +51,25 @@ static void fill(esc_history_event *e, const Escher__HistoryEvent *p)
     e->time_ms = p->time_ms;
     e->kind = (esc_history_kind)p->kind;
     e->seq = p->seq;
-    e->node_id = strdup(p->node_id);
-    e->job_id = strdup(p->job_id);
-    e->namespace_ = strdup(p->namespace_);
-    e->job_state = strdup(end_state(p));
-    e->address = strdup(p->address);
-    e->hostname = strdup(p->hostname);
-    e->entrypoint = strdup(p->entrypoint);
-    e->task_id = strdup(p->task_id);
-    e->task_name = strdup(p->task_name);
-    e->error = strdup(p->error);
+    e->node_id = esc_xstrdup(p->node_id);
+    e->job_id = esc_xstrdup(p->job_id);
+    e->namespace_ = esc_xstrdup(p->namespace_);
+    e->job_state = esc_xstrdup(end_state(p));
+    e->address = esc_xstrdup(p->address);
+    e->hostname = esc_xstrdup(p->hostname);
+    e->entrypoint = esc_xstrdup(p->entrypoint);
+    e->task_id = esc_xstrdup(p->task_id);
+    e->task_name = esc_xstrdup(p->task_name);
+    e->error = esc_xstrdup(p->error);
     e->attempt = p->attempt;
     e->max_retries = p->max_retries;
     e->dropped = p->dropped;
     e->ops_total = p->ops_total;
-    e->ops = calloc(p->n_ops + 1, sizeof *e->ops);
+    e->ops = esc_xcalloc(p->n_ops + 1, sizeof *e->ops);
     for (size_t i = 0; i < p->n_ops; i++) {
         const Escher__LogOp *o = p->ops[i];
-        e->ops[i] = (esc_history_op){strdup(op_name(o->kind)), strdup(o->node_id),
-                                     strdup(o->name), o->value, o->unbounded};
+        e->ops[i] = (esc_history_op){esc_xstrdup(op_name(o->kind)), esc_xstrdup(o->node_id),
+                                     esc_xstrdup(o->name), o->value, o->unbounded};
     }
     e->nops = p->n_ops;
 }

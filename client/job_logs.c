@@ -23,6 +23,7 @@
 #include "names.h"
 #include "raylet.pb-c.h"
 #include "workdir.h"
+#include "xalloc.h"
 
 typedef struct {
     char **addr;
@@ -49,12 +50,12 @@ static int alive_raylets(esc_client *c, const char *first_node, raylet_list *l,
     if (rc != ESC_OK)
         return rc;
     const Escher__GetClusterStatusReply *r = (const Escher__GetClusterStatusReply *)m;
-    l->addr = calloc(r->n_nodes + 1, sizeof *l->addr);
+    l->addr = esc_xcalloc(r->n_nodes + 1, sizeof *l->addr);
     for (size_t i = 0; i < r->n_nodes; i++) {
         const Escher__NodeInfo *n = r->nodes[i]->node;
         if (!n || n->state == ESCHER__NODE_STATE__NODE_DEAD || !*n->address)
             continue;
-        l->addr[l->n] = strdup(n->address);
+        l->addr[l->n] = esc_xstrdup(n->address);
         if (first_node && !strcmp(n->node_id, first_node) && l->n > 0) {
             char *t = l->addr[0];
             l->addr[0] = l->addr[l->n];

@@ -13,6 +13,7 @@
 
 #include "qty.h"
 #include "task.pb-c.h"
+#include "xalloc.h"
 
 /* Forwards followed from the submit node: a task is forwarded at most
  * ESC_MAX_SPILL_HOPS (2) times, plus a re-submission after a node death. */
@@ -36,12 +37,12 @@ int job_task_state(esc_client *c, const char *address, const char *task_id,
 static void take_request(esc_job_status_info *j, const Escher__TaskStateReply *r)
 {
     j->infeasible = r->infeasible;
-    j->missing = calloc(r->n_missing + 1, sizeof *j->missing);
+    j->missing = esc_xcalloc(r->n_missing + 1, sizeof *j->missing);
     for (size_t i = 0; i < r->n_missing; i++)
-        j->missing[j->nmissing++] = strdup(r->missing[i]);
-    j->request = calloc(r->n_shape + 1, sizeof *j->request);
+        j->missing[j->nmissing++] = esc_xstrdup(r->missing[i]);
+    j->request = esc_xcalloc(r->n_shape + 1, sizeof *j->request);
     for (size_t i = 0; i < r->n_shape; i++)
-        j->request[j->nrequest++] = (esc_amount){.name = strdup(r->shape[i]->name),
+        j->request[j->nrequest++] = (esc_amount){.name = esc_xstrdup(r->shape[i]->name),
                                                  .value = r->shape[i]->value};
 }
 
@@ -96,11 +97,11 @@ static void locate_entrypoint(esc_client *c, esc_job_status_info *j)
         return;
     if (r->phase == ESCHER__TASK_PHASE__TASK_QUEUED) {
         free(j->state);
-        j->state = strdup("PENDING");
+        j->state = esc_xstrdup("PENDING");
         take_request(j, r);
     }
     free(j->node_id);
-    j->node_id = strdup(node);
+    j->node_id = esc_xstrdup(node);
     protobuf_c_message_free_unpacked(&r->base, NULL);
 }
 
@@ -109,7 +110,7 @@ static void locate_entrypoint(esc_client *c, esc_job_status_info *j)
 static char *rec_str(const json_t *rec, const char *key)
 {
     const char *s = json_string_value(json_object_get(rec, key));
-    return strdup(s ? s : "");
+    return esc_xstrdup(s ? s : "");
 }
 
 static uint64_t rec_u64(const json_t *rec, const char *key)
@@ -134,13 +135,13 @@ static void take_record(esc_client *c, esc_job_status_info *j, const json_t *rec
     json_t *code = json_object_get(rec, "exit_code");
     j->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
     json_t *argv = json_object_get(rec, "entrypoint");
-    j->entrypoint = calloc(json_array_size(argv) + 1, sizeof *j->entrypoint);
+    j->entrypoint = esc_xcalloc(json_array_size(argv) + 1, sizeof *j->entrypoint);
     size_t i;
     json_t *a;
     json_array_foreach(argv, i, a)
     {
         const char *s = json_string_value(a);
-        j->entrypoint[j->nentrypoint++] = strdup(s ? s : "");
+        j->entrypoint[j->nentrypoint++] = esc_xstrdup(s ? s : "");
     }
     j->stopped = job_stop_reason(c, j->id, NULL, 0);
 }
@@ -196,7 +197,7 @@ static char *result_text(const esc_job_status_info *j)
         snprintf(buf, sizeof buf, "exit code %d", j->exit_code);
     else
         snprintf(buf, sizeof buf, "%s", j->message);
-    return strdup(buf);
+    return esc_xstrdup(buf);
 }
 
 /* Fills j for id from the GCS's rows (jobs) and the key-value store. NOT_FOUND when
@@ -205,13 +206,13 @@ static int load_one(esc_client *c, const char *id, const esc_job_info *jobs, siz
                     esc_job_status_info *j, esc_status *st)
 {
     memset(j, 0, sizeof *j);
-    j->id = strdup(id);
+    j->id = esc_xstrdup(id);
     j->exit_code = -1;
     const esc_job_info *row = NULL;
     for (size_t i = 0; i < n && !row; i++)
         if (!strcmp(jobs[i].id, id))
             row = &jobs[i];
-    j->state = strdup(row ? row->state : "UNKNOWN");
+    j->state = esc_xstrdup(row ? row->state : "UNKNOWN");
     json_t *rec = NULL;
     int rc = job_record_get(c, id, &rec, st);
     if (rc == ESC_OK)
@@ -294,7 +295,7 @@ int esc_job_list(esc_client *c, esc_job_status_info **out, size_t *n, esc_status
         esc_jobs_free(jobs, njobs);
         return rc;
     }
-    esc_job_status_info *v = calloc(nids + 1, sizeof *v);
+    esc_job_status_info *v = esc_xcalloc(nids + 1, sizeof *v);
     size_t k = 0;
     for (size_t i = 0; i < nids; i++) {
         /* A record that vanished or is malformed meanwhile is left out. */

@@ -25,6 +25,7 @@
 
 #include "ids.h"
 #include "workdir.h"
+#include "xalloc.h"
 
 #define STOP_GRACE_MS 2000
 #define MAX_ENV 64
@@ -204,7 +205,7 @@ static int submit_locked(esc_client *c, const esc_job_spec *s, esc_status *st)
     int rc = ESC_OK;
     if (s->working_dir && (rc = check_working_dir(s, limit, workdir, &bytes, st)) != ESC_OK)
         return rc;
-    struct esc_job_run *run = calloc(1, sizeof *run);
+    struct esc_job_run *run = esc_xcalloc(1, sizeof *run);
     run->has_workdir = workdir[0] != 0;
     if (run->has_workdir)
         rc = ship_working_dir(c, s, workdir, limit, &bytes, st);

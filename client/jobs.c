@@ -1,5 +1,6 @@
 /* jobs.c: the job table: listing it (ListJobs) and ending a job (FinishJob). */
 #include "client_internal.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,26 +21,26 @@ static const char *job_state_name(Escher__JobState s)
 
 static void fill_job(esc_job_info *j, const Escher__JobInfo *p)
 {
-    j->id = strdup(p->job_id);
-    j->namespace_ = strdup(p->namespace_);
-    j->state = strdup(job_state_name(p->state));
-    j->entrypoint = strdup(p->entrypoint);
+    j->id = esc_xstrdup(p->job_id);
+    j->namespace_ = esc_xstrdup(p->namespace_);
+    j->state = esc_xstrdup(job_state_name(p->state));
+    j->entrypoint = esc_xstrdup(p->entrypoint);
     j->start_ms = p->start_ms;
     j->end_ms = p->end_ms;
     j->driver_pid = p->driver_pid;
-    j->pending_node = strdup(p->pending_node);
-    j->pending_missing = calloc(p->n_pending_missing + 1, sizeof *j->pending_missing);
+    j->pending_node = esc_xstrdup(p->pending_node);
+    j->pending_missing = esc_xcalloc(p->n_pending_missing + 1, sizeof *j->pending_missing);
     for (size_t i = 0; i < p->n_pending_missing; i++)
-        j->pending_missing[j->npending_missing++] = strdup(p->pending_missing[i]);
+        j->pending_missing[j->npending_missing++] = esc_xstrdup(p->pending_missing[i]);
     j->pending_infeasible = p->pending_infeasible;
-    j->grants = calloc(p->n_grants + 1, sizeof *j->grants);
+    j->grants = esc_xcalloc(p->n_grants + 1, sizeof *j->grants);
     for (size_t i = 0; i < p->n_grants; i++)
-        j->grants[j->ngrants++] = strdup(p->grants[i]);
-    j->prefix_grants = calloc(p->n_prefix_grants + 1, sizeof *j->prefix_grants);
+        j->grants[j->ngrants++] = esc_xstrdup(p->grants[i]);
+    j->prefix_grants = esc_xcalloc(p->n_prefix_grants + 1, sizeof *j->prefix_grants);
     for (size_t i = 0; i < p->n_prefix_grants; i++)
         j->prefix_grants[j->nprefix_grants++] =
-            (esc_prefix_grant){strdup(p->prefix_grants[i]->grantee),
-                               strdup(p->prefix_grants[i]->prefix)};
+            (esc_prefix_grant){esc_xstrdup(p->prefix_grants[i]->grantee),
+                               esc_xstrdup(p->prefix_grants[i]->prefix)};
 }
 
 int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st)

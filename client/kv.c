@@ -1,5 +1,6 @@
 /* kv.c: the GCS key-value store (KvPut, KvGet, KvDel, KvKeys). */
 #include "client_internal.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +90,7 @@ int esc_kv_keys(esc_client *c, const char *ns, const char *prefix, char ***keys,
     const Escher__KvKeysReply *r = (const Escher__KvKeysReply *)m;
     *keys = calloc(r->n_keys + 1, sizeof **keys);
     for (size_t i = 0; i < r->n_keys; i++)
-        (*keys)[i] = strdup(r->keys[i]);
+        (*keys)[i] = esc_xstrdup(r->keys[i]);
     *n = r->n_keys;
     protobuf_c_message_free_unpacked(m, NULL);
     return ESC_OK;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "strmap.h"
+#include "xalloc.h"
 
 /* ------------------------------------------------------------ filters */
 
@@ -92,8 +93,8 @@ static void cut(esc_list_info *info, size_t total, size_t *n, size_t limit)
 
 static void add_unreachable(esc_list_info *info, const char *node_id)
 {
-    info->unreachable = realloc(info->unreachable, (info->nunreachable + 2) * sizeof(char *));
-    info->unreachable[info->nunreachable++] = strdup(node_id);
+    info->unreachable = esc_xrealloc(info->unreachable, (info->nunreachable + 2) * sizeof(char *));
+    info->unreachable[info->nunreachable++] = esc_xstrdup(node_id);
     info->unreachable[info->nunreachable] = NULL;
 }
 
@@ -121,9 +122,9 @@ int esc_list_nodes(esc_client *c, const esc_list_filter *lf, esc_node_table **ou
     esc_cluster_status *s = NULL;
     if (rc != ESC_OK || (rc = esc_get_cluster_resources(c, &s, st)) != ESC_OK)
         return rc;
-    esc_node_table *l = calloc(1, sizeof *l);
+    esc_node_table *l = esc_xcalloc(1, sizeof *l);
     l->status = s;
-    l->nodes = calloc(s->nnodes + 1, sizeof *l->nodes);
+    l->nodes = esc_xcalloc(s->nnodes + 1, sizeof *l->nodes);
     for (size_t i = 0; i < s->nnodes; i++)
         if (node_passes(&s->nodes[i], &f))
             l->nodes[l->n++] = &s->nodes[i];
@@ -162,12 +163,12 @@ int esc_list_resources(esc_client *c, const esc_list_filter *lf, esc_resource_ta
     esc_cluster_status *s = NULL;
     if (rc != ESC_OK || (rc = esc_get_cluster_resources(c, &s, st)) != ESC_OK)
         return rc;
-    esc_resource_table *l = calloc(1, sizeof *l);
+    esc_resource_table *l = esc_xcalloc(1, sizeof *l);
     l->status = s;
     size_t cap = 0;
     for (size_t i = 0; i < s->nnodes; i++)
         cap += s->nodes[i].nresources;
-    l->rows = calloc(cap + 1, sizeof *l->rows);
+    l->rows = esc_xcalloc(cap + 1, sizeof *l->rows);
     for (size_t i = 0; i < s->nnodes; i++) {
         const esc_node_status *n = &s->nodes[i];
         if (*f.node_id && strcmp(f.node_id, n->id) != 0)
@@ -196,7 +197,7 @@ void esc_resource_table_free(esc_resource_table *l)
 /* Frees jobs[from..to) (the array itself stays). */
 static void jobs_free_tail(esc_job_info *jobs, size_t from, size_t to)
 {
-    esc_job_info *tail = calloc(to - from + 1, sizeof *tail);
+    esc_job_info *tail = esc_xcalloc(to - from + 1, sizeof *tail);
     memcpy(tail, jobs + from, (to - from) * sizeof *tail);
     esc_jobs_free(tail, to - from);
 }
@@ -232,7 +233,7 @@ int esc_list_jobs_filtered(esc_client *c, const esc_list_filter *lf, esc_job_tab
     jobs_free_tail(jobs, kept, n);
     if (kept)
         qsort(jobs, kept, sizeof *jobs, job_newest_first);
-    esc_job_table *l = calloc(1, sizeof *l);
+    esc_job_table *l = esc_xcalloc(1, sizeof *l);
     l->jobs = jobs;
     l->n = kept;
     cut(&l->info, kept, &l->n, f.limit);
@@ -275,15 +276,15 @@ static int nodes_to_ask(esc_client *c, const filter *f, node_set *out, esc_statu
     int rc = esc_get_cluster_resources(c, &s, st);
     if (rc != ESC_OK)
         return rc;
-    out->ids = calloc(s->nnodes + 1, sizeof *out->ids);
-    out->addresses = calloc(s->nnodes + 1, sizeof *out->addresses);
+    out->ids = esc_xcalloc(s->nnodes + 1, sizeof *out->ids);
+    out->addresses = esc_xcalloc(s->nnodes + 1, sizeof *out->addresses);
     for (size_t i = 0; i < s->nnodes; i++) {
         const esc_node_status *n = &s->nodes[i];
         if (!strcmp(n->state, "DEAD") || !*n->address ||
             (*f->node_id && strcmp(f->node_id, n->id) != 0))
             continue;
-        out->ids[out->n] = strdup(n->id);
-        out->addresses[out->n++] = strdup(n->address);
+        out->ids[out->n] = esc_xstrdup(n->id);
+        out->addresses[out->n++] = esc_xstrdup(n->address);
     }
     esc_cluster_status_free(s);
     if (*f->node_id && out->n == 0) {
@@ -327,9 +328,9 @@ static int ask_nodes(esc_client *c, const filter *f, const esc_rpc_method *metho
 
 static esc_amount *copy_amounts(Escher__Amount *const *in, size_t n)
 {
-    esc_amount *out = calloc(n + 1, sizeof *out);
+    esc_amount *out = esc_xcalloc(n + 1, sizeof *out);
     for (size_t i = 0; i < n; i++)
-        out[i] = (esc_amount){strdup(in[i]->name), in[i]->value, in[i]->unbounded};
+        out[i] = (esc_amount){esc_xstrdup(in[i]->name), in[i]->value, in[i]->unbounded};
     return out;
 }
 
@@ -354,14 +355,14 @@ static void merge_tasks(void *ud, const ProtobufCMessage *m)
     a->total += r->total;
     if (a->n + r->n_tasks + 1 > a->cap) {
         a->cap = 2 * (a->n + r->n_tasks + 1);
-        a->rows = realloc(a->rows, a->cap * sizeof *a->rows);
+        a->rows = esc_xrealloc(a->rows, a->cap * sizeof *a->rows);
     }
     for (size_t i = 0; i < r->n_tasks; i++) {
         const Escher__TaskRow *t = r->tasks[i];
         a->rows[a->n++] = (esc_task_row){
-            .task_id = strdup(t->task_id), .job_id = strdup(t->job_id),
-            .name = strdup(t->name), .state = strdup(t->state), .node_id = strdup(t->node_id),
-            .actor_id = strdup(t->actor_id),
+            .task_id = esc_xstrdup(t->task_id), .job_id = esc_xstrdup(t->job_id),
+            .name = esc_xstrdup(t->name), .state = esc_xstrdup(t->state), .node_id = esc_xstrdup(t->node_id),
+            .actor_id = esc_xstrdup(t->actor_id),
             .resources = copy_amounts(t->resources, t->n_resources),
             .nresources = t->n_resources, .attempt = t->attempt,
             .max_retries = t->max_retries, .start_ms = t->start_ms, .end_ms = t->end_ms};
@@ -405,7 +406,7 @@ int esc_list_tasks(esc_client *c, const esc_list_filter *lf, esc_task_table **ou
     req.job_id = (char *)f.job_id;
     req.state = f.state;
     req.limit = (uint32_t)(f.limit > UINT32_MAX ? UINT32_MAX : f.limit);
-    esc_task_table *l = calloc(1, sizeof *l);
+    esc_task_table *l = esc_xcalloc(1, sizeof *l);
     task_acc acc = {0};
     rc = ask_nodes(c, &f, &ESC_M_TASK_SERVICE_LIST_TASKS, &req.base, &l->info, merge_tasks,
                    &acc, st);
@@ -447,13 +448,13 @@ static void merge_actors(void *ud, const ProtobufCMessage *m)
     a->total += r->total;
     if (a->n + r->n_actors + 1 > a->cap) {
         a->cap = 2 * (a->n + r->n_actors + 1);
-        a->rows = realloc(a->rows, a->cap * sizeof *a->rows);
+        a->rows = esc_xrealloc(a->rows, a->cap * sizeof *a->rows);
     }
     for (size_t i = 0; i < r->n_actors; i++) {
         const Escher__ActorRow *x = r->actors[i];
         a->rows[a->n++] = (esc_actor_row){
-            .actor_id = strdup(x->actor_id), .job_id = strdup(x->job_id),
-            .name = strdup(x->name), .node_id = strdup(x->node_id), .state = strdup(x->state),
+            .actor_id = esc_xstrdup(x->actor_id), .job_id = esc_xstrdup(x->job_id),
+            .name = esc_xstrdup(x->name), .node_id = esc_xstrdup(x->node_id), .state = esc_xstrdup(x->state),
             .resources = copy_amounts(x->resources, x->n_resources),
             .nresources = x->n_resources, .pending_calls = x->pending_calls,
             .running_calls = x->running_calls, .restarts = x->restarts};
@@ -492,7 +493,7 @@ int esc_list_actors(esc_client *c, const esc_list_filter *lf, esc_actor_table **
     req.job_id = (char *)f.job_id;
     req.state = f.state;
     req.limit = (uint32_t)(f.limit > UINT32_MAX ? UINT32_MAX : f.limit);
-    esc_actor_table *l = calloc(1, sizeof *l);
+    esc_actor_table *l = esc_xcalloc(1, sizeof *l);
     actor_acc acc = {0};
     rc = ask_nodes(c, &f, &ESC_M_TASK_SERVICE_LIST_ACTORS, &req.base, &l->info, merge_actors,
                    &acc, st);
@@ -540,7 +541,7 @@ static void merge_object(object_acc *a, const Escher__ObjectRow *o)
     } else {
         if (a->n + 1 > a->cap) {
             a->cap = 2 * (a->n + 1);
-            a->rows = realloc(a->rows, a->cap * sizeof *a->rows);
+            a->rows = esc_xrealloc(a->rows, a->cap * sizeof *a->rows);
         }
         row = &a->rows[a->n++];
         *row = (esc_object_row){.object_id = strdup(o->object_id), .job_id = strdup(o->job_id),
@@ -549,8 +550,8 @@ static void merge_object(object_acc *a, const Escher__ObjectRow *o)
     }
     row->pinned = row->pinned || o->pinned;
     row->spilled = row->spilled || o->spilled;
-    row->node_ids = realloc(row->node_ids, (row->nnodes + 2) * sizeof *row->node_ids);
-    row->node_ids[row->nnodes++] = strdup(o->node_id);
+    row->node_ids = esc_xrealloc(row->node_ids, (row->nnodes + 2) * sizeof *row->node_ids);
+    row->node_ids[row->nnodes++] = esc_xstrdup(o->node_id);
     row->node_ids[row->nnodes] = NULL;
 }
 
@@ -591,7 +592,7 @@ int esc_list_objects(esc_client *c, const esc_list_filter *lf, esc_object_table 
     req.job_id = (char *)f.job_id;
     req.state = f.state;
     req.limit = (uint32_t)(f.limit > UINT32_MAX ? UINT32_MAX : f.limit);
-    esc_object_table *l = calloc(1, sizeof *l);
+    esc_object_table *l = esc_xcalloc(1, sizeof *l);
     object_acc acc = {.index = esc_strmap_new()};
     rc = ask_nodes(c, &f, &ESC_M_OBJECT_STORE_LIST_OBJECTS, &req.base, &l->info, merge_objects,
                    &acc, st);

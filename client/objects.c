@@ -20,6 +20,7 @@
 #include "names.h"
 #include "object.pb-c.h"
 #include "task.pb-c.h"
+#include "xalloc.h"
 
 #define PUT_CHUNK (4u << 20)
 #define PULL_CHUNK 0              /* the raylet's default, 4 MiB */
@@ -36,7 +37,7 @@ esc_ref *esc_ref_from_id(const char *id)
 {
     if (!esc_object_id_valid(id))
         return NULL;
-    esc_ref *r = calloc(1, sizeof *r);
+    esc_ref *r = esc_xcalloc(1, sizeof *r);
     if (r)
         snprintf(r->id, sizeof r->id, "%s", id);
     return r;
@@ -167,7 +168,7 @@ int esc_put(esc_client *c, const void *data, size_t len, esc_ref **out, esc_stat
     int rc = esc_client_raylet_address(c, NULL, address, sizeof address, st);
     if (rc != ESC_OK)
         return rc;
-    esc_ref *ref = calloc(1, sizeof *ref);
+    esc_ref *ref = esc_xcalloc(1, sizeof *ref);
     if (!ref || esc_random_hex(ref->id, 16) != 0) {
         free(ref);
         return esc_status_set(st, ESC_INTERNAL, "cannot make an object id");
@@ -196,6 +197,8 @@ typedef struct {
 static int take_chunk(assembly *a, const Escher__ObjectChunk *ch, esc_status *st)
 {
     if (!a->started) {
+        /* The object's size, which the caller chose when it put it: a checked malloc,
+         * RESOURCE_EXHAUSTED when it does not fit (xalloc.h). */
         if (ch->total_size >= SIZE_MAX || !(a->buf = malloc((size_t)ch->total_size + 1)))
             return esc_status_set(st, ESC_RESOURCE_EXHAUSTED,
                                   "cannot allocate %" PRIu64 " bytes for the object",
@@ -286,7 +289,7 @@ static int left_ms(const deadline *d)
 /* The local node's copy first: no transfer between machines. */
 static size_t *pull_order(const esc_client *c, const Escher__GetLocationsReply *r)
 {
-    size_t *order = calloc(r->n_node_ids + 1, sizeof *order);
+    size_t *order = esc_xcalloc(r->n_node_ids + 1, sizeof *order);
     size_t k = 0;
     for (size_t i = 0; i < r->n_node_ids; i++)
         if (!strcmp(r->node_ids[i], c->node_id))
@@ -339,8 +342,8 @@ typedef struct {
 static void node_set_take(node_set *s, const Escher__GetLocationsReply *r)
 {
     for (size_t i = 0; i < r->n_node_ids; i++) {
-        s->ids = realloc(s->ids, (s->n + 1) * sizeof *s->ids);
-        s->ids[s->n++] = strdup(r->node_ids[i]);
+        s->ids = esc_xrealloc(s->ids, (s->n + 1) * sizeof *s->ids);
+        s->ids[s->n++] = esc_xstrdup(r->node_ids[i]);
     }
 }
 
@@ -499,9 +502,9 @@ int esc_ref_release(esc_client *c, const esc_ref *ref, esc_status *st)
 
 static char **copy_strings(char **v, size_t n)
 {
-    char **out = calloc(n + 1, sizeof *out);
+    char **out = esc_xcalloc(n + 1, sizeof *out);
     for (size_t i = 0; i < n; i++)
-        out[i] = strdup(v[i]);
+        out[i] = esc_xstrdup(v[i]);
     return out;
 }
 
@@ -516,7 +519,7 @@ int esc_ref_locations(esc_client *c, const esc_ref *ref, esc_object_locations **
     int rc = get_locations(c, ref->id, 0, &r, st);
     if (rc != ESC_OK)
         return rc;
-    esc_object_locations *l = calloc(1, sizeof *l);
+    esc_object_locations *l = esc_xcalloc(1, sizeof *l);
     l->size = r->size;
     l->is_error = r->is_error;
     l->n = r->n_node_ids < r->n_addresses ? r->n_node_ids : r->n_addresses;

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "strmap.h"
 #include "task.pb-c.h"
+#include "xalloc.h"
 
 #define BATCH_MAX_TASKS 4096
 #define BATCH_MAX_BYTES (8u << 20)
@@ -205,10 +206,10 @@ static void fail_task_locked(esc_owner *o, const queued_task *t, int code, const
     for (unsigned i = 0; i < t->nreturns; i++) {
         char id[ESC_OBJECT_ID_MAX];
         esc_return_id(t->task_id, i, id, sizeof id);
-        esc_owned_value *v = calloc(1, sizeof *v);
+        esc_owned_value *v = esc_xcalloc(1, sizeof *v);
         v->is_error = true;
         v->code = code;
-        v->error = strdup(why);
+        v->error = esc_xstrdup(why);
         file_locked(o, id, v);
     }
 }
@@ -224,7 +225,7 @@ static void queued_free(queued_task *t)
 /* Sends tasks t[0..n) as one call and files the failures. Called unlocked. */
 static void send_batch(esc_owner *o, queued_task *t, size_t n)
 {
-    ProtobufCBinaryData *specs = malloc(n * sizeof *specs);
+    ProtobufCBinaryData *specs = esc_xmalloc(n * sizeof *specs);
     for (size_t i = 0; i < n; i++)
         specs[i] = t[i].spec;
     Escher__TaskBatch req = ESCHER__TASK_BATCH__INIT;
@@ -264,7 +265,7 @@ static queued_task *take_batch_locked(esc_owner *o, size_t *n)
     size_t k = 0, bytes = 0;
     while (k < o->nqueue && k < BATCH_MAX_TASKS && (k == 0 || bytes < BATCH_MAX_BYTES))
         bytes += o->queue[k++].spec.len;
-    queued_task *t = malloc(k * sizeof *t);
+    queued_task *t = esc_xmalloc(k * sizeof *t);
     memcpy(t, o->queue, k * sizeof *t);
     memmove(o->queue, o->queue + k, (o->nqueue - k) * sizeof *o->queue);
     o->nqueue -= k;
@@ -297,16 +298,16 @@ static void *sender_main(void *arg)
 /* Takes the value out of the message (the message is freed by the caller). */
 static esc_owned_value *value_from(Escher__ReadyObject *r)
 {
-    esc_owned_value *v = calloc(1, sizeof *v);
+    esc_owned_value *v = esc_xcalloc(1, sizeof *v);
     v->is_error = r->is_error;
     v->code = r->is_error ? ESC_ABORTED : ESC_OK;
-    v->error = strdup(r->error ? r->error : "");
+    v->error = esc_xstrdup(r->error ? r->error : "");
     v->inlined = r->inlined;
     v->size = r->size;
-    v->address = strdup(r->address ? r->address : "");
+    v->address = esc_xstrdup(r->address ? r->address : "");
     if (r->inlined) {
         /* One NUL byte after the value, as esc_get promises. */
-        v->data = malloc(r->data.len + 1);
+        v->data = esc_xmalloc(r->data.len + 1);
         if (r->data.len)
             memcpy(v->data, r->data.data, r->data.len);
         ((char *)v->data)[r->data.len] = 0;
@@ -363,7 +364,7 @@ static bool open_stream(esc_owner *o)
 
 static esc_owner *owner_new(esc_client *c, esc_rpc_channel *raylet)
 {
-    esc_owner *o = calloc(1, sizeof *o);
+    esc_owner *o = esc_xcalloc(1, sizeof *o);
     o->c = c;
     o->raylet = raylet;
     pthread_mutex_init(&o->mu, NULL);
@@ -445,7 +446,7 @@ static void expect_locked(esc_owner *o, const char *task_id, unsigned nreturns,
     for (unsigned i = 0; o->watching && i < nreturns; i++) {
         char id[ESC_OBJECT_ID_MAX];
         esc_return_id(task_id, i, id, sizeof id);
-        free(esc_strmap_put(o->pending, id, strdup(route)));
+        free(esc_strmap_put(o->pending, id, esc_xstrdup(route)));
     }
 }
 
@@ -462,15 +463,15 @@ void esc_owner_node_dead(esc_owner *o, const char *address, const char *why)
     size_t n = 0, pos = 0;
     const char *k;
     void *v;
-    char **ids = calloc(esc_strmap_count(o->pending) + 1, sizeof *ids);
+    char **ids = esc_xcalloc(esc_strmap_count(o->pending) + 1, sizeof *ids);
     while (esc_strmap_next(o->pending, &pos, &k, &v))
         if (!strcmp(v, address))
-            ids[n++] = strdup(k);
+            ids[n++] = esc_xstrdup(k);
     for (size_t i = 0; i < n; i++) {
-        esc_owned_value *val = calloc(1, sizeof *val);
+        esc_owned_value *val = esc_xcalloc(1, sizeof *val);
         val->is_error = true;
         val->code = ESC_ABORTED;
-        val->error = strdup(why);
+        val->error = esc_xstrdup(why);
         file_locked(o, ids[i], val);
         free(ids[i]);
     }
@@ -492,9 +493,9 @@ void esc_owner_submit(esc_owner *o, const char *task_id, unsigned nreturns, void
     expect_locked(o, task_id, nreturns, "");
     if (o->nqueue == o->cap) {
         o->cap = o->cap ? o->cap * 2 : 256;
-        o->queue = realloc(o->queue, o->cap * sizeof *o->queue);
+        o->queue = esc_xrealloc(o->queue, o->cap * sizeof *o->queue);
     }
-    o->queue[o->nqueue++] = (queued_task){strdup(task_id), nreturns, {len, packed}};
+    o->queue[o->nqueue++] = (queued_task){esc_xstrdup(task_id), nreturns, {len, packed}};
     o->queued++;
     pthread_cond_signal(&o->work);
     pthread_mutex_unlock(&o->mu);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "strmap.h"
+#include "xalloc.h"
 
 void esc_client_raylets_init(esc_client *c)
 {
@@ -49,7 +50,7 @@ static void cache_address(esc_client *c, const char *node_id, const char *addres
 {
     pthread_mutex_lock(&c->raylets_mu);
     if (!esc_strmap_get(c->raylet_addresses, node_id))
-        esc_strmap_put(c->raylet_addresses, node_id, strdup(address));
+        esc_strmap_put(c->raylet_addresses, node_id, esc_xstrdup(address));
     pthread_mutex_unlock(&c->raylets_mu);
 }
 

@@ -12,6 +12,7 @@
 
 #include "names.h"
 #include "qty.h"
+#include "xalloc.h"
 
 /* A target with its strings copied, so a batch does not depend on the caller's memory. */
 typedef struct {
@@ -45,7 +46,7 @@ struct esc_batch {
 
 esc_batch *esc_batch_new(void)
 {
-    return calloc(1, sizeof(esc_batch));
+    return esc_xcalloc(1, sizeof(esc_batch));
 }
 
 static void target_copy_free(target_copy *t)
@@ -72,10 +73,10 @@ static esc_amount *amounts_copy(const esc_amount *v, size_t n)
 {
     if (!v || n == 0)
         return NULL;
-    esc_amount *c = calloc(n, sizeof *c);
+    esc_amount *c = esc_xcalloc(n, sizeof *c);
     for (size_t i = 0; i < n; i++) {
         c[i] = v[i];
-        c[i].name = v[i].name ? strdup(v[i].name) : NULL;
+        c[i].name = v[i].name ? esc_xstrdup(v[i].name) : NULL;
     }
     return c;
 }
@@ -110,15 +111,15 @@ static target_copy copy_target(const esc_target *t)
         return c;
     c.local = false;
     c.kind = t->kind;
-    c.node_id = t->node_id ? strdup(t->node_id) : NULL;
+    c.node_id = t->node_id ? esc_xstrdup(t->node_id) : NULL;
     c.num_nodes = t->num_nodes;
     c.nwhere = t->where ? t->nwhere : 0;
     c.where = amounts_copy(t->where, c.nwhere);
     c.nlabels = t->labels ? t->nlabels : 0;
-    c.labels = calloc(c.nlabels + 1, sizeof *c.labels);
+    c.labels = esc_xcalloc(c.nlabels + 1, sizeof *c.labels);
     for (size_t i = 0; i < c.nlabels; i++)
-        c.labels[i] = (esc_label){strdup(t->labels[i].key ? t->labels[i].key : ""),
-                                  strdup(t->labels[i].value ? t->labels[i].value : "")};
+        c.labels[i] = (esc_label){esc_xstrdup(t->labels[i].key ? t->labels[i].key : ""),
+                                  esc_xstrdup(t->labels[i].value ? t->labels[i].value : "")};
     return c;
 }
 
@@ -127,12 +128,12 @@ static void batch_push(esc_batch *b, Escher__OpKind kind, const char *ns, const 
 {
     if (b->n == b->cap) {
         b->cap = b->cap ? 2 * b->cap : 4;
-        b->ops = realloc(b->ops, b->cap * sizeof *b->ops);
+        b->ops = esc_xrealloc(b->ops, b->cap * sizeof *b->ops);
     }
     b->ops[b->n++] = (batch_op){
         .kind = kind,
-        .ns = ns ? strdup(ns) : NULL,
-        .name = name ? strdup(name) : NULL,
+        .ns = ns ? esc_xstrdup(ns) : NULL,
+        .name = name ? esc_xstrdup(name) : NULL,
         .value = value,
         .unbounded = unbounded,
         .target = copy_target(target),
@@ -293,13 +294,13 @@ static void build_update(const esc_client *c, const esc_batch *b, update_msg *u)
         u->namounts += b->ops[i].target.nwhere + b->ops[i].nbacking;
     for (size_t i = 0; i < b->n; i++)
         u->nlabels += b->ops[i].target.nlabels;
-    u->labels = calloc(u->nlabels + 1, sizeof *u->labels);
-    u->labelp = calloc(u->nlabels + 1, sizeof *u->labelp);
-    u->ops = calloc(b->n, sizeof *u->ops);
-    u->opp = calloc(b->n, sizeof *u->opp);
-    u->targets = calloc(b->n, sizeof *u->targets);
-    u->amounts = calloc(u->namounts + 1, sizeof *u->amounts);
-    u->amountp = calloc(u->namounts + 1, sizeof *u->amountp);
+    u->labels = esc_xcalloc(u->nlabels + 1, sizeof *u->labels);
+    u->labelp = esc_xcalloc(u->nlabels + 1, sizeof *u->labelp);
+    u->ops = esc_xcalloc(b->n, sizeof *u->ops);
+    u->opp = esc_xcalloc(b->n, sizeof *u->opp);
+    u->targets = esc_xcalloc(b->n, sizeof *u->targets);
+    u->amounts = esc_xcalloc(u->namounts + 1, sizeof *u->amounts);
+    u->amountp = esc_xcalloc(u->namounts + 1, sizeof *u->amountp);
     size_t next_amount = 0;
     for (size_t i = 0; i < b->n; i++) {
         const batch_op *op = &b->ops[i];
@@ -477,7 +478,7 @@ esc_update_msg *esc_client_task_ops(const esc_client *c, const esc_batch *b,
     for (size_t i = 0; i < b->n; i++)
         if (check_op(c, &b->ops[i], true, st) != ESC_OK)
             return NULL;
-    esc_update_msg *m = calloc(1, sizeof *m);
+    esc_update_msg *m = esc_xcalloc(1, sizeof *m);
     build_update(c, b, &m->u);
     m->u.req.local_node_id = (char *)"";
     *req = &m->u.req;

@@ -12,6 +12,7 @@
 
 #include "token_file.h"
 #include "user_dirs.h"
+#include "xalloc.h"
 
 /* Session files hold one short line (an address, a token, an id); anything larger is
  * not one of ours. */
@@ -137,7 +138,7 @@ char *esc_session_read(const char *dir, const char *name)
     FILE *f = fopen(path, "r");
     if (!f)
         return NULL;
-    char *buf = malloc(SESSION_FILE_MAX + 1);
+    char *buf = esc_xmalloc(SESSION_FILE_MAX + 1);
     size_t n = fread(buf, 1, SESSION_FILE_MAX, f);
     fclose(f);
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "strmap.h"
+#include "xalloc.h"
 
 static const char *node_state_name(Escher__NodeState s)
 {
@@ -43,13 +44,13 @@ static esc_strmap *index_registry(const Escher__GetClusterStatusReply *r)
 static char *namespace_of(const char *full)
 {
     const char *slash = strchr(full, '/');
-    return strndup(full, (size_t)(slash - full));
+    return esc_xstrndup(full, (size_t)(slash - full));
 }
 
 static void fill_resource(esc_resource_info *ri, const Escher__ResourceState *rs,
                           const char *node_id, const esc_strmap *registry)
 {
-    ri->name = strdup(rs->name);
+    ri->name = esc_xstrdup(rs->name);
     ri->total = rs->total;
     ri->held = rs->held;
     ri->available = rs->total - rs->held;
@@ -66,14 +67,14 @@ static void fill_resource(esc_resource_info *ri, const Escher__ResourceState *rs
     const Escher__RegistryEntry *e = esc_strmap_get(registry, key);
     /* A row can be missing for a moment (deleted while still held): the name still
      * says the namespace, and the owner is then unknown, shown as "". */
-    ri->namespace_ = e && e->namespace_[0] ? strdup(e->namespace_) : namespace_of(rs->name);
-    ri->owner = strdup(e ? e->owner_job : "");
+    ri->namespace_ = e && e->namespace_[0] ? esc_xstrdup(e->namespace_) : namespace_of(rs->name);
+    ri->owner = esc_xstrdup(e ? e->owner_job : "");
     if (!e || e->n_backing == 0)
         return;
     ri->nbacking = e->n_backing;
-    ri->backing = calloc(e->n_backing, sizeof *ri->backing);
+    ri->backing = esc_xcalloc(e->n_backing, sizeof *ri->backing);
     for (size_t i = 0; i < e->n_backing; i++)
-        ri->backing[i] = (esc_amount){strdup(e->backing[i]->name), e->backing[i]->value, false};
+        ri->backing[i] = (esc_amount){esc_xstrdup(e->backing[i]->name), e->backing[i]->value, false};
 }
 
 /* Physical resources first, then ephemeral ones, each by name: a stable order for
@@ -89,19 +90,19 @@ static int resource_cmp(const void *a, const void *b)
 static void fill_node(esc_node_status *ns, const Escher__NodeStatus *n, const esc_strmap *reg)
 {
     const Escher__NodeInfo *info = n->node;
-    ns->id = strdup(info ? info->node_id : "");
-    ns->address = strdup(info ? info->address : "");
-    ns->state = strdup(node_state_name(info ? info->state : ESCHER__NODE_STATE__NODE_DEAD));
+    ns->id = esc_xstrdup(info ? info->node_id : "");
+    ns->address = esc_xstrdup(info ? info->address : "");
+    ns->state = esc_xstrdup(node_state_name(info ? info->state : ESCHER__NODE_STATE__NODE_DEAD));
     ns->applied_seq = n->applied_seq;
     ns->cpu_shares_enforced = info && info->cpu_shares_enforced;
     ns->head = info && info->head;
-    ns->cpu_shares = strdup(info ? info->cpu_shares : "");
+    ns->cpu_shares = esc_xstrdup(info ? info->cpu_shares : "");
     ns->nlabels = info ? info->n_labels : 0;
-    ns->labels = calloc(ns->nlabels + 1, sizeof *ns->labels);
+    ns->labels = esc_xcalloc(ns->nlabels + 1, sizeof *ns->labels);
     for (size_t i = 0; i < ns->nlabels; i++)
-        ns->labels[i] = (esc_label){strdup(info->labels[i]->key), strdup(info->labels[i]->value)};
+        ns->labels[i] = (esc_label){esc_xstrdup(info->labels[i]->key), esc_xstrdup(info->labels[i]->value)};
     ns->nresources = n->n_resources;
-    ns->resources = calloc(n->n_resources + 1, sizeof *ns->resources);
+    ns->resources = esc_xcalloc(n->n_resources + 1, sizeof *ns->resources);
     for (size_t i = 0; i < n->n_resources; i++)
         fill_resource(&ns->resources[i], n->resources[i], ns->id, reg);
     qsort(ns->resources, ns->nresources, sizeof *ns->resources, resource_cmp);
@@ -111,21 +112,21 @@ static void fill_node(esc_node_status *ns, const Escher__NodeStatus *n, const es
 static void fill_demand(esc_demand *d, const Escher__Demand *m)
 {
     d->nshape = m->n_shape;
-    d->shape = calloc(m->n_shape + 1, sizeof *d->shape);
+    d->shape = esc_xcalloc(m->n_shape + 1, sizeof *d->shape);
     for (size_t i = 0; i < m->n_shape; i++)
-        d->shape[i] = (esc_amount){strdup(m->shape[i]->name), m->shape[i]->value, false};
+        d->shape[i] = (esc_amount){esc_xstrdup(m->shape[i]->name), m->shape[i]->value, false};
     d->count = m->count;
     d->infeasible = m->infeasible;
     d->nmissing = m->n_missing;
-    d->missing = calloc(m->n_missing + 1, sizeof *d->missing);
+    d->missing = esc_xcalloc(m->n_missing + 1, sizeof *d->missing);
     for (size_t i = 0; i < m->n_missing; i++)
-        d->missing[i] = strdup(m->missing[i]);
+        d->missing[i] = esc_xstrdup(m->missing[i]);
 }
 
 static void set_demand(esc_node_status *ns, Escher__Demand *const *demand, size_t n)
 {
     ns->ndemand = n;
-    ns->demand = calloc(n + 1, sizeof *ns->demand);
+    ns->demand = esc_xcalloc(n + 1, sizeof *ns->demand);
     for (size_t i = 0; i < n; i++)
         fill_demand(&ns->demand[i], demand[i]);
 }
@@ -142,11 +143,11 @@ static int get_status(esc_client *c, bool with_demand, esc_cluster_status **out,
         return rc;
     const Escher__GetClusterStatusReply *r = (const Escher__GetClusterStatusReply *)m;
     esc_strmap *reg = index_registry(r);
-    esc_cluster_status *s = calloc(1, sizeof *s);
+    esc_cluster_status *s = esc_xcalloc(1, sizeof *s);
     s->seq = r->seq;
     s->committed_seq = r->committed_seq;
     s->nnodes = r->n_nodes;
-    s->nodes = calloc(r->n_nodes + 1, sizeof *s->nodes);
+    s->nodes = esc_xcalloc(r->n_nodes + 1, sizeof *s->nodes);
     for (size_t i = 0; i < r->n_nodes; i++) {
         fill_node(&s->nodes[i], r->nodes[i], reg);
         if (with_demand)

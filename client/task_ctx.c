@@ -4,6 +4,7 @@
  * loads; keep every esc_buf_* and esc_task_* function in this one file so that linking
  * any of them brings all of them into the worker. */
 #include "escher/task.h"
+#include "xalloc.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@ static int reserve(esc_buf *b, size_t need)
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    /* The caller's size: a checked realloc, -1 when it does not fit (task.h). */
     uint8_t *d = realloc(b->data, cap);
     if (!d)
         return -1;
@@ -153,17 +155,15 @@ esc_task_ctx *esc_task_ctx_new(const char *task_id, const char *job_id, size_t n
                                const void *const *args, const size_t *lens,
                                size_t num_returns)
 {
-    esc_task_ctx *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
-        return NULL;
-    ctx->task_id = strdup(task_id ? task_id : "");
-    ctx->job_id = strdup(job_id ? job_id : "");
+    esc_task_ctx *ctx = esc_xcalloc(1, sizeof *ctx);
+    ctx->task_id = esc_xstrdup(task_id ? task_id : "");
+    ctx->job_id = esc_xstrdup(job_id ? job_id : "");
     ctx->nargs = nargs;
     ctx->args = args;
     ctx->lens = lens;
     ctx->asked = num_returns;
     ctx->nret = num_returns ? num_returns : 1;
-    ctx->rets = calloc(ctx->nret, sizeof *ctx->rets);
+    ctx->rets = esc_xcalloc(ctx->nret, sizeof *ctx->rets);
     if (!ctx->task_id || !ctx->job_id || !ctx->rets) {
         esc_task_ctx_free(ctx);
         return NULL;
@@ -179,12 +179,12 @@ int esc_task_ctx_set_held(esc_task_ctx *ctx, const char *const *names, const dou
     free(ctx->held_names);
     free(ctx->held);
     ctx->nheld = 0;
-    ctx->held_names = calloc(n + 1, sizeof *ctx->held_names);
-    ctx->held = calloc(n + 1, sizeof *ctx->held);
+    ctx->held_names = esc_xcalloc(n + 1, sizeof *ctx->held_names);
+    ctx->held = esc_xcalloc(n + 1, sizeof *ctx->held);
     if (!ctx->held_names || !ctx->held)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        ctx->held_names[i] = strdup(names[i]);
+        ctx->held_names[i] = esc_xstrdup(names[i]);
         if (!ctx->held_names[i])
             return -1;
         ctx->held[i] = qty[i];

@@ -7,11 +7,12 @@
 
 #include "client_internal.h"
 #include "ids.h"
+#include "object.pb-c.h"
 #include "pbutil.h"
 #include "qty.h"
-#include "object.pb-c.h"
 #include "strmap.h"
 #include "task.pb-c.h"
+#include "xalloc.h"
 
 #define SUBMIT_TIMEOUT_MS 10000
 #define MAX_RETURNS 1024 /* as the raylet */
@@ -83,8 +84,8 @@ static int build_spec(esc_client *c, const esc_task_spec *in, bool creation, spe
         m->cmd.cwd = (char *)(in->cwd ? in->cwd : "");
         m->spec.command = &m->cmd;
     }
-    m->amounts = calloc(in->nresources + 1, sizeof *m->amounts);
-    m->amount_ptrs = calloc(in->nresources + 1, sizeof *m->amount_ptrs);
+    m->amounts = esc_xcalloc(in->nresources + 1, sizeof *m->amounts);
+    m->amount_ptrs = esc_xcalloc(in->nresources + 1, sizeof *m->amount_ptrs);
     for (size_t i = 0; i < in->nresources; i++) {
         escher__amount__init(&m->amounts[i]);
         m->amounts[i].name = (char *)in->resources[i].name;
@@ -93,8 +94,8 @@ static int build_spec(esc_client *c, const esc_task_spec *in, bool creation, spe
     }
     m->spec.resources = m->amount_ptrs;
     m->spec.n_resources = in->nresources;
-    m->args = calloc(in->nargs + 1, sizeof *m->args);
-    m->arg_ptrs = calloc(in->nargs + 1, sizeof *m->arg_ptrs);
+    m->args = esc_xcalloc(in->nargs + 1, sizeof *m->args);
+    m->arg_ptrs = esc_xcalloc(in->nargs + 1, sizeof *m->arg_ptrs);
     for (size_t i = 0; i < in->nargs; i++) {
         escher__task_arg__init(&m->args[i]);
         if (in->args[i].ref)
@@ -219,9 +220,7 @@ int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec
 static void *pack_spec(const spec_msg *m, size_t *len)
 {
     *len = protobuf_c_message_get_packed_size(&m->spec.base);
-    uint8_t *packed = malloc(*len ? *len : 1);
-    if (!packed)
-        abort();
+    uint8_t *packed = esc_xmalloc(*len ? *len : 1);
     protobuf_c_message_pack(&m->spec.base, packed);
     return packed;
 }
@@ -329,7 +328,7 @@ esc_prepared *esc_task_prepare(esc_client *c, const esc_task_spec *in, esc_ref *
         return NULL;
     }
     m.spec.owner_id = c->owner_id;
-    esc_prepared *p = calloc(1, sizeof *p);
+    esc_prepared *p = esc_xcalloc(1, sizeof *p);
     p->spec = (Escher__TaskSpec *)esc_pb_dup(&m.spec.base);
     give_refs(&m, refs, NULL);
     spec_msg_free(&m);
@@ -344,8 +343,8 @@ int esc_prepared_submit(esc_client *c, esc_prepared *p, const esc_amount *extra,
         return st ? st->code : ESC_UNAVAILABLE;
     Escher__TaskSpec *s = p->spec;
     size_t own = s->n_resources;
-    Escher__Amount *more = calloc(n + 1, sizeof *more);
-    Escher__Amount **all = calloc(own + n + 1, sizeof *all);
+    Escher__Amount *more = esc_xcalloc(n + 1, sizeof *more);
+    Escher__Amount **all = esc_xcalloc(own + n + 1, sizeof *all);
     if (own)
         memcpy(all, s->resources, own * sizeof *all);
     for (size_t i = 0; i < n; i++) {
@@ -358,7 +357,7 @@ int esc_prepared_submit(esc_client *c, esc_prepared *p, const esc_amount *extra,
     s->resources = all;
     s->n_resources = own + n;
     size_t len = protobuf_c_message_get_packed_size(&s->base);
-    uint8_t *packed = malloc(len ? len : 1);
+    uint8_t *packed = esc_xmalloc(len ? len : 1);
     protobuf_c_message_pack(&s->base, packed);
     s->resources = saved;
     s->n_resources = own;
@@ -465,7 +464,7 @@ static size_t distinct_unknown(const waiting *wt, const char **ids, esc_strmap *
 static void take_answer(waiting *wt, const Escher__WaitObjectsReply *r, esc_strmap *index,
                         size_t k)
 {
-    bool *settled = calloc(k + 1, sizeof *settled);
+    bool *settled = esc_xcalloc(k + 1, sizeof *settled);
     for (size_t j = 0; j < r->n_ready; j++)
         if (r->ready[j] < k)
             settled[r->ready[j]] = true;
@@ -511,7 +510,7 @@ static int directory_call(waiting *wt, const Escher__WaitObjectsRequest *req, ui
  * (when the owner may bring the rest, or the caller's pokes matter). */
 static void ask_directory(waiting *wt, uint64_t gen, bool pending, int wait_ms)
 {
-    const char **ids = calloc(wt->n + 1, sizeof *ids);
+    const char **ids = esc_xcalloc(wt->n + 1, sizeof *ids);
     esc_strmap *index = esc_strmap_new();
     bool repeats;
     size_t k = distinct_unknown(wt, ids, index, &repeats);
@@ -575,7 +574,7 @@ int esc_wait_woken(esc_client *c, const esc_ref *const *refs, size_t n, size_t n
                   .num_ready = num_ready, .w = w, .external = ext != UINT64_MAX, .ext = ext,
                   .ready = ready, .directory = true};
     wt.end = timeout_ms < 0 ? UINT64_MAX : esc_now_ms() + (uint64_t)timeout_ms;
-    wt.unknown = calloc(n + 1, sizeof *wt.unknown);
+    wt.unknown = esc_xcalloc(n + 1, sizeof *wt.unknown);
     if (wt.o)
         esc_owner_listen(wt.o, w);
     wait_loop(&wt);

@@ -26,6 +26,7 @@
 #include "client_internal.h"
 #include "frame.h"
 #include "package.h"
+#include "xalloc.h"
 
 #include <openssl/evp.h>
 
@@ -162,7 +163,7 @@ typedef struct {
 /* Copies what tar writes into p->f, hashing it, stopping at the limit. */
 static int hash_stream(int fd, uint64_t limit, packed *p, esc_status *st)
 {
-    uint8_t *buf = malloc(ESC_PACKAGE_CHUNK);
+    uint8_t *buf = esc_xmalloc(ESC_PACKAGE_CHUNK);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     int rc = esc_status_set(st, ESC_OK, NULL);
@@ -247,7 +248,7 @@ static bool package_stored(esc_client *c, const char *hash)
 /* Chunks "<hash>/<n>", then the manifest "<hash>", last. */
 static int upload(esc_client *c, packed *p, esc_status *st)
 {
-    uint8_t *buf = malloc(ESC_PACKAGE_CHUNK);
+    uint8_t *buf = esc_xmalloc(ESC_PACKAGE_CHUNK);
     rewind(p->f);
     int rc = ESC_OK;
     for (uint64_t i = 0; i < p->chunks && rc == ESC_OK; i++) {

@@ -15,6 +15,7 @@
 
 #include "ids.h"
 #include "secret.h"
+#include "xalloc.h"
 
 #define AUTH_MAX_CRED 128
 #define AUTH_MAX_ID 80
@@ -26,7 +27,7 @@ void gcs_auth_hash(const char *credential, char out[65])
 
 char *gcs_auth_new_credential(char hash_out[65])
 {
-    char *cred = malloc(2 * GCS_CREDENTIAL_BYTES + 1);
+    char *cred = esc_xmalloc(2 * GCS_CREDENTIAL_BYTES + 1);
     if (esc_random_hex(cred, GCS_CREDENTIAL_BYTES) != 0) {
         free(cred);
         return NULL;

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "names.h"
 #include "secret.h"
+#include "xalloc.h"
 
 /* Where the page's files are: the build tree's (CMake passes the source folder) and the
  * installed copy relative to the program's folder. */
@@ -71,7 +72,7 @@ static void record_history(gcs_dash *d, const Escher__Event *ev, uint64_t wall)
             free(esc_strmap_del(d->history, key));
             continue;
         }
-        if (!h && (h = calloc(1, sizeof *h)) != NULL)
+        if (!h && (h = esc_xcalloc(1, sizeof *h)) != NULL)
             esc_strmap_put(d->history, key, h);
         if (!h)
             continue;
@@ -136,7 +137,7 @@ void gcs_dashboard_event(gcs *g, const Escher__Event *ev)
 static void cookie_value(const char *token, char out[65])
 {
     size_t n = strlen(token) + 32;
-    char *s = malloc(n);
+    char *s = esc_xmalloc(n);
     if (!s) {
         out[0] = '\0';
         return;
@@ -261,7 +262,7 @@ static void serve_stream(void *ud, esc_http_req *r)
     gcs_dash *d = ud;
     if (!admit(d, r))
         return;
-    dash_stream *s = calloc(1, sizeof *s);
+    dash_stream *s = esc_xcalloc(1, sizeof *s);
     if (!s) {
         esc_http_reply_text(r, 500, "out of memory\n");
         return;
@@ -361,7 +362,7 @@ int gcs_dashboard_start(gcs *g)
 {
     if (g->cfg.dashboard_port < 0)
         return 0;
-    gcs_dash *d = calloc(1, sizeof *d);
+    gcs_dash *d = esc_xcalloc(1, sizeof *d);
     char err[512];
     if (!d || !(d->history = esc_strmap_new())) {
         fprintf(stderr, "escher-gcs: dashboard: out of memory\n");

@@ -10,6 +10,7 @@
 #include "dashboard.h"
 #include "raylet.pb-c.h"
 #include "utf8.h"
+#include "xalloc.h"
 
 #define READ_TIMEOUT_MS 3000
 #define TAIL_MAX (64u << 10) /* the last 64 KiB of the output are shown */
@@ -125,12 +126,12 @@ void gcs_dash_task_logs(gcs *g, esc_http_req *r, const char *task_id, const char
         esc_http_reply_text(r, 404, "no alive node by that id (give ?node=)\n");
         return;
     }
-    log_read *l = calloc(1, sizeof *l);
+    log_read *l = esc_xcalloc(1, sizeof *l);
     l->g = g;
-    l->address = strdup(n->info->address);
-    l->task_id = strdup(task_id);
-    l->node_id = strdup(node_id);
-    l->text = malloc(TAIL_MAX + 1);
+    l->address = esc_xstrdup(n->info->address);
+    l->task_id = esc_xstrdup(task_id);
+    l->node_id = esc_xstrdup(node_id);
+    l->text = esc_xmalloc(TAIL_MAX + 1);
     l->answer = esc_http_later_start(r, "application/json", answer_closed, l);
     if (!l->answer) {
         log_read_free(l);

@@ -9,6 +9,7 @@
 #include "dashboard.h"
 #include "rpc_async.h"
 #include "task.pb-c.h"
+#include "xalloc.h"
 
 #define NODE_TIMEOUT_MS 2000
 #define ROWS_MAX 200 /* the newest first; a job of more says how many there are */
@@ -52,7 +53,7 @@ static int newest_first(const void *a, const void *b)
 static void answer(fanout *f)
 {
     size_t n = json_array_size(f->rows);
-    json_t **v = calloc(n + 1, sizeof *v);
+    json_t **v = esc_xcalloc(n + 1, sizeof *v);
     for (size_t i = 0; i < n; i++)
         v[i] = json_array_get(f->rows, i);
     qsort(v, n, sizeof *v, newest_first);
@@ -131,10 +132,10 @@ void gcs_dash_job_tasks(gcs *g, esc_http_req *r, const char *job_id)
         esc_http_reply_text(r, 404, "no such job\n");
         return;
     }
-    fanout *f = calloc(1, sizeof *f);
+    fanout *f = esc_xcalloc(1, sizeof *f);
     f->rows = json_array();
     f->unreachable = json_array();
-    f->channels = calloc(esc_strmap_count(g->nodes) + 1, sizeof *f->channels);
+    f->channels = esc_xcalloc(esc_strmap_count(g->nodes) + 1, sizeof *f->channels);
     f->answer = esc_http_later_start(r, "application/json", answer_closed, f);
     if (!f->answer) {
         fanout_free(f);
@@ -152,7 +153,7 @@ void gcs_dash_job_tasks(gcs *g, esc_http_req *r, const char *job_id)
             continue;
         esc_rpc_channel *ch = esc_rpc_channel_new(n->info->address, g->cfg.token);
         f->channels[f->nchannels++] = ch;
-        node_call *nc = calloc(1, sizeof *nc);
+        node_call *nc = esc_xcalloc(1, sizeof *nc);
         nc->f = f;
         snprintf(nc->node_id, sizeof nc->node_id, "%s", id);
         f->left++;

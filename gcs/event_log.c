@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "pbutil.h"
+#include "xalloc.h"
 
 /* Bound on ops kept for replay; older events are evicted and a subscriber that needs
  * them gets a snapshot instead. A key-value event weighs one op per KV_BYTES_PER_OP of
@@ -21,7 +22,7 @@
 
 Escher__Event *gcs_event_new(Escher__EventKind kind)
 {
-    Escher__Event *ev = calloc(1, sizeof *ev);
+    Escher__Event *ev = esc_xcalloc(1, sizeof *ev);
     escher__event__init(ev);
     ev->kind = kind;
     return ev;
@@ -95,7 +96,7 @@ static void start_commit(gcs *g, commit_ctx *c, esc_storage_batch *b)
 
 void gcs_write(gcs *g, esc_storage_batch *b, gcs_done_fn done, void *ud)
 {
-    commit_ctx *c = calloc(1, sizeof *c);
+    commit_ctx *c = esc_xcalloc(1, sizeof *c);
     *c = (commit_ctx){.g = g, .done = done, .ud = ud};
     gcs_history_flush(g, b, 0, NULL);
     start_commit(g, c, b);
@@ -103,7 +104,7 @@ void gcs_write(gcs *g, esc_storage_batch *b, gcs_done_fn done, void *ud)
 
 void gcs_ring_init(gcs_ring *r, size_t cap)
 {
-    r->events = calloc(cap, sizeof *r->events);
+    r->events = esc_xcalloc(cap, sizeof *r->events);
     r->cap = cap;
     r->head = r->len = r->ops = 0;
 }
@@ -186,7 +187,7 @@ void gcs_commit(gcs *g, Escher__Event *ev, esc_storage_batch *b, gcs_apply_fn ap
     snprintf(text, sizeof text, "%" PRIu64, seq);
     esc_storage_put(b, GCS_T_META, "seq", text, strlen(text));
     gcs_history_flush(g, b, seq, ev);
-    commit_ctx *c = calloc(1, sizeof *c);
+    commit_ctx *c = esc_xcalloc(1, sizeof *c);
     *c = (commit_ctx){.g = g, .ev = ev, .seq = seq, .apply = apply, .done = done, .ud = ud};
     start_commit(g, c, b);
 }

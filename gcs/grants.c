@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pbutil.h"
+#include "xalloc.h"
 
 /* A grant change on its way to storage: the row to install once stored. */
 typedef struct {
@@ -67,7 +68,7 @@ static void row_add_prefix(Escher__JobInfo *row, const char *grantee, const char
     Escher__PrefixGrant pg = ESCHER__PREFIX_GRANT__INIT;
     pg.grantee = (char *)grantee;
     pg.prefix = (char *)prefix;
-    row->prefix_grants = realloc(row->prefix_grants,
+    row->prefix_grants = esc_xrealloc(row->prefix_grants,
                                  (row->n_prefix_grants + 1) * sizeof *row->prefix_grants);
     row->prefix_grants[row->n_prefix_grants++] = (Escher__PrefixGrant *)esc_pb_dup(&pg.base);
 }
@@ -83,8 +84,8 @@ static Escher__JobInfo *row_with(const gcs_job *j, const Escher__GrantNamespaceR
         row_add_prefix(row, req->grantee, req->prefix);
     } else {
         row_revoke(row, req->grantee);
-        row->grants = realloc(row->grants, (row->n_grants + 1) * sizeof *row->grants);
-        row->grants[row->n_grants++] = strdup(req->grantee);
+        row->grants = esc_xrealloc(row->grants, (row->n_grants + 1) * sizeof *row->grants);
+        row->grants[row->n_grants++] = esc_xstrdup(req->grantee);
     }
     return row;
 }
@@ -178,9 +179,9 @@ static void handle_grant(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
         esc_rpc_reply(call, &rep.base); /* already so: changed = false */
         return;
     }
-    grant_call *c = calloc(1, sizeof *c);
+    grant_call *c = esc_xcalloc(1, sizeof *c);
     c->call = call;
-    c->job_id = strdup(j->info->job_id);
+    c->job_id = esc_xstrdup(j->info->job_id);
     c->row = row_with(j, req);
     esc_storage_batch *b = esc_storage_batch_new();
     gcs_put_msg(b, GCS_T_JOBS, c->row->job_id, &c->row->base);

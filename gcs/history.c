@@ -25,6 +25,7 @@
 #include "names.h"
 #include "pbutil.h"
 #include "utf8.h"
+#include "xalloc.h"
 
 #define HISTORY_MAX_OPS 16        /* ops kept per row; ops_total says how many there were */
 #define TASK_QUEUE_MAX 1024       /* task rows waiting for their write; more are dropped */
@@ -55,9 +56,7 @@ static void vec_push(hrow_vec *v, hrow *r)
 {
     if (v->n == v->cap) {
         v->cap = v->cap ? v->cap * 2 : 16;
-        v->v = realloc(v->v, v->cap * sizeof *v->v);
-        if (!v->v)
-            abort();
+        v->v = esc_xrealloc(v->v, v->cap * sizeof *v->v);
     }
     v->v[v->n++] = r;
 }
@@ -78,25 +77,23 @@ static void vec_free(hrow_vec *v)
 
 static char *dup_cut(const char *s, size_t max)
 {
-    return strndup(s ? s : "", esc_utf8_prefix(s ? s : "", max));
+    return esc_xstrndup(s ? s : "", esc_utf8_prefix(s ? s : "", max));
 }
 
 hrow *gcs_history_row(Escher__HistoryKind kind)
 {
-    hrow *r = calloc(1, sizeof *r);
-    if (!r)
-        abort();
+    hrow *r = esc_xcalloc(1, sizeof *r);
     escher__history_event__init(r);
     r->kind = kind;
-    r->node_id = strdup("");
-    r->job_id = strdup("");
-    r->namespace_ = strdup("");
-    r->address = strdup("");
-    r->hostname = strdup("");
-    r->entrypoint = strdup("");
-    r->task_id = strdup("");
-    r->task_name = strdup("");
-    r->error = strdup("");
+    r->node_id = esc_xstrdup("");
+    r->job_id = esc_xstrdup("");
+    r->namespace_ = esc_xstrdup("");
+    r->address = esc_xstrdup("");
+    r->hostname = esc_xstrdup("");
+    r->entrypoint = esc_xstrdup("");
+    r->task_id = esc_xstrdup("");
+    r->task_name = esc_xstrdup("");
+    r->error = esc_xstrdup("");
     return r;
 }
 
@@ -166,13 +163,9 @@ static hrow *ring_at(const gcs_history *h, size_t i)
 
 void gcs_history_init(gcs *g)
 {
-    gcs_history *h = calloc(1, sizeof *h);
-    if (!h)
-        abort();
+    gcs_history *h = esc_xcalloc(1, sizeof *h);
     h->cap = bound(g);
-    h->ring = calloc(h->cap, sizeof *h->ring);
-    if (!h->ring)
-        abort();
+    h->ring = esc_xcalloc(h->cap, sizeof *h->ring);
     g->history = h;
 }
 
@@ -211,9 +204,7 @@ static void take_ops(hrow *r, const Escher__Event *ev)
     size_t n = ev->n_ops < HISTORY_MAX_OPS ? ev->n_ops : HISTORY_MAX_OPS;
     if (!n)
         return;
-    r->ops = calloc(n, sizeof *r->ops);
-    if (!r->ops)
-        abort();
+    r->ops = esc_xcalloc(n, sizeof *r->ops);
     for (size_t i = 0; i < n; i++)
         r->ops[i] = (Escher__LogOp *)esc_pb_dup(&ev->ops[i]->base);
     r->n_ops = n;
@@ -488,9 +479,9 @@ static void handle_list(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
     rep.last_id = h->last_id;
     rep.first_id = h->len ? ring_at(h, 0)->id : h->last_id + 1;
     rep.bound = (uint32_t)bound(g);
-    hrow *views = calloc(limit, sizeof *views);
-    hrow **ptrs = calloc(limit, sizeof *ptrs);
-    Escher__LogOp **ops = calloc(limit * HISTORY_MAX_OPS + 1, sizeof *ops);
+    hrow *views = esc_xcalloc(limit, sizeof *views);
+    hrow **ptrs = esc_xcalloc(limit, sizeof *ptrs);
+    Escher__LogOp **ops = esc_xcalloc(limit * HISTORY_MAX_OPS + 1, sizeof *ops);
     if (!views || !ptrs || !ops)
         abort();
     /* Ids are contiguous: the first wanted row's place is known without a search. */

@@ -14,6 +14,7 @@
 #include "names.h"
 #include "pbutil.h"
 #include "utf8.h"
+#include "xalloc.h"
 
 gcs_job *gcs_job_find(gcs *g, const char *id)
 {
@@ -23,18 +24,16 @@ gcs_job *gcs_job_find(gcs *g, const char *id)
 Escher__Event *gcs_job_event(const Escher__JobInfo *row)
 {
     Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_JOB_UPDATED);
-    ev->jobs = malloc(sizeof *ev->jobs);
-    if (!ev->jobs)
-        abort();
+    ev->jobs = esc_xmalloc(sizeof *ev->jobs);
     ev->jobs[0] = (Escher__JobInfo *)esc_pb_dup(&row->base);
     ev->n_jobs = 1;
-    ev->job_id = strdup(row->job_id);
+    ev->job_id = esc_xstrdup(row->job_id);
     return ev;
 }
 
 static gcs_job *job_put(gcs *g, Escher__JobInfo *info)
 {
-    gcs_job *j = calloc(1, sizeof *j);
+    gcs_job *j = esc_xcalloc(1, sizeof *j);
     j->info = info;
     j->orphan_since_ms = esc_now_ms();
     esc_strmap_put(g->jobs, info->job_id, j);
@@ -146,26 +145,26 @@ static void register_new(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
         esc_rpc_finish(call, ESC_INTERNAL, "no randomness for a job credential");
         return;
     }
-    Escher__JobInfo *info = malloc(sizeof *info);
+    Escher__JobInfo *info = esc_xmalloc(sizeof *info);
     escher__job_info__init(info);
-    info->credential_sha256 = strdup(hash);
-    info->job_id = malloc(ESC_ID_HEX + 1);
+    info->credential_sha256 = esc_xstrdup(hash);
+    info->job_id = esc_xmalloc(ESC_ID_HEX + 1);
     esc_random_hex(info->job_id, ESC_ID_HEX / 2);
     if (*req->namespace_) {
-        info->namespace_ = strdup(req->namespace_);
+        info->namespace_ = esc_xstrdup(req->namespace_);
     } else {
-        info->namespace_ = malloc(ESC_ID_HEX + 5);
+        info->namespace_ = esc_xmalloc(ESC_ID_HEX + 5);
         snprintf(info->namespace_, ESC_ID_HEX + 5, "job-%s", info->job_id);
     }
     /* Cut at a character boundary: the request was checked to be UTF-8, the stored
      * copy must stay so. */
-    info->entrypoint = strndup(req->entrypoint, esc_utf8_prefix(req->entrypoint, 4096));
+    info->entrypoint = esc_xstrndup(req->entrypoint, esc_utf8_prefix(req->entrypoint, 4096));
     info->driver_pid = req->driver_pid;
     info->start_ms = esc_wall_ms();
     info->state = ESCHER__JOB_STATE__JOB_RUNNING;
     esc_storage_batch *b = esc_storage_batch_new();
     gcs_put_msg(b, GCS_T_JOBS, info->job_id, &info->base);
-    job_call *c = malloc(sizeof *c);
+    job_call *c = esc_xmalloc(sizeof *c);
     *c = (job_call){call, info, credential};
     gcs_history_stage_job(g, ESCHER__HISTORY_KIND__H_JOB_STARTED, info);
     /* An event, not just a write: the raylets learn the job from the log (job_mirror.c). */
@@ -224,14 +223,14 @@ static void job_end(gcs *g, gcs_job *j, end_ctx *c)
     esc_storage_batch *b = esc_storage_batch_new();
     gcs_put_msg(b, GCS_T_JOBS, done->job_id, &done->base);
     Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_JOB_FINISHED);
-    ev->job_id = strdup(done->job_id);
+    ev->job_id = esc_xstrdup(done->job_id);
     gcs_history_stage_job(g, ESCHER__HISTORY_KIND__H_JOB_ENDED, done);
     gcs_registry_remove_where(g, NULL, j->info->job_id, ev, b, job_ended, c);
 }
 
 static end_ctx *end_ctx_new(esc_rpc_ctx *call, const char *job_id, bool failed)
 {
-    end_ctx *c = calloc(1, sizeof *c);
+    end_ctx *c = esc_xcalloc(1, sizeof *c);
     *c = (end_ctx){.call = call, .job_id = strdup(job_id), .failed = failed};
     return c;
 }
@@ -305,8 +304,8 @@ static void handle_list(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
     gcs *g = ud;
     Escher__ListJobsReply rep = ESCHER__LIST_JOBS_REPLY__INIT;
     size_t n = esc_strmap_count(g->jobs);
-    Escher__JobInfo *rows = calloc(n + 1, sizeof *rows);
-    rep.jobs = calloc(n + 1, sizeof *rep.jobs);
+    Escher__JobInfo *rows = esc_xcalloc(n + 1, sizeof *rows);
+    rep.jobs = esc_xcalloc(n + 1, sizeof *rep.jobs);
     size_t pos = 0;
     const char *k;
     void *v;
@@ -363,7 +362,7 @@ void gcs_jobs_sweep(gcs *g, uint64_t now)
     size_t pos = 0;
     const char *k;
     void *v;
-    gcs_job **lost = calloc(esc_strmap_count(g->jobs) + 1, sizeof *lost);
+    gcs_job **lost = esc_xcalloc(esc_strmap_count(g->jobs) + 1, sizeof *lost);
     size_t n = 0;
     while (esc_strmap_next(g->jobs, &pos, &k, &v)) {
         gcs_job *j = v;

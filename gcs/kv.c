@@ -2,6 +2,7 @@
 #include "gcs.h"
 
 #include "pbutil.h"
+#include "xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ typedef struct {
 static char *kv_key(const char *ns, const char *key)
 {
     size_t a = strlen(ns), b = strlen(key);
-    char *k = malloc(a + b + 2);
+    char *k = esc_xmalloc(a + b + 2);
     memcpy(k, ns, a);
     k[a] = '\n';
     memcpy(k + a + 1, key, b + 1);
@@ -55,7 +56,7 @@ static bool kv_args_ok(esc_rpc_ctx *call, const char *ns, const char *key)
 
 static void kv_set(gcs *g, const char *k, const void *value, size_t len)
 {
-    kv_value *v = malloc(sizeof *v + len);
+    kv_value *v = esc_xmalloc(sizeof *v + len);
     v->len = len;
     if (len)
         memcpy(v->bytes, value, len);
@@ -97,9 +98,7 @@ static Escher__KvEntry *kv_entry(const char *ns, const char *key, const void *da
 static Escher__Event *kv_event(const char *ns, const char *key, const Escher__KvPutRequest *put)
 {
     Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_KV);
-    ev->kvs = malloc(sizeof *ev->kvs);
-    if (!ev->kvs)
-        abort();
+    ev->kvs = esc_xmalloc(sizeof *ev->kvs);
     ev->kvs[0] = put ? kv_entry(ns, key, put->value.data ? put->value.data : (void *)"",
                                 put->value.len)
                      : kv_entry(ns, key, NULL, 0);
@@ -144,9 +143,7 @@ static void kv_commit(gcs *g, esc_rpc_ctx *call, const char *ns, const char *key
         esc_storage_put(b, GCS_T_KV, k, put->value.data, put->value.len);
     else
         esc_storage_del(b, GCS_T_KV, k);
-    kv_call *c = malloc(sizeof *c);
-    if (!c)
-        abort();
+    kv_call *c = esc_xmalloc(sizeof *c);
     *c = (kv_call){call, put, k, added};
     gcs_commit(g, kv_event(ns, key, put), b, kv_apply, kv_done, c);
 }
@@ -209,7 +206,7 @@ static void handle_keys(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
     if (!kv_allowed(g, call, req->ns, req->prefix))
         return;
     Escher__KvKeysReply rep = ESCHER__KV_KEYS_REPLY__INIT;
-    rep.keys = calloc(esc_strmap_count(g->kv) + 1, sizeof *rep.keys);
+    rep.keys = esc_xcalloc(esc_strmap_count(g->kv) + 1, sizeof *rep.keys);
     size_t nslen = strlen(req->ns), plen = strlen(req->prefix);
     size_t pos = 0;
     const char *k;
@@ -227,9 +224,7 @@ static void handle_keys(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
 
 Escher__KvEntry **gcs_kv_rows(gcs *g, gcs_kv_filter want, void *ud, size_t *n)
 {
-    Escher__KvEntry **rows = calloc(esc_strmap_count(g->kv) + 1, sizeof *rows);
-    if (!rows)
-        abort();
+    Escher__KvEntry **rows = esc_xcalloc(esc_strmap_count(g->kv) + 1, sizeof *rows);
     *n = 0;
     size_t pos = 0;
     const char *k;

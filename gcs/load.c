@@ -20,6 +20,7 @@
 #include "gcs.h"
 
 #include "pbutil.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -119,10 +120,10 @@ static bool node_load(gcs_node *n, Escher__NodeLoad *l)
     n->demand_dirty = false;
     const Escher__ReportNodeRequest *cur = n->report;
     if (!cur) {
-        l->rows = calloc(1, sizeof *l->rows);
+        l->rows = esc_xcalloc(1, sizeof *l->rows);
         return l->has_demand;
     }
-    l->rows = calloc(cur->n_resources + 1, sizeof *l->rows);
+    l->rows = esc_xcalloc(cur->n_resources + 1, sizeof *l->rows);
     l->full = !n->published || !diff_rows(n->published, cur, l->rows, &l->n_rows);
     if (l->full) {
         if (cur->n_resources) /* a report of no rows has resources NULL */
@@ -151,8 +152,8 @@ static void on_load_timer(struct ev_loop *ev, ev_timer *t, int revents)
     Escher__Event out = ESCHER__EVENT__INIT;
     out.kind = ESCHER__EVENT_KIND__EV_NODE_LOAD;
     out.seq = g->seq;
-    out.loads = calloc(cap, sizeof *out.loads);
-    Escher__NodeLoad *block = calloc(cap, sizeof *block);
+    out.loads = esc_xcalloc(cap, sizeof *out.loads);
+    Escher__NodeLoad *block = esc_xcalloc(cap, sizeof *block);
     const char *k;
     void *v;
     while (esc_strmap_next(g->nodes, &pos, &k, &v)) {
@@ -201,13 +202,13 @@ void gcs_load_stop(gcs *g)
 
 Escher__Event *gcs_load_full_event(gcs *g)
 {
-    Escher__Event *ev = calloc(1, sizeof *ev);
+    Escher__Event *ev = esc_xcalloc(1, sizeof *ev);
     escher__event__init(ev);
     ev->kind = ESCHER__EVENT_KIND__EV_NODE_LOAD;
     ev->seq = g->seq;
     size_t cap = esc_strmap_count(g->nodes) + 1, pos = 0;
-    ev->loads = calloc(cap, sizeof *ev->loads);
-    Escher__NodeLoad *block = calloc(cap, sizeof *block);
+    ev->loads = esc_xcalloc(cap, sizeof *ev->loads);
+    Escher__NodeLoad *block = esc_xcalloc(cap, sizeof *block);
     const char *k;
     void *v;
     while (esc_strmap_next(g->nodes, &pos, &k, &v)) {
@@ -219,7 +220,7 @@ Escher__Event *gcs_load_full_event(gcs *g)
         l->node_id = n->info->node_id;
         l->full = true;
         l->n_rows = n->report->n_resources;
-        l->rows = calloc(l->n_rows + 1, sizeof *l->rows);
+        l->rows = esc_xcalloc(l->n_rows + 1, sizeof *l->rows);
         memcpy(l->rows, n->report->resources, l->n_rows * sizeof *l->rows);
         attach_demand(n, l);
         ev->loads[ev->n_loads++] = l;

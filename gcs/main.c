@@ -11,6 +11,7 @@
 #include "log.h"
 #include "token_file.h"
 #include "version.h"
+#include "xalloc.h"
 
 /* What parse_flags returns after --help or --version: exit 0. */
 #define CLI_DONE (-1)
@@ -61,7 +62,7 @@ static int usage(const char *msg)
 static char *read_secret(const char *path, const char *env_name)
 {
     const char *env = getenv(env_name);
-    char *from_env = env && *env ? strdup(env) : NULL;
+    char *from_env = env && *env ? esc_xstrdup(env) : NULL;
     unsetenv(env_name);
     if (!path)
         return from_env;

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "names.h"
 #include "pbutil.h"
+#include "xalloc.h"
 
 gcs_node *gcs_node_find(gcs *g, const char *id)
 {
@@ -44,7 +45,7 @@ static gcs_node *node_put(gcs *g, Escher__NodeInfo *info)
     if (n) {
         protobuf_c_message_free_unpacked(&n->info->base, NULL);
     } else {
-        n = calloc(1, sizeof *n);
+        n = esc_xcalloc(1, sizeof *n);
         esc_strmap_put(g->nodes, info->node_id, n);
     }
     n->info = info;
@@ -137,7 +138,7 @@ static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
     if (!*info->node_id) {
         if (info->node_id != protobuf_c_empty_string) /* unpacked "" is a shared constant */
             free(info->node_id);
-        info->node_id = malloc(ESC_ID_HEX + 1);
+        info->node_id = esc_xmalloc(ESC_ID_HEX + 1);
         esc_random_hex(info->node_id, ESC_ID_HEX / 2);
     }
     info->state = ESCHER__NODE_STATE__NODE_ALIVE;
@@ -146,7 +147,7 @@ static void handle_register(esc_rpc_ctx *call, const ProtobufCMessage *msg, void
     gcs_put_msg(b, GCS_T_NODES, info->node_id, &info->base);
     Escher__Event *ev = gcs_event_new(ESCHER__EVENT_KIND__EV_NODE_ADDED);
     ev->node = (Escher__NodeInfo *)esc_pb_dup(&info->base);
-    add_ctx *c = malloc(sizeof *c);
+    add_ctx *c = esc_xmalloc(sizeof *c);
     *c = (add_ctx){call, info};
     gcs_history_stage_node(g, ESCHER__HISTORY_KIND__H_NODE_ADDED, info);
     gcs_commit(g, ev, b, apply_node_added, node_added, c);
@@ -222,7 +223,7 @@ static void handle_drain(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     esc_storage_batch *b = esc_storage_batch_new();
     gcs_put_msg(b, GCS_T_NODES, draining->node_id, &draining->base);
     protobuf_c_message_free_unpacked(&draining->base, NULL);
-    drain_ctx *c = malloc(sizeof *c);
+    drain_ctx *c = esc_xmalloc(sizeof *c);
     *c = (drain_ctx){call, strdup(req->node_id)};
     gcs_history_stage_node(g, ESCHER__HISTORY_KIND__H_NODE_DRAINING, n->info);
     gcs_write(g, b, node_drained, c);
@@ -270,7 +271,7 @@ static void death_expired(gcs *g, void *ud)
 static void queue_death(gcs *g, gcs_node *n)
 {
     n->death_queued = true;
-    gcs_queue_write(g, death_run, death_expired, strdup(n->info->node_id));
+    gcs_queue_write(g, death_run, death_expired, esc_xstrdup(n->info->node_id));
 }
 
 /* Declares n dead. Everything the GCS decides alone happens at once, even while
@@ -343,7 +344,7 @@ static bool due_to_forget(const gcs *g, const gcs_node *n, uint64_t now)
  * the ids are collected first. */
 static void forget_dead(gcs *g, uint64_t now)
 {
-    char **due = calloc(esc_strmap_count(g->nodes) + 1, sizeof *due);
+    char **due = esc_xcalloc(esc_strmap_count(g->nodes) + 1, sizeof *due);
     size_t n = 0, pos = 0;
     const char *k;
     void *v;
@@ -351,7 +352,7 @@ static void forget_dead(gcs *g, uint64_t now)
         gcs_node *node = v;
         if (due_to_forget(g, node, now)) {
             node->forget_queued = true;
-            due[n++] = strdup(k);
+            due[n++] = esc_xstrdup(k);
         }
     }
     for (size_t i = 0; i < n; i++)
@@ -365,7 +366,7 @@ void gcs_nodes_sweep(gcs *g, uint64_t now)
     const char *k;
     void *v;
     /* Collect first: node_die mutates tables while the iteration would continue. */
-    gcs_node **late = calloc(esc_strmap_count(g->nodes) + 1, sizeof *late);
+    gcs_node **late = esc_xcalloc(esc_strmap_count(g->nodes) + 1, sizeof *late);
     size_t n = 0;
     while (esc_strmap_next(g->nodes, &pos, &k, &v)) {
         gcs_node *node = v;

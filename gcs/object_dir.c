@@ -37,6 +37,7 @@
 #include "log.h"
 #include "names.h"
 #include "object.pb-c.h"
+#include "xalloc.h"
 
 typedef struct dir_obj dir_obj;
 
@@ -110,9 +111,7 @@ static dir_list *bucket(esc_strmap *m, const char *key)
 {
     dir_list *l = esc_strmap_get(m, key);
     if (!l) {
-        l = calloc(1, sizeof *l);
-        if (!l)
-            abort();
+        l = esc_xcalloc(1, sizeof *l);
         esc_strmap_put(m, key, l);
     }
     return l;
@@ -243,14 +242,12 @@ static void loc_remove(gcs_objdir *d, dir_loc *l, bool node_died)
 
 static dir_obj *obj_new(gcs_objdir *d, const Escher__ObjectLocation *in)
 {
-    dir_obj *o = calloc(1, sizeof *o);
-    if (!o)
-        abort();
-    o->id = strdup(in->object_id);
-    o->job_id = strdup(in->job_id);
+    dir_obj *o = esc_xcalloc(1, sizeof *o);
+    o->id = esc_xstrdup(in->object_id);
+    o->job_id = esc_xstrdup(in->job_id);
     o->size = in->size;
     o->is_error = in->is_error;
-    o->origin = strdup(in->origin ? in->origin : "");
+    o->origin = esc_xstrdup(in->origin ? in->origin : "");
     dir_list *b = bucket(d->by_job, o->job_id);
     o->next_in_job = b->head;
     if (o->next_in_job)
@@ -270,14 +267,12 @@ static bool obj_has_node(const dir_obj *o, const char *node_id)
 
 static void loc_add(gcs_objdir *d, dir_obj *o, const char *node_id)
 {
-    dir_loc *l = calloc(1, sizeof *l);
-    if (!l)
-        abort();
+    dir_loc *l = esc_xcalloc(1, sizeof *l);
     l->obj = o;
     if (o->lost)
         lost_del(d, o->id);
     o->lost = false;
-    l->node_id = strdup(node_id);
+    l->node_id = esc_xstrdup(node_id);
     l->next_in_obj = o->locs;
     o->locs = l;
     dir_list *b = bucket(d->by_node, node_id);
@@ -313,8 +308,8 @@ static void reply_locations(gcs *g, esc_rpc_ctx *call, const dir_obj *o, const c
     size_t n = 0;
     for (const dir_loc *l = o ? o->locs : NULL; l; l = l->next_in_obj)
         n++;
-    rep.node_ids = calloc(n + 1, sizeof *rep.node_ids);
-    rep.addresses = calloc(n + 1, sizeof *rep.addresses);
+    rep.node_ids = esc_xcalloc(n + 1, sizeof *rep.node_ids);
+    rep.addresses = esc_xcalloc(n + 1, sizeof *rep.addresses);
     for (const dir_loc *l = o ? o->locs : NULL; l; l = l->next_in_obj) {
         gcs_node *node = gcs_node_find(g, l->node_id);
         if (!gcs_node_alive(node))
@@ -386,12 +381,10 @@ static void on_wait_cancel(esc_rpc_ctx *call, void *ud)
 /* A new waiter for object_id, on its list. */
 static dir_waiter *waiter_new(gcs *g, const char *object_id, const char *reader)
 {
-    dir_waiter *w = calloc(1, sizeof *w);
-    if (!w)
-        abort();
+    dir_waiter *w = esc_xcalloc(1, sizeof *w);
     snprintf(w->reader, sizeof w->reader, "%s", reader);
     w->g = g;
-    w->object_id = strdup(object_id);
+    w->object_id = esc_xstrdup(object_id);
     w->next = esc_strmap_put(g->objdir->waiting, object_id, w);
     if (w->next)
         w->next->prev = w;
@@ -406,9 +399,9 @@ static void wait_for(gcs *g, esc_rpc_ctx *call, const Escher__GetLocationsReques
     dir_waiter *w = waiter_new(g, rq->object_id, reader);
     w->call = call;
     w->report_lost = rq->report_lost;
-    w->not_on = calloc(rq->n_not_on + 1, sizeof *w->not_on);
+    w->not_on = esc_xcalloc(rq->n_not_on + 1, sizeof *w->not_on);
     for (size_t i = 0; i < rq->n_not_on; i++)
-        w->not_on[i] = strdup(rq->not_on[i]);
+        w->not_on[i] = esc_xstrdup(rq->not_on[i]);
     w->n_not_on = rq->n_not_on;
     struct ev_loop *ev = esc_loop_ev(g->loop);
     ev_now_update(ev);
@@ -478,8 +471,8 @@ static void group_free(dir_group *gr)
 static void group_answer(dir_group *gr)
 {
     Escher__WaitObjectsReply rep = ESCHER__WAIT_OBJECTS_REPLY__INIT;
-    rep.ready = calloc(gr->n + 1, sizeof *rep.ready);
-    rep.lost = calloc(gr->n + 1, sizeof *rep.lost);
+    rep.ready = esc_xcalloc(gr->n + 1, sizeof *rep.ready);
+    rep.lost = esc_xcalloc(gr->n + 1, sizeof *rep.lost);
     for (size_t i = 0; i < gr->n; i++) {
         if (gr->state[i] == GROUP_READY)
             rep.ready[rep.n_ready++] = (uint32_t)i;
@@ -593,7 +586,7 @@ static int add_one(gcs *g, const Escher__ObjectLocation *in, esc_status *st)
     }
     if (!*o->origin && in->origin && *in->origin) {
         free(o->origin);
-        o->origin = strdup(in->origin);
+        o->origin = esc_xstrdup(in->origin);
     }
     if (!obj_has_node(o, in->node_id))
         loc_add(d, o, in->node_id);
@@ -646,12 +639,12 @@ static void handle_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, gcs *g,
 {
     const Escher__ObjectLocations *in = (const Escher__ObjectLocations *)msg;
     size_t n = in->n_locations; /* the request goes with the reply */
-    int32_t *codes = calloc(n + 1, sizeof *codes);
-    char **errors = calloc(n + 1, sizeof *errors);
+    int32_t *codes = esc_xcalloc(n + 1, sizeof *codes);
+    char **errors = esc_xcalloc(n + 1, sizeof *errors);
     for (size_t i = 0; i < n; i++) {
         esc_status st = {0};
         codes[i] = one_fn(g, in->locations[i], &st);
-        errors[i] = strdup(codes[i] == ESC_OK ? "" : st.message);
+        errors[i] = esc_xstrdup(codes[i] == ESC_OK ? "" : st.message);
     }
     Escher__ObjectLocationsReply rep = ESCHER__OBJECT_LOCATIONS_REPLY__INIT;
     rep.codes = codes;
@@ -720,16 +713,14 @@ static const char *bad_wait_ids(char *const *ids, size_t n)
 static dir_group *group_new(gcs *g, esc_rpc_ctx *call, const Escher__WaitObjectsRequest *rq,
                             const char *reader)
 {
-    dir_group *gr = calloc(1, sizeof *gr);
-    if (!gr)
-        abort();
+    dir_group *gr = esc_xcalloc(1, sizeof *gr);
     gr->g = g;
     gr->call = call;
     snprintf(gr->reader, sizeof gr->reader, "%s", reader);
     gr->n = rq->n_object_ids;
     gr->need = rq->num_ready == 0 || rq->num_ready > gr->n ? gr->n : rq->num_ready;
-    gr->state = calloc(gr->n + 1, sizeof *gr->state);
-    gr->regs = calloc(gr->n + 1, sizeof *gr->regs);
+    gr->state = esc_xcalloc(gr->n + 1, sizeof *gr->state);
+    gr->regs = esc_xcalloc(gr->n + 1, sizeof *gr->regs);
     for (size_t i = 0; i < gr->n; i++) {
         const dir_obj *o = esc_strmap_get(g->objdir->objects, rq->object_ids[i]);
         gr->state[i] = group_state_of(g, o, reader);
@@ -828,9 +819,7 @@ void gcs_objects_job_ended(gcs *g, const char *job_id)
 
 void gcs_objects_init(gcs *g)
 {
-    gcs_objdir *d = calloc(1, sizeof *d);
-    if (!d)
-        abort();
+    gcs_objdir *d = esc_xcalloc(1, sizeof *d);
     d->objects = esc_strmap_new();
     d->by_node = esc_strmap_new();
     d->by_job = esc_strmap_new();

@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "pbutil.h"
+#include "xalloc.h"
 
 #define PKG_NS "_packages"
 #define HASH_HEX 64
@@ -38,7 +39,7 @@ static void row_set_package(Escher__JobInfo *info, const char *hash)
 {
     if (info->package && info->package != protobuf_c_empty_string)
         free(info->package);
-    info->package = strdup(hash);
+    info->package = esc_xstrdup(hash);
 }
 
 typedef struct {
@@ -113,7 +114,7 @@ static void handle_set(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
         esc_rpc_reply(call, &rep.base);
         return;
     }
-    pkg_call *c = malloc(sizeof *c);
+    pkg_call *c = esc_xmalloc(sizeof *c);
     c->call = call;
     c->info = (Escher__JobInfo *)esc_pb_dup(&gcs_job_find(g, req->job_id)->info->base);
     row_set_package(c->info, req->hash);
@@ -183,7 +184,7 @@ static void remove_expire(gcs *g, void *ud)
 void gcs_packages_job_ended(gcs *g, const char *hash)
 {
     if (hash && *hash && !still_used(g, hash))
-        gcs_queue_write(g, remove_run, remove_expire, strdup(hash));
+        gcs_queue_write(g, remove_run, remove_expire, esc_xstrdup(hash));
 }
 
 void gcs_packages_register(gcs *g)

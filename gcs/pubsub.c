@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "xalloc.h"
 
 struct gcs_sub {
     gcs_sub *prev, *next;
@@ -62,7 +63,7 @@ static bool wants(const gcs_sub *s, const Escher__Event *ev)
 /* The running jobs' rows, for a raylet's snapshot (NULL-terminated array, rows borrowed). */
 static Escher__JobInfo **running_jobs(gcs *g, size_t *n)
 {
-    Escher__JobInfo **jobs = calloc(esc_strmap_count(g->jobs) + 1, sizeof *jobs);
+    Escher__JobInfo **jobs = esc_xcalloc(esc_strmap_count(g->jobs) + 1, sizeof *jobs);
     size_t pos = 0, i = 0;
     const char *key;
     void *val;
@@ -106,7 +107,7 @@ static bool load_row_followed(const gcs_sub *s, const char *name)
 static void send_watched_ops(gcs_sub *s, const Escher__Event *ev)
 {
     Escher__Event part = *ev;
-    part.ops = calloc(ev->n_ops + 1, sizeof *part.ops);
+    part.ops = esc_xcalloc(ev->n_ops + 1, sizeof *part.ops);
     part.n_ops = 0;
     for (size_t i = 0; i < ev->n_ops; i++)
         if (followed(s, ev->ops[i]->name))
@@ -134,14 +135,14 @@ static void send_watched_kv(gcs_sub *s, const Escher__Event *ev)
 static void send_watched_loads(gcs_sub *s, const Escher__Event *ev)
 {
     Escher__Event part = *ev;
-    Escher__NodeLoad *block = calloc(ev->n_loads + 1, sizeof *block);
-    part.loads = calloc(ev->n_loads + 1, sizeof *part.loads);
+    Escher__NodeLoad *block = esc_xcalloc(ev->n_loads + 1, sizeof *block);
+    part.loads = esc_xcalloc(ev->n_loads + 1, sizeof *part.loads);
     part.n_loads = 0;
     for (size_t i = 0; i < ev->n_loads; i++) {
         const Escher__NodeLoad *l = ev->loads[i];
         Escher__NodeLoad *out = &block[part.n_loads];
         *out = *l;
-        out->rows = calloc(l->n_rows + 1, sizeof *out->rows);
+        out->rows = esc_xcalloc(l->n_rows + 1, sizeof *out->rows);
         out->n_rows = 0;
         for (size_t k = 0; k < l->n_rows; k++)
             if (load_row_followed(s, l->rows[k]->name))
@@ -218,13 +219,13 @@ static void send_snapshot(gcs *g, gcs_sub *s)
     ev.kind = ESCHER__EVENT_KIND__EV_SNAPSHOT;
     ev.seq = g->seq;
     ev.n_nodes = esc_strmap_count(g->nodes);
-    ev.nodes = calloc(ev.n_nodes + 1, sizeof *ev.nodes);
+    ev.nodes = esc_xcalloc(ev.n_nodes + 1, sizeof *ev.nodes);
     size_t pos = 0, i = 0;
     const char *key;
     void *val;
     while (esc_strmap_next(g->nodes, &pos, &key, &val))
         ev.nodes[i++] = ((gcs_node *)val)->info;
-    ev.registry = calloc(esc_strmap_count(g->registry) + 1, sizeof *ev.registry);
+    ev.registry = esc_xcalloc(esc_strmap_count(g->registry) + 1, sizeof *ev.registry);
     pos = i = 0;
     while (esc_strmap_next(g->registry, &pos, &key, &val))
         if (!s->watch || followed(s, ((Escher__RegistryEntry *)val)->name))
@@ -333,18 +334,18 @@ static void start_watch(gcs *g, esc_rpc_ctx *call, const Escher__SubscribeReques
         esc_rpc_finish(call, rc, why);
         return;
     }
-    gcs_sub *s = calloc(1, sizeof *s);
+    gcs_sub *s = esc_xcalloc(1, sizeof *s);
     s->g = g;
     s->call = call;
     s->watch = true;
-    s->job_id = req->job_id && *req->job_id ? strdup(req->job_id) : NULL;
-    s->prefixes = calloc(req->n_prefixes + 1, sizeof *s->prefixes);
+    s->job_id = req->job_id && *req->job_id ? esc_xstrdup(req->job_id) : NULL;
+    s->prefixes = esc_xcalloc(req->n_prefixes + 1, sizeof *s->prefixes);
     for (size_t i = 0; i < req->n_prefixes; i++)
-        s->prefixes[s->nprefixes++] = strdup(req->prefixes[i]);
-    s->kv = calloc(req->n_kv + 1, sizeof *s->kv);
+        s->prefixes[s->nprefixes++] = esc_xstrdup(req->prefixes[i]);
+    s->kv = esc_xcalloc(req->n_kv + 1, sizeof *s->kv);
     for (size_t i = 0; i < req->n_kv; i++) {
         size_t a = strlen(req->kv[i]->ns), b = strlen(req->kv[i]->prefix);
-        char *f = malloc(a + b + 2);
+        char *f = esc_xmalloc(a + b + 2);
         memcpy(f, req->kv[i]->ns, a);
         f[a] = '\n';
         memcpy(f + a + 1, req->kv[i]->prefix, b + 1);
@@ -382,11 +383,11 @@ static void handle_subscribe(esc_rpc_ctx *call, const ProtobufCMessage *msg, voi
                        "only the job itself (its credential) subscribes as the job");
         return;
     }
-    gcs_sub *s = calloc(1, sizeof *s);
+    gcs_sub *s = esc_xcalloc(1, sizeof *s);
     s->g = g;
     s->call = call;
-    s->node_id = has_node ? strdup(req->node_id) : NULL;
-    s->job_id = has_job ? strdup(req->job_id) : NULL;
+    s->node_id = has_node ? esc_xstrdup(req->node_id) : NULL;
+    s->job_id = has_job ? esc_xstrdup(req->job_id) : NULL;
     s->next = g->subs;
     if (g->subs)
         g->subs->prev = s;

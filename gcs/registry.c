@@ -23,6 +23,7 @@
 #include "names.h"
 #include "pbutil.h"
 #include "qty.h"
+#include "xalloc.h"
 
 #define KEY_MAX (ESC_FULLNAME_MAX + 48)
 
@@ -80,19 +81,19 @@ static plan_row *plan_row_for(gcs *g, plan *p, const char *node_id, const char *
     plan_row *r = esc_strmap_get(p->rows, key);
     if (r)
         return r;
-    r = calloc(1, sizeof *r);
+    r = esc_xcalloc(1, sizeof *r);
     r->before = esc_strmap_get(g->registry, key);
-    r->node_id = strdup(node_id);
-    r->name = strdup(name);
+    r->node_id = esc_xstrdup(node_id);
+    r->name = esc_xstrdup(name);
     if (r->before) {
         r->cap = (esc_capacity){true, r->before->unbounded, r->before->total};
         r->backing = r->before->backing;
         r->nbacking = r->before->n_backing;
-        r->ns = strdup(r->before->namespace_);
-        r->owner = strdup(r->before->owner_job);
+        r->ns = esc_xstrdup(r->before->namespace_);
+        r->owner = esc_xstrdup(r->before->owner_job);
     } else {
-        r->ns = strdup(ns);
-        r->owner = strdup(owner);
+        r->ns = esc_xstrdup(ns);
+        r->owner = esc_xstrdup(owner);
     }
     esc_strmap_put(p->rows, key, r);
     return r;
@@ -102,7 +103,7 @@ static Escher__Amount **copy_amounts(Escher__Amount *const *v, size_t n)
 {
     if (n == 0)
         return NULL;
-    Escher__Amount **out = calloc(n, sizeof *out);
+    Escher__Amount **out = esc_xcalloc(n, sizeof *out);
     for (size_t i = 0; i < n; i++)
         out[i] = (Escher__Amount *)esc_pb_dup(&v[i]->base);
     return out;
@@ -112,18 +113,18 @@ static void plan_push_op(plan *p, const char *node_id, const char *name, int kin
                          int64_t value, bool unbounded, Escher__Amount *const *backing,
                          size_t nbacking)
 {
-    Escher__LogOp *op = malloc(sizeof *op);
+    Escher__LogOp *op = esc_xmalloc(sizeof *op);
     escher__log_op__init(op);
     op->kind = (Escher__OpKind)kind;
-    op->node_id = strdup(node_id);
-    op->name = strdup(name);
+    op->node_id = esc_xstrdup(node_id);
+    op->name = esc_xstrdup(name);
     op->value = value;
     op->unbounded = unbounded;
     op->backing = copy_amounts(backing, nbacking);
     op->n_backing = op->backing ? nbacking : 0;
     if (p->nops == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 16;
-        p->ops = realloc(p->ops, p->cap * sizeof *p->ops);
+        p->ops = esc_xrealloc(p->ops, p->cap * sizeof *p->ops);
     }
     p->ops[p->nops++] = op;
 }
@@ -190,7 +191,7 @@ static int plan_op(gcs *g, plan *p, const char *node_id, const char *name, const
     esc_capacity_apply(&r->cap, o->kind, o->value, o->unbounded);
     if (!was && r->cap.present && !r->before) {
         free(r->owner);
-        r->owner = strdup(owner);
+        r->owner = esc_xstrdup(owner);
     }
     if (!was || !r->cap.present || r->cap.unbounded) {
         r->backing = r->cap.present && !r->cap.unbounded ? (Escher__Amount **)o->backing : NULL;
@@ -202,12 +203,12 @@ static int plan_op(gcs *g, plan *p, const char *node_id, const char *name, const
 
 static Escher__RegistryEntry *entry_from_row(const plan_row *r)
 {
-    Escher__RegistryEntry *e = malloc(sizeof *e);
+    Escher__RegistryEntry *e = esc_xmalloc(sizeof *e);
     escher__registry_entry__init(e);
-    e->node_id = strdup(r->node_id);
-    e->name = strdup(r->name);
-    e->namespace_ = strdup(r->ns);
-    e->owner_job = strdup(r->owner);
+    e->node_id = esc_xstrdup(r->node_id);
+    e->name = esc_xstrdup(r->name);
+    e->namespace_ = esc_xstrdup(r->ns);
+    e->owner_job = esc_xstrdup(r->owner);
     e->total = r->cap.total;
     e->unbounded = r->cap.unbounded;
     e->backing = copy_amounts(r->backing, r->nbacking);
@@ -329,7 +330,7 @@ static void plan_commit(gcs *g, plan *p, Escher__Event *ev, esc_storage_batch *b
     ev->n_ops = p->nops;
     p->ops = NULL;
     p->nops = p->cap = 0;
-    plan_commit_ctx *c = malloc(sizeof *c);
+    plan_commit_ctx *c = esc_xmalloc(sizeof *c);
     *c = (plan_commit_ctx){*p, done, ud};
     gcs_commit(g, ev, b, plan_commit_apply, plan_committed, c);
 }
@@ -344,7 +345,7 @@ static int cmp_str(const void *a, const void *b)
 /* Alive node ids in id order (deterministic choices); caller frees the array only. */
 static const char **alive_nodes(gcs *g, size_t *n)
 {
-    const char **ids = calloc(esc_strmap_count(g->nodes) + 1, sizeof *ids);
+    const char **ids = esc_xcalloc(esc_strmap_count(g->nodes) + 1, sizeof *ids);
     size_t pos = 0, k = 0;
     const char *key;
     void *val;
@@ -410,7 +411,7 @@ static bool node_resolve(const gcs_node *n, const char *name, const char *ns, ch
 static bool node_covers(const gcs_node *n, const Escher__Target *t, const char *ns)
 {
     esc_strmap *by_name = esc_strmap_new();
-    sel_need *needs = calloc(t->n_where + 1, sizeof *needs);
+    sel_need *needs = esc_xcalloc(t->n_where + 1, sizeof *needs);
     size_t used = 0;
     bool ok = true;
     for (size_t i = 0; i < t->n_where && ok; i++) {
@@ -448,7 +449,7 @@ static int resolve_selector(gcs *g, const Escher__Target *t, const char *ns, nod
     unsigned want = t->num_nodes ? t->num_nodes : 1;
     size_t n;
     const char **alive = alive_nodes(g, &n);
-    out->ids = calloc(n + 1, sizeof *out->ids);
+    out->ids = esc_xcalloc(n + 1, sizeof *out->ids);
     for (size_t i = 0; i < n && out->n < want; i++) {
         if (node_covers(gcs_node_find(g, alive[i]), t, ns))
             out->ids[out->n++] = alive[i];
@@ -483,7 +484,7 @@ static int resolve_labels(gcs *g, const Escher__Target *t, const char *ns, node_
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "a label target needs a label");
     size_t n;
     const char **alive = alive_nodes(g, &n);
-    out->ids = calloc(n + 1, sizeof *out->ids);
+    out->ids = esc_xcalloc(n + 1, sizeof *out->ids);
     for (size_t i = 0; i < n && (!t->num_nodes || out->n < t->num_nodes); i++) {
         const gcs_node *node = gcs_node_find(g, alive[i]);
         if (node_has_labels(node, t) && (t->n_where == 0 || node_covers(node, t, ns)))
@@ -507,7 +508,7 @@ static int resolve_one(gcs *g, const char *id, node_list *out, esc_status *st)
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "unknown node %.40s", id);
     if (!gcs_node_alive(n))
         return esc_status_set(st, ESC_INVALID_ARGUMENT, "node %.40s is dead", id);
-    out->ids = calloc(2, sizeof *out->ids);
+    out->ids = esc_xcalloc(2, sizeof *out->ids);
     out->ids[0] = n->info->node_id;
     out->n = 1;
     return ESC_OK;
@@ -705,7 +706,7 @@ static void update_committed(gcs *g, uint64_t seq, const char *err, void *ud)
         Escher__UpdateResourcesReply rep = ESCHER__UPDATE_RESOURCES_REPLY__INIT;
         rep.seq = seq;
         rep.n_node_ids = esc_strmap_count(c->touched);
-        rep.node_ids = calloc(rep.n_node_ids + 1, sizeof *rep.node_ids);
+        rep.node_ids = esc_xcalloc(rep.n_node_ids + 1, sizeof *rep.node_ids);
         size_t pos = 0, k = 0;
         const char *key;
         void *val;
@@ -751,7 +752,7 @@ static void handle_update(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
     esc_strmap *touched = esc_strmap_new();
     for (size_t i = 0; i < p.nops; i++)
         esc_strmap_put(touched, p.ops[i]->node_id, (void *)1);
-    update_ctx *c = malloc(sizeof *c);
+    update_ctx *c = esc_xmalloc(sizeof *c);
     *c = (update_ctx){call, touched};
     /* The history's row: the writer is the job whose credential the call carried. */
     Escher__HistoryEvent *h = gcs_history_row(ESCHER__HISTORY_KIND__H_RESOURCES);

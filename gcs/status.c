@@ -1,16 +1,17 @@
 /* status.c: GetClusterStatus. Each node's rows are what its raylet last reported (the
  * raylet is the authority on held); the registry adds owner and namespace. */
 #include "gcs.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 
 /* A node's rows before its first report: its physical resources, nothing held. */
 static void physical_rows(const gcs_node *n, Escher__NodeStatus *ns)
 {
-    ns->resources = calloc(n->info->n_physical + 1, sizeof *ns->resources);
+    ns->resources = esc_xcalloc(n->info->n_physical + 1, sizeof *ns->resources);
     for (size_t i = 0; i < n->info->n_physical; i++) {
         const Escher__Amount *a = n->info->physical[i];
-        Escher__ResourceState *r = malloc(sizeof *r);
+        Escher__ResourceState *r = esc_xmalloc(sizeof *r);
         escher__resource_state__init(r);
         r->name = a->name;
         r->total = a->value;
@@ -27,9 +28,9 @@ static void handle_status(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
     size_t nn = esc_strmap_count(g->nodes);
     rep.committed_seq = g->seq;
     rep.seq = g->seq;
-    rep.nodes = calloc(nn + 1, sizeof *rep.nodes);
-    Escher__NodeStatus *statuses = calloc(nn + 1, sizeof *statuses);
-    bool *borrowed_rows = calloc(nn + 1, sizeof *borrowed_rows);
+    rep.nodes = esc_xcalloc(nn + 1, sizeof *rep.nodes);
+    Escher__NodeStatus *statuses = esc_xcalloc(nn + 1, sizeof *statuses);
+    bool *borrowed_rows = esc_xcalloc(nn + 1, sizeof *borrowed_rows);
     size_t pos = 0;
     const char *k;
     void *v;
@@ -54,7 +55,7 @@ static void handle_status(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *
             rep.seq = n->applied_seq;
         rep.nodes[rep.n_nodes++] = ns;
     }
-    rep.registry = calloc(esc_strmap_count(g->registry) + 1, sizeof *rep.registry);
+    rep.registry = esc_xcalloc(esc_strmap_count(g->registry) + 1, sizeof *rep.registry);
     pos = 0;
     while (esc_strmap_next(g->registry, &pos, &k, &v))
         rep.registry[rep.n_registry++] = v;

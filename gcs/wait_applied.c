@@ -2,6 +2,7 @@
  * the sequence (through ReportNode), the node died, or the timeout passed. Waiters are
  * re-checked when a node's applied sequence advances: event driven, no polling. */
 #include "gcs.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,7 @@ static void answer(gcs *g, gcs_waiter *w, bool applied)
 {
     Escher__WaitAppliedReply rep = ESCHER__WAIT_APPLIED_REPLY__INIT;
     rep.applied = applied;
-    rep.pending = calloc(esc_strmap_count(g->nodes) + w->n + 1, sizeof *rep.pending);
+    rep.pending = esc_xcalloc(esc_strmap_count(g->nodes) + w->n + 1, sizeof *rep.pending);
     if (!applied)
         pending_nodes(g, w, &rep);
     esc_rpc_reply(w->call, &rep.base);
@@ -127,14 +128,14 @@ static void handle_wait(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
             return;
         }
     }
-    gcs_waiter *w = calloc(1, sizeof *w);
+    gcs_waiter *w = esc_xcalloc(1, sizeof *w);
     w->g = g;
     w->call = call;
     w->seq = req->seq;
     if (req->n_node_ids) {
-        w->node_ids = calloc(req->n_node_ids, sizeof *w->node_ids);
+        w->node_ids = esc_xcalloc(req->n_node_ids, sizeof *w->node_ids);
         for (size_t i = 0; i < req->n_node_ids; i++)
-            w->node_ids[w->n++] = strdup(req->node_ids[i]);
+            w->node_ids[w->n++] = esc_xstrdup(req->node_ids[i]);
     }
     if (pending_nodes(g, w, NULL) == 0) {
         answer(g, w, true);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "ids.h"
+#include "xalloc.h"
 
 typedef struct write_item write_item;
 struct write_item {
@@ -53,7 +54,7 @@ struct gcs_writes {
 
 void gcs_writes_init(gcs *g)
 {
-    g->writes = calloc(1, sizeof *g->writes);
+    g->writes = esc_xcalloc(1, sizeof *g->writes);
 }
 
 /* Runs waiting writes until one leaves a commit in flight. A commit that completes
@@ -83,7 +84,7 @@ static void run_ready(gcs *g)
 void gcs_queue_write(gcs *g, gcs_write_fn run, gcs_write_fn expire, void *ud)
 {
     gcs_writes *w = g->writes;
-    write_item *it = calloc(1, sizeof *it);
+    write_item *it = esc_xcalloc(1, sizeof *it);
     *it = (write_item){run, expire, ud, esc_now_ms() + (uint64_t)g->cfg.storage_timeout_ms,
                        NULL};
     if (w->tail)
@@ -137,7 +138,7 @@ static void rpc_write_expire(gcs *g, void *ud)
 
 void gcs_write_call(gcs *g, esc_rpc_ctx *call, const ProtobufCMessage *req, esc_rpc_handler fn)
 {
-    rpc_write *r = malloc(sizeof *r);
+    rpc_write *r = esc_xmalloc(sizeof *r);
     *r = (rpc_write){call, req, fn};
     gcs_queue_write(g, rpc_write_run, rpc_write_expire, r);
 }

@@ -42,6 +42,7 @@
 #include "intern.h"
 #include "names.h"
 #include "qty.h"
+#include "xalloc.h"
 
 /* One physical resource backing a row: its slot id and the quantity per unit. */
 typedef struct {
@@ -79,21 +80,9 @@ struct accounting {
     size_t npending;    /* rows with pending set: carve_pending is free when 0 */
 };
 
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n);
-    if (q == NULL) {
-        fprintf(stderr, "escher: accounting out of memory\n");
-        abort();
-    }
-    return q;
-}
-
 accounting *accounting_new(void)
 {
-    accounting *a = calloc(1, sizeof *a);
-    if (a == NULL)
-        return NULL;
+    accounting *a = esc_xcalloc(1, sizeof *a);
     a->names = esc_intern_new();
     if (a->names == NULL) {
         free(a);
@@ -128,7 +117,7 @@ static int32_t slot_id(accounting *a, const char *name)
         size_t n = a->nslots ? a->nslots * 2 : 16;
         while (n <= (size_t)id)
             n *= 2;
-        a->slots = xrealloc(a->slots, n * sizeof *a->slots);
+        a->slots = esc_xrealloc(a->slots, n * sizeof *a->slots);
         memset(a->slots + a->nslots, 0, (n - a->nslots) * sizeof *a->slots);
         a->nslots = n;
     }
@@ -183,7 +172,7 @@ static void row_add(accounting *a, int32_t id)
 {
     if (a->norder == a->order_cap) {
         a->order_cap = a->order_cap ? a->order_cap * 2 : 16;
-        a->order = xrealloc(a->order, a->order_cap * sizeof *a->order);
+        a->order = esc_xrealloc(a->order, a->order_cap * sizeof *a->order);
     }
     slot *s = &a->slots[id];
     memset(s, 0, sizeof *s);
@@ -353,7 +342,7 @@ static int parse_backing(accounting *a, Escher__Amount *const *v, size_t n, back
     *out = NULL;
     if (n == 0)
         return 0;
-    backing_ent *b = xrealloc(NULL, n * sizeof *b);
+    backing_ent *b = esc_xrealloc(NULL, n * sizeof *b);
     for (size_t i = 0; i < n; i++) {
         int32_t id = v[i] && v[i]->name ? row_id(a, v[i]->name) : -1;
         bool ok = id >= 0 && a->slots[id].physical && !v[i]->unbounded && v[i]->value > 0 &&

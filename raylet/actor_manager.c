@@ -9,11 +9,12 @@
 #include "log.h"
 #include "pbutil.h"
 #include "raylet.h"
-#include "rpc_async.h"
-#include "strmap.h"
 #include "results.h"
+#include "rpc_async.h"
 #include "spec_args.h"
+#include "strmap.h"
 #include "worker_pool.h"
+#include "xalloc.h"
 
 #define LOCATION_TIMEOUT_MS 5000
 #define ACTOR_KV_NS "_actors"
@@ -276,7 +277,7 @@ static bool start_init(actor *a)
         actor_ready(a, &ok);
         return true;
     }
-    call *c = calloc(1, sizeof *c);
+    call *c = esc_xcalloc(1, sizeof *c);
     c->spec = a->creation;
     run_call(a, c);
     return false;
@@ -311,7 +312,7 @@ void actor_manager_resized(actor_manager *am, const char *actor_id,
         protobuf_c_message_free_unpacked(&c->resources[i]->base, NULL);
     free(c->resources);
     c->n_resources = holding->n_resources;
-    c->resources = calloc(c->n_resources + 1, sizeof *c->resources);
+    c->resources = esc_xcalloc(c->n_resources + 1, sizeof *c->resources);
     for (size_t i = 0; i < c->n_resources; i++)
         c->resources[i] = (Escher__Amount *)esc_pb_dup(&holding->resources[i]->base);
 }
@@ -328,12 +329,12 @@ void actor_manager_call(actor_manager *am, const Escher__TaskSpec *spec)
         results_store_error(am->r->results, spec, why);
         return;
     }
-    call *c = calloc(1, sizeof *c);
+    call *c = esc_xcalloc(1, sizeof *c);
     c->spec = (Escher__TaskSpec *)esc_pb_dup(&spec->base);
     /* The actor's library runs every method. */
     if (c->spec->function && a->creation->function && !*c->spec->function->library) {
         free(c->spec->function->library);
-        c->spec->function->library = strdup(a->creation->function->library);
+        c->spec->function->library = esc_xstrdup(a->creation->function->library);
     }
     if (a->tail)
         a->tail->next = c;
@@ -411,12 +412,12 @@ void actor_manager_start(actor_manager *am, const Escher__TaskSpec *creation, co
     actor *old = esc_strmap_del(am->actors, creation->actor_id);
     if (old)
         actor_free(old);
-    actor *a = calloc(1, sizeof *a);
+    actor *a = esc_xcalloc(1, sizeof *a);
     a->am = am;
     a->creation = (Escher__TaskSpec *)esc_pb_dup(&creation->base);
-    a->env = calloc(nenv + 1, sizeof *a->env);
+    a->env = esc_xcalloc(nenv + 1, sizeof *a->env);
     for (size_t i = 0; i < nenv; i++)
-        a->env[a->nenv++] = strdup(env[i]);
+        a->env[a->nenv++] = esc_xstrdup(env[i]);
     a->cpu = cpu;
     a->ended = ended;
     a->ud = ud;
@@ -497,7 +498,7 @@ void actor_manager_job_finished(actor_manager *am, const char *job_id)
 
 actor_manager *actor_manager_new(struct raylet *r)
 {
-    actor_manager *am = calloc(1, sizeof *am);
+    actor_manager *am = esc_xcalloc(1, sizeof *am);
     am->r = r;
     am->actors = esc_strmap_new();
     am->gcs = raylet_channel_new(r, r->cfg.gcs_address);

@@ -20,6 +20,7 @@
 #include "loop.h"
 #include "task_internal.h"
 #include "worker_pool.h"
+#include "xalloc.h"
 
 typedef struct {
     admission_entry q; /* first: waits in the node's queue */
@@ -61,9 +62,9 @@ static size_t minus(Escher__Amount *const *from, size_t nfrom, Escher__Amount *c
 
 static Escher__Amount *amount_new(const char *name, int64_t value)
 {
-    Escher__Amount *a = malloc(sizeof *a);
+    Escher__Amount *a = esc_xmalloc(sizeof *a);
     escher__amount__init(a);
-    a->name = strdup(name);
+    a->name = esc_xstrdup(name);
     a->value = value;
     return a;
 }
@@ -76,14 +77,14 @@ static void set_holding(task_entry *e, Escher__Amount *const *want, size_t n)
     for (size_t i = 0; i < s->n_resources; i++)
         protobuf_c_message_free_unpacked(&s->resources[i]->base, NULL);
     free(s->resources);
-    s->resources = calloc(n + 1, sizeof *s->resources);
+    s->resources = esc_xcalloc(n + 1, sizeof *s->resources);
     s->n_resources = 0;
     for (size_t i = 0; i < n; i++)
         if (want[i]->value > 0)
             s->resources[s->n_resources++] = amount_new(want[i]->name, want[i]->value);
     free(e->req);
     e->nreq = s->n_resources;
-    e->req = calloc(e->nreq + 1, sizeof *e->req);
+    e->req = esc_xcalloc(e->nreq + 1, sizeof *e->req);
     for (size_t i = 0; i < e->nreq; i++)
         e->req[i] = (accounting_req){.name = s->resources[i]->name, .qty = s->resources[i]->value};
     accounting_resolve(e->tm->r->acct, e->req, e->nreq);
@@ -190,7 +191,7 @@ static int check_request(task_manager *tm, const Escher__ResizeActorRequest *req
             snprintf(why, len, "a resource needs a name and a quantity >= 0");
             return ESC_INVALID_ARGUMENT;
         }
-    accounting_req *want = calloc(req->n_resources + 1, sizeof *want);
+    accounting_req *want = esc_xcalloc(req->n_resources + 1, sizeof *want);
     for (size_t i = 0; i < req->n_resources; i++)
         want[i] = (accounting_req){.name = req->resources[i]->name, .qty = req->resources[i]->value};
     int64_t before = e->gpus + accounting_backed_physical(tm->r->acct, e->req, e->nreq, "GPU");
@@ -212,12 +213,12 @@ static int check_request(task_manager *tm, const Escher__ResizeActorRequest *req
 static resize *resize_new(task_manager *tm, esc_rpc_ctx *call,
                           const Escher__ResizeActorRequest *req)
 {
-    resize *z = calloc(1, sizeof *z);
+    resize *z = esc_xcalloc(1, sizeof *z);
     z->tm = tm;
     z->call = call;
-    z->actor_id = strdup(req->actor_id);
+    z->actor_id = esc_xstrdup(req->actor_id);
     z->nwant = req->n_resources;
-    z->want = calloc(z->nwant + 1, sizeof *z->want);
+    z->want = esc_xcalloc(z->nwant + 1, sizeof *z->want);
     for (size_t i = 0; i < z->nwant; i++)
         z->want[i] = amount_new(req->resources[i]->name, req->resources[i]->value);
     z->q.try_fn = on_turn;
@@ -249,16 +250,16 @@ void actor_resize_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     }
     resize *z = resize_new(tm, call, req);
     /* Shrinks first, at once: they may be what lets others (or the growth) in. */
-    accounting_req *shrink = calloc(e->nreq + 1, sizeof *shrink);
+    accounting_req *shrink = esc_xcalloc(e->nreq + 1, sizeof *shrink);
     size_t nshrink = minus(e->spec->resources, e->spec->n_resources, z->want, z->nwant, shrink);
     accounting_release(tm->r->acct, shrink, nshrink);
     free(shrink);
-    z->grow = calloc(z->nwant + 1, sizeof *z->grow);
+    z->grow = esc_xcalloc(z->nwant + 1, sizeof *z->grow);
     z->ngrow = minus(z->want, z->nwant, e->spec->resources, e->spec->n_resources, z->grow);
     accounting_resolve(tm->r->acct, z->grow, z->ngrow);
     if (nshrink) {
         /* The holding while the growth waits: the old one less what shrank. */
-        Escher__Amount **kept = calloc(e->spec->n_resources + 1, sizeof *kept);
+        Escher__Amount **kept = esc_xcalloc(e->spec->n_resources + 1, sizeof *kept);
         for (size_t i = 0; i < e->spec->n_resources; i++) {
             const char *n = e->spec->resources[i]->name;
             int64_t w = qty_in(z->want, z->nwant, n), h = e->spec->resources[i]->value;

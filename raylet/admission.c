@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "strmap.h"
+#include "xalloc.h"
 
 struct admission_class {
     admission_class *prev, *next;   /* sorted by first->seq */
@@ -32,7 +33,7 @@ struct admission {
 
 admission *admission_new(void)
 {
-    admission *q = calloc(1, sizeof *q);
+    admission *q = esc_xcalloc(1, sizeof *q);
     if (!q || !(q->alike = esc_strmap_new()))
         abort(); /* the raylet's out-of-memory policy */
     return q;
@@ -133,8 +134,8 @@ static void push(admission *q, admission_entry *e, admission_class *c)
 
 static admission_class *class_new(const char *key)
 {
-    admission_class *c = calloc(1, sizeof *c);
-    if (!c || (key && !(c->key = strdup(key))))
+    admission_class *c = esc_xcalloc(1, sizeof *c);
+    if (!c || (key && !(c->key = esc_xstrdup(key))))
         abort(); /* the raylet's out-of-memory policy */
     return c;
 }

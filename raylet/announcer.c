@@ -6,6 +6,7 @@
 
 #include "log.h"
 #include "object.pb-c.h"
+#include "xalloc.h"
 
 #define ANNOUNCE_TIMEOUT_MS 2000 /* retried within it; a GCS back later gets a reannounce */
 #define BATCH_MAX 4096           /* entries per call: far under the message limit */
@@ -93,7 +94,7 @@ static void pump(announcer *a)
         return;
     size_t n;
     op *batch = take_batch(a, &n);
-    Escher__ObjectLocation **locs = malloc(n * sizeof *locs);
+    Escher__ObjectLocation **locs = esc_xmalloc(n * sizeof *locs);
     size_t i = 0;
     for (op *o = batch; o; o = o->next) {
         o->loc.node_id = (char *)a->node_id;
@@ -122,14 +123,12 @@ static void enqueue(announcer *a, op *o)
 
 static op *op_new(bool add, const char *id, const char *job_id)
 {
-    op *o = calloc(1, sizeof *o);
-    if (!o)
-        abort();
+    op *o = esc_xcalloc(1, sizeof *o);
     escher__object_location__init(&o->loc);
     o->add = add;
-    o->loc.object_id = strdup(id);
-    o->loc.job_id = strdup(job_id ? job_id : "");
-    o->loc.origin = strdup("");
+    o->loc.object_id = esc_xstrdup(id);
+    o->loc.job_id = esc_xstrdup(job_id ? job_id : "");
+    o->loc.origin = esc_xstrdup("");
     return o;
 }
 
@@ -139,7 +138,7 @@ void announcer_add(announcer *a, const char *id, const char *job_id, const char 
     op *o = op_new(true, id, job_id);
     if (origin && *origin) {
         free(o->loc.origin);
-        o->loc.origin = strdup(origin);
+        o->loc.origin = esc_xstrdup(origin);
     }
     o->loc.size = size;
     o->loc.is_error = is_error;
@@ -155,9 +154,7 @@ void announcer_remove(announcer *a, const char *id)
 
 announcer *announcer_new(esc_rpc_async *sender, esc_rpc_channel *gcs, const char *node_id)
 {
-    announcer *a = calloc(1, sizeof *a);
-    if (!a)
-        abort();
+    announcer *a = esc_xcalloc(1, sizeof *a);
     a->sender = sender;
     a->gcs = gcs;
     a->node_id = node_id;

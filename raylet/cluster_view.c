@@ -11,6 +11,7 @@
 #include "capacity.h"
 #include "ids.h"
 #include "strmap.h"
+#include "xalloc.h"
 
 /* A debit stands for tasks sent to a node since its last advertisement; if none comes
  * (the tasks queued there and changed nothing) it lapses after this long. */
@@ -79,7 +80,7 @@ static void clear(cluster_view *v)
 
 cluster_view *cluster_view_new(void)
 {
-    cluster_view *v = calloc(1, sizeof *v);
+    cluster_view *v = esc_xcalloc(1, sizeof *v);
     v->nodes = esc_strmap_new();
     /* Different per raylet, so raylets that see the same loads break ties differently. */
     v->rng = (esc_now_ms() << 20) ^ (uint64_t)getpid() ^ (uint64_t)(uintptr_t)v;
@@ -101,7 +102,7 @@ static esc_capacity *cap_of(view_node *n, const char *name)
 {
     esc_capacity *c = esc_strmap_get(n->caps, name);
     if (!c) {
-        c = calloc(1, sizeof *c);
+        c = esc_xcalloc(1, sizeof *c);
         esc_strmap_put(n->caps, name, c);
     }
     return c;
@@ -126,14 +127,14 @@ static void put_node(cluster_view *v, const Escher__NodeInfo *info)
 {
     view_node *n = esc_strmap_get(v->nodes, info->node_id);
     if (!n) {
-        n = calloc(1, sizeof *n);
+        n = esc_xcalloc(1, sizeof *n);
         n->caps = esc_strmap_new();
         n->avail = esc_strmap_new();
         n->debits = esc_strmap_new();
         esc_strmap_put(v->nodes, info->node_id, n);
     }
     free(n->address);
-    n->address = strdup(info->address);
+    n->address = esc_xstrdup(info->address);
     n->alive = info->state != ESCHER__NODE_STATE__NODE_DEAD;
     for (size_t i = 0; i < info->n_physical; i++) {
         const Escher__Amount *a = info->physical[i];
@@ -185,7 +186,7 @@ static void apply_load(cluster_view *v, const Escher__NodeLoad *l)
         }
         avail_row *a = esc_strmap_get(n->avail, s->name);
         if (!a) {
-            a = malloc(sizeof *a);
+            a = esc_xmalloc(sizeof *a);
             esc_strmap_put(n->avail, s->name, a);
         }
         a->unbounded = s->unbounded && !s->deleted;
@@ -402,7 +403,7 @@ void cluster_view_debit(cluster_view *v, const char *node_id, const accounting_r
     for (size_t i = 0; i < n; i++) {
         debit *d = esc_strmap_get(node->debits, req[i].name);
         if (!d) {
-            d = calloc(1, sizeof *d);
+            d = esc_xcalloc(1, sizeof *d);
             d->base_free = debit_base(node, req[i].name);
             esc_strmap_put(node->debits, req[i].name, d);
         }

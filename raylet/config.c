@@ -14,6 +14,7 @@
 #include "names.h"
 #include "qty.h"
 #include "token_file.h"
+#include "xalloc.h"
 
 #define LABEL_KEY_MAX 128
 #define LABEL_VALUE_MAX 256
@@ -195,7 +196,7 @@ static int each_pair(const char *flag, const char *text,
                                size_t),
                      raylet_config *cfg, char *err, size_t errlen)
 {
-    char *copy = strdup(text);
+    char *copy = esc_xstrdup(text);
     int rc = 0;
     if (*copy) {
         /* strtok_r would skip empty items; walk by hand so "a=1,,b=2" is an error. */
@@ -238,8 +239,8 @@ static int add_resource(raylet_config *cfg, const char *flag, const char *name, 
     bool unb = false;
     if (esc_qty_parse(v, &q, &unb) != 0 || (!unb && q < 0))
         return fail(err, errlen, "%s: bad quantity '%s' for '%s'", flag, v, name);
-    cfg->resources = realloc(cfg->resources, (cfg->nresources + 1) * sizeof *cfg->resources);
-    cfg->resources[cfg->nresources++] = (raylet_amount){strdup(name), q, unb};
+    cfg->resources = esc_xrealloc(cfg->resources, (cfg->nresources + 1) * sizeof *cfg->resources);
+    cfg->resources[cfg->nresources++] = (raylet_amount){esc_xstrdup(name), q, unb};
     return 0;
 }
 
@@ -276,8 +277,8 @@ static int add_label(raylet_config *cfg, const char *flag, const char *key, cons
     for (size_t i = 0; i < cfg->nlabels; i++)
         if (!strcmp(cfg->labels[i].key, key))
             return fail(err, errlen, "%s: label '%s' given twice", flag, key);
-    cfg->labels = realloc(cfg->labels, (cfg->nlabels + 1) * sizeof *cfg->labels);
-    cfg->labels[cfg->nlabels++] = (raylet_label){strdup(key), strdup(v)};
+    cfg->labels = esc_xrealloc(cfg->labels, (cfg->nlabels + 1) * sizeof *cfg->labels);
+    cfg->labels[cfg->nlabels++] = (raylet_label){esc_xstrdup(key), esc_xstrdup(v)};
     return 0;
 }
 
@@ -463,13 +464,13 @@ static int read_secret(const char *path, const char *env, const char *what, cons
 int config_parse(int argc, char **argv, raylet_config *cfg, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
-    cfg->bind = strdup("0.0.0.0");
-    cfg->node_ip = strdup("127.0.0.1");
+    cfg->bind = esc_xstrdup("0.0.0.0");
+    cfg->node_ip = esc_xstrdup("127.0.0.1");
     cfg->forward_timeout_ms = RAYLET_FORWARD_TIMEOUT_MS;
     cfg->ended_tasks = RAYLET_ENDED_TASKS;
     cfg->exit_on_stop_ms = -1;
     cfg->metrics_port = -1;
-    cfg->metrics_bind = strdup("127.0.0.1");
+    cfg->metrics_bind = esc_xstrdup("127.0.0.1");
     secret_files files = {0};
     int rc = 0;
 

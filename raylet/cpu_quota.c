@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "qty.h"
+#include "xalloc.h"
 
 #define PERIOD_US 100000LL
 #define V1_SHARES_PER_CPU 1024LL /* cpu.shares of one process's weight */
@@ -210,7 +211,7 @@ cpu_quota *cpu_quota_new(const char *root, int64_t node_cpu, char *why, size_t w
         return NULL;
     }
     remove_stale(base);
-    cpu_quota *q = calloc(1, sizeof *q);
+    cpu_quota *q = esc_xcalloc(1, sizeof *q);
     q->v2 = v2;
     snprintf(q->dir, sizeof q->dir, "%.3000s/" DIR_PREFIX "%d", base, (int)getpid());
     char probe[PATH_MAX + 64];

@@ -30,8 +30,9 @@
 #include <unistd.h>
 
 #include "ids.h"
-#include "subscription.h"
 #include "log.h"
+#include "subscription.h"
+#include "xalloc.h"
 
 #define REGISTER_TOTAL_MS 30000   /* give up on the first registration after this */
 #define REGISTER_ATTEMPT_MS 1000  /* one attempt; short so shutdown is not held up */
@@ -136,9 +137,7 @@ static void run_fatal(void *arg)
 
 static void post_fatal(gcs_link *l, int code)
 {
-    fatal_msg *m = malloc(sizeof *m);
-    if (!m)
-        abort();
+    fatal_msg *m = esc_xmalloc(sizeof *m);
     *m = (fatal_msg){l, code};
     esc_loop_post(l->r->loop, run_fatal, m);
 }
@@ -254,9 +253,7 @@ static bool register_first(gcs_link *l)
     }
     ESC_INFO("registered with the GCS at %s as node %s (seq %" PRIu64 ", heartbeat %u ms)",
              esc_rpc_channel_target(l->ch), l->node_id, seq, l->heartbeat_ms);
-    registered_msg *m = malloc(sizeof *m);
-    if (!m)
-        abort();
+    registered_msg *m = esc_xmalloc(sizeof *m);
     /* A fresh node has nothing below the registration seq; a reused id may have rows in
      * the GCS registry, so it asks for everything (the GCS then sends a snapshot). */
     *m = (registered_msg){l, l->wanted_id ? 0 : seq};
@@ -311,9 +308,7 @@ static void stash(gcs_link *l, resource_rows *rows)
 
 void gcs_link_publish_demand(gcs_link *l, Escher__Demand **v, size_t n)
 {
-    demand_set *d = malloc(sizeof *d);
-    if (!d)
-        abort();
+    demand_set *d = esc_xmalloc(sizeof *d);
     *d = (demand_set){v, n};
     pthread_mutex_lock(&l->mu);
     demand_set *old = l->pending_demand;
@@ -341,14 +336,12 @@ void gcs_link_task_event(gcs_link *l, const char *task_id, const char *job_id,
     if (l->ntask_events == TASK_EVENTS_PER_REPORT) {
         l->task_events_dropped++;
     } else {
-        Escher__TaskEvent *t = malloc(sizeof *t);
-        if (!t)
-            abort();
+        Escher__TaskEvent *t = esc_xmalloc(sizeof *t);
         escher__task_event__init(t);
-        t->task_id = strdup(task_id ? task_id : "");
-        t->job_id = strdup(job_id ? job_id : "");
-        t->name = strdup(name ? name : "");
-        t->error = strndup(error ? error : "", TASK_EVENT_ERROR_MAX);
+        t->task_id = esc_xstrdup(task_id ? task_id : "");
+        t->job_id = esc_xstrdup(job_id ? job_id : "");
+        t->name = esc_xstrdup(name ? name : "");
+        t->error = esc_xstrndup(error ? error : "", TASK_EVENT_ERROR_MAX);
         t->attempt = attempt;
         t->max_retries = max_retries;
         t->retried = retried;
@@ -550,9 +543,7 @@ static void *report_main(void *arg)
 static void post_event(void *ud, Escher__Event *ev)
 {
     gcs_link *l = ud;
-    event_msg *m = malloc(sizeof *m);
-    if (!m)
-        abort();
+    event_msg *m = esc_xmalloc(sizeof *m);
     *m = (event_msg){l->r, ev};
     esc_loop_post(l->r->loop, run_event, m);
 }
@@ -573,8 +564,8 @@ static void build_info(gcs_link *l)
     l->info.cpu_shares = r->cpu_shares;
     l->info.metrics_address = r->metrics_address;
     l->info.head = r->cfg.head;
-    l->amounts = calloc(n->nphysical + 1, sizeof *l->amounts);
-    l->amount_ptrs = calloc(n->nphysical + 1, sizeof *l->amount_ptrs);
+    l->amounts = esc_xcalloc(n->nphysical + 1, sizeof *l->amounts);
+    l->amount_ptrs = esc_xcalloc(n->nphysical + 1, sizeof *l->amount_ptrs);
     for (size_t i = 0; i < n->nphysical; i++) {
         Escher__Amount a = ESCHER__AMOUNT__INIT;
         a.name = n->physical[i].name;
@@ -585,8 +576,8 @@ static void build_info(gcs_link *l)
     }
     l->info.n_physical = n->nphysical;
     l->info.physical = l->amount_ptrs;
-    l->labels = calloc(n->nlabels + 1, sizeof *l->labels);
-    l->label_ptrs = calloc(n->nlabels + 1, sizeof *l->label_ptrs);
+    l->labels = esc_xcalloc(n->nlabels + 1, sizeof *l->labels);
+    l->label_ptrs = esc_xcalloc(n->nlabels + 1, sizeof *l->label_ptrs);
     for (size_t i = 0; i < n->nlabels; i++) {
         Escher__Label lb = ESCHER__LABEL__INIT;
         lb.key = n->labels[i].key;
@@ -600,9 +591,7 @@ static void build_info(gcs_link *l)
 
 gcs_link *gcs_link_new(raylet *r)
 {
-    gcs_link *l = calloc(1, sizeof *l);
-    if (!l)
-        abort();
+    gcs_link *l = esc_xcalloc(1, sizeof *l);
     l->r = r;
     l->ch = raylet_channel_new(r, r->cfg.gcs_address);
     l->wanted_id = r->cfg.node_id;

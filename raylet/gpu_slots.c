@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "qty.h"
+#include "xalloc.h"
 
 struct gpu_slots {
     int n;
@@ -15,7 +16,7 @@ struct gpu_slots {
 
 gpu_slots *gpu_slots_new(int n)
 {
-    gpu_slots *g = calloc(1, sizeof *g);
+    gpu_slots *g = esc_xcalloc(1, sizeof *g);
     g->n = n < 0 ? 0 : n > GPU_SLOTS_MAX ? GPU_SLOTS_MAX : n;
     for (int i = 0; i < g->n; i++)
         g->free[i] = ESC_QTY_SCALE;

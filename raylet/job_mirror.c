@@ -18,6 +18,7 @@
 #include "rpc.h"
 #include "secret.h"
 #include "strmap.h"
+#include "xalloc.h"
 
 #define MIRROR_MAX_CRED 128
 
@@ -69,9 +70,7 @@ static void mjob_free(mjob *j)
 
 job_mirror *job_mirror_new(void)
 {
-    job_mirror *m = calloc(1, sizeof *m);
-    if (!m)
-        abort();
+    job_mirror *m = esc_xcalloc(1, sizeof *m);
     m->jobs = esc_strmap_new();
     m->owners = esc_strmap_new();
     return m;
@@ -117,18 +116,18 @@ static void put_row(job_mirror *m, const Escher__JobInfo *row)
     if (row->state != ESCHER__JOB_STATE__JOB_RUNNING || !*row->job_id)
         return;
     mjob *old = esc_strmap_get(m->jobs, row->job_id);
-    mjob *j = calloc(1, sizeof *j);
-    j->job_id = strdup(row->job_id);
-    j->ns = strdup(row->namespace_);
+    mjob *j = esc_xcalloc(1, sizeof *j);
+    j->job_id = esc_xstrdup(row->job_id);
+    j->ns = esc_xstrdup(row->namespace_);
     snprintf(j->hash, sizeof j->hash, "%s", row->credential_sha256);
-    j->grants = calloc(row->n_grants + 1, sizeof *j->grants);
+    j->grants = esc_xcalloc(row->n_grants + 1, sizeof *j->grants);
     for (size_t i = 0; i < row->n_grants; i++)
-        j->grants[i] = strdup(row->grants[i]);
+        j->grants[i] = esc_xstrdup(row->grants[i]);
     j->ngrants = row->n_grants;
-    j->pgrants = calloc(row->n_prefix_grants + 1, sizeof *j->pgrants);
+    j->pgrants = esc_xcalloc(row->n_prefix_grants + 1, sizeof *j->pgrants);
     for (size_t i = 0; i < row->n_prefix_grants; i++)
-        j->pgrants[i] = (mprefix){strdup(row->prefix_grants[i]->grantee),
-                                  strdup(row->prefix_grants[i]->prefix)};
+        j->pgrants[i] = (mprefix){esc_xstrdup(row->prefix_grants[i]->grantee),
+                                  esc_xstrdup(row->prefix_grants[i]->prefix)};
     j->npgrants = row->n_prefix_grants;
     if (old && !strcmp(old->hash, j->hash))
         memcpy(j->verified, old->verified, sizeof j->verified);

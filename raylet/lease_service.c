@@ -30,6 +30,7 @@
 #include "qty.h"
 #include "raylet.pb-c.h"
 #include "strmap.h"
+#include "xalloc.h"
 
 /* Longest resource name accepted in a request. */
 #define REQ_NAME_MAX 256
@@ -73,9 +74,7 @@ static reqset *reqset_new(const Escher__RequestLeaseRequest *rq)
     size_t strings = strlen(rq->job_id) + 1;
     for (size_t i = 0; i < rq->n_resources; i++)
         strings += strlen(rq->resources[i]->name) + 1;
-    reqset *rs = malloc(size + strings);
-    if (!rs)
-        abort();
+    reqset *rs = esc_xmalloc(size + strings);
     char *p = (char *)rs + size;
     rs->n = rq->n_resources;
     for (size_t i = 0; i < rq->n_resources; i++) {
@@ -102,9 +101,7 @@ static void reply_lease(esc_rpc_ctx *call, bool granted, uint64_t id)
 /* Records a lease that was just acquired and answers the request. */
 static void grant(lease_service *ls, reqset *rs, esc_rpc_ctx *call)
 {
-    lease *l = calloc(1, sizeof *l);
-    if (!l)
-        abort();
+    lease *l = esc_xcalloc(1, sizeof *l);
     l->id = ++ls->next_id;
     l->rs = rs;
     snprintf(l->key, sizeof l->key, "%" PRIu64, l->id);
@@ -177,9 +174,7 @@ static waiter *waiter_from(admission_entry *a)
 
 static void enqueue(lease_service *ls, reqset *rs, esc_rpc_ctx *call, uint32_t wait_ms)
 {
-    waiter *w = calloc(1, sizeof *w);
-    if (!w)
-        abort();
+    waiter *w = esc_xcalloc(1, sizeof *w);
     w->ls = ls;
     w->call = call;
     w->rs = rs;
@@ -315,9 +310,7 @@ void lease_service_job_finished(lease_service *ls, const char *job_id)
 
 lease_service *lease_service_new(raylet *r)
 {
-    lease_service *ls = calloc(1, sizeof *ls);
-    if (!ls)
-        abort();
+    lease_service *ls = esc_xcalloc(1, sizeof *ls);
     ls->r = r;
     ls->by_id = esc_strmap_new();
     return ls;

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "xalloc.h"
 
 static void apply_snapshot(raylet *r, const Escher__Event *ev)
 {
@@ -43,10 +44,10 @@ static void apply_snapshot(raylet *r, const Escher__Event *ev)
     for (size_t i = 0; i < ev->n_registry; i++)
         if (!strcmp(ev->registry[i]->node_id, r->node_id))
             n++;
-    const char **names = malloc((n ? n : 1) * sizeof *names);
-    int64_t *totals = malloc((n ? n : 1) * sizeof *totals);
-    bool *unb = malloc((n ? n : 1) * sizeof *unb);
-    accounting_backing *backing = malloc((n ? n : 1) * sizeof *backing);
+    const char **names = esc_xmalloc((n ? n : 1) * sizeof *names);
+    int64_t *totals = esc_xmalloc((n ? n : 1) * sizeof *totals);
+    bool *unb = esc_xmalloc((n ? n : 1) * sizeof *unb);
+    accounting_backing *backing = esc_xmalloc((n ? n : 1) * sizeof *backing);
     if (!names || !totals || !unb || !backing)
         abort();
     size_t k = 0;
@@ -93,9 +94,7 @@ static void keep_spent(raylet *r, Escher__Event *ev)
 {
     if (r->nspent == r->spent_cap) {
         r->spent_cap = r->spent_cap ? r->spent_cap * 2 : 16;
-        r->spent = realloc(r->spent, r->spent_cap * sizeof *r->spent);
-        if (!r->spent)
-            abort();
+        r->spent = esc_xrealloc(r->spent, r->spent_cap * sizeof *r->spent);
     }
     r->spent[r->nspent++] = ev;
 }

@@ -1,5 +1,6 @@
 /* log_index.c: a task's attempts in this node's log folder (log_index.h). */
 #include "log_index.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +15,7 @@ static void attempts_add(log_attempts *a, const char *idx, long long out, long l
 {
     if (a->n == a->cap) {
         a->cap = a->cap ? a->cap * 2 : 4;
-        a->v = realloc(a->v, a->cap * sizeof *a->v);
-        if (!a->v)
-            abort();
+        a->v = esc_xrealloc(a->v, a->cap * sizeof *a->v);
     }
     log_attempt *t = &a->v[a->n++];
     snprintf(t->idx, sizeof t->idx, "%s", idx);
@@ -80,7 +79,7 @@ void log_index_scan(const char *dir, const char *task_id, log_attempts *a)
 void log_index_rescan(const char *task_id, log_attempts *a)
 {
     size_t n = a->n;
-    char (*files)[PATH_MAX] = malloc((n + 1) * sizeof *files);
+    char (*files)[PATH_MAX] = esc_xmalloc((n + 1) * sizeof *files);
     size_t nfiles = 0;
     for (size_t i = 0; i < n; i++) {
         bool seen = false;

@@ -26,6 +26,7 @@
 #include "raylet.h"
 #include "raylet.pb-c.h"
 #include "task_manager.h"
+#include "xalloc.h"
 
 #define LOG_CHUNK (64 * 1024)
 #define FOLLOW_LOOK_MS 100
@@ -51,9 +52,7 @@ struct log_service {
 
 log_service *log_service_new(raylet *r)
 {
-    log_service *ls = calloc(1, sizeof *ls);
-    if (!ls)
-        abort();
+    log_service *ls = esc_xcalloc(1, sizeof *ls);
     ls->r = r;
     return ls;
 }
@@ -75,8 +74,8 @@ static void track_new_attempts(log_reader *lr)
 {
     if (lr->att.n <= lr->npos)
         return;
-    lr->pos = realloc(lr->pos, lr->att.n * sizeof *lr->pos);
-    lr->lim = realloc(lr->lim, lr->att.n * sizeof *lr->lim);
+    lr->pos = esc_xrealloc(lr->pos, lr->att.n * sizeof *lr->pos);
+    lr->lim = esc_xrealloc(lr->lim, lr->att.n * sizeof *lr->lim);
     if (!lr->pos || !lr->lim)
         abort();
     for (size_t i = lr->npos; i < lr->att.n; i++)
@@ -106,7 +105,7 @@ static void look(log_reader *lr)
     bool held = lr->follow && task_manager_holds(lr->ls->r->tasks, lr->task_id);
     for (int tries = 0; tries < 4; tries++) {
         size_t known = lr->att.n;
-        off_t (*size)[2] = calloc(known + 1, sizeof *size);
+        off_t (*size)[2] = esc_xcalloc(known + 1, sizeof *size);
         for (size_t i = 0; i < known; i++)
             for (int w = 0; w < 2; w++)
                 size[i][w] = capture_size(&lr->att.v[i], w);
@@ -156,7 +155,7 @@ static int send_next(log_reader *lr)
                 continue;
             off_t left = lr->lim[i][w] - lr->pos[i][w];
             size_t want = left < LOG_CHUNK ? (size_t)left : LOG_CHUNK;
-            char *buf = malloc(want);
+            char *buf = esc_xmalloc(want);
             int fd = log_index_open_capture(&lr->att.v[i], w);
             ssize_t n = fd >= 0 ? pread(fd, buf, want, lr->pos[i][w]) : -1;
             int e = errno;
@@ -240,9 +239,7 @@ static void on_stream_logs(esc_rpc_ctx *call, const ProtobufCMessage *msg, void 
         esc_rpc_finish(call, ESC_INVALID_ARGUMENT, "not a task id");
         return;
     }
-    log_reader *lr = calloc(1, sizeof *lr);
-    if (!lr)
-        abort();
+    log_reader *lr = esc_xcalloc(1, sizeof *lr);
     lr->ls = ls;
     lr->call = call;
     lr->follow = rq->follow;

@@ -18,6 +18,7 @@
 #include "rpc.h"
 #include "task_manager.h"
 #include "worker_pool.h"
+#include "xalloc.h"
 
 /* Splits an accounting name: "<ns>/<name>" is ephemeral, anything else physical (the
  * namespace label is then ""). */
@@ -167,7 +168,7 @@ static void add_job_count(void *ud, const char *job_id, size_t queued, size_t ru
     job_counts *jc = ud;
     if (jc->n == jc->cap) {
         jc->cap = jc->cap ? 2 * jc->cap : 16;
-        jc->v = realloc(jc->v, jc->cap * sizeof *jc->v);
+        jc->v = esc_xrealloc(jc->v, jc->cap * sizeof *jc->v);
     }
     job_count *c = &jc->v[jc->n++];
     snprintf(c->job, sizeof c->job, "%s", job_id);

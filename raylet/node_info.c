@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "qty.h"
+#include "xalloc.h"
 
 static int64_t bytes_qty(uint64_t bytes)
 {
@@ -22,14 +23,14 @@ static int64_t bytes_qty(uint64_t bytes)
 
 static void add_amount(node_info *n, const char *name, int64_t qty, bool unbounded)
 {
-    n->physical = realloc(n->physical, (n->nphysical + 1) * sizeof *n->physical);
-    n->physical[n->nphysical++] = (raylet_amount){strdup(name), qty, unbounded};
+    n->physical = esc_xrealloc(n->physical, (n->nphysical + 1) * sizeof *n->physical);
+    n->physical[n->nphysical++] = (raylet_amount){esc_xstrdup(name), qty, unbounded};
 }
 
 static void add_label(node_info *n, const char *key, const char *value)
 {
-    n->labels = realloc(n->labels, (n->nlabels + 1) * sizeof *n->labels);
-    n->labels[n->nlabels++] = (raylet_label){strdup(key), strdup(value)};
+    n->labels = esc_xrealloc(n->labels, (n->nlabels + 1) * sizeof *n->labels);
+    n->labels[n->nlabels++] = (raylet_label){esc_xstrdup(key), esc_xstrdup(value)};
 }
 
 void node_info_build(node_info *n, const raylet_config *cfg, const node_detected *d)

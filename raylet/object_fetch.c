@@ -11,10 +11,11 @@
 #include "ids.h"
 #include "log.h"
 #include "object.pb-c.h"
-#include "raylet.h"
 #include "object_service.h"
+#include "raylet.h"
 #include "strmap.h"
 #include "task.pb-c.h"
+#include "xalloc.h"
 
 #define WAIT_ROUND_MS 1000   /* one held GetLocations; stop is noticed between rounds */
 #define RETRY_MS 200         /* at least this long between two rounds of one fetch */
@@ -85,11 +86,11 @@ static int pull(fetch *x, const char *address, const char *node_id)
         Escher__ObjectChunk *c = (Escher__ObjectChunk *)m;
         if (!sized) {
             x->len = (size_t)c->total_size;
-            x->data = malloc(x->len + 1);
+            x->data = esc_xmalloc(x->len + 1);
             x->is_error = c->is_error;
-            x->obj_error = strdup(c->error);
+            x->obj_error = esc_xstrdup(c->error);
             free(x->owner);
-            x->owner = strdup(*c->job_id ? c->job_id : x->job_id);
+            x->owner = esc_xstrdup(*c->job_id ? c->job_id : x->job_id);
             sized = true;
         }
         if (c->offset + c->data.len <= x->len) {
@@ -297,7 +298,7 @@ static void *fetch_main(void *arg)
 
 object_fetcher *object_fetch_new(struct raylet *r)
 {
-    object_fetcher *f = calloc(1, sizeof *f);
+    object_fetcher *f = esc_xcalloc(1, sizeof *f);
     if (!f)
         return NULL;
     f->r = r;
@@ -327,13 +328,11 @@ void object_fetch_start(object_fetcher *f, const char *id, const char *job_id,
         pthread_mutex_unlock(&f->mu);
         return;
     }
-    fetch *x = calloc(1, sizeof *x);
-    if (!x)
-        abort(); /* the raylet's out-of-memory policy */
+    fetch *x = esc_xcalloc(1, sizeof *x);
     x->f = f;
-    x->id = strdup(id);
-    x->job_id = strdup(job_id);
-    x->credential = strdup(credential);
+    x->id = esc_xstrdup(id);
+    x->job_id = esc_xstrdup(job_id);
+    x->credential = esc_xstrdup(credential);
     esc_strmap_put(f->running, id, x);
     x->next = f->all;
     f->all = x;

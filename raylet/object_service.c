@@ -32,14 +32,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "announcer.h"
 #include "ids.h"
+#include "job_mirror.h"
 #include "log.h"
 #include "names.h"
 #include "object.pb-c.h"
-#include "announcer.h"
-#include "rpc_async.h"
 #include "object_store.h"
-#include "job_mirror.h"
+#include "rpc_async.h"
+#include "xalloc.h"
 
 #define PARTIAL_TIMEOUT_MS 30000
 #define SWEEP_PERIOD_S 1.0
@@ -110,9 +111,7 @@ static void announce_add(object_service *o, const object_view *v, const char *or
 {
     /* Tasks here waiting for this object as an argument can go now. */
     object_service_arrived(o, v->id);
-    add_ctx *c = calloc(1, sizeof *c);
-    if (!c)
-        abort();
+    add_ctx *c = esc_xcalloc(1, sizeof *c);
     c->o = o;
     c->call = call;
     snprintf(c->id, sizeof c->id, "%s", v->id);
@@ -290,9 +289,7 @@ static void on_pull(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
         esc_rpc_finish(call, ESC_UNAVAILABLE, why);
         return;
     }
-    pull *p = calloc(1, sizeof *p);
-    if (!p)
-        abort();
+    pull *p = esc_xcalloc(1, sizeof *p);
     p->pin = object_store_pin(o->store, rq->object_id, &p->view);
     char why[400];
     if (p->pin && job_mirror_object_ok(o->r->jobs, call, rq->job_id, rq->job_credential,
@@ -476,9 +473,7 @@ void object_service_reannounce(object_service *o)
 
 object_service *object_service_new(raylet *r, uint64_t capacity)
 {
-    object_service *o = calloc(1, sizeof *o);
-    if (!o)
-        abort();
+    object_service *o = esc_xcalloc(1, sizeof *o);
     o->r = r;
     o->store = object_store_new(capacity, PARTIAL_TIMEOUT_MS);
     o->gcs = raylet_channel_new(r, r->cfg.gcs_address);

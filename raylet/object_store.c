@@ -13,6 +13,7 @@
 
 #include "names.h"
 #include "strmap.h"
+#include "xalloc.h"
 
 struct object_entry {
     object_entry *prev_unsealed, *next_unsealed;
@@ -42,9 +43,7 @@ struct object_store {
 
 object_store *object_store_new(uint64_t capacity, uint64_t partial_timeout_ms)
 {
-    object_store *s = calloc(1, sizeof *s);
-    if (!s)
-        abort();
+    object_store *s = esc_xcalloc(1, sizeof *s);
     s->index = esc_strmap_new();
     s->capacity = capacity;
     s->partial_timeout_ms = partial_timeout_ms;
@@ -140,14 +139,12 @@ int object_store_create(object_store *s, const char *id, const char *job_id, uin
     if (rc != ESC_OK)
         return rc;
     uint8_t *data = NULL;
-    if (size > 0 && !(data = malloc((size_t)size)))
+    if (size > 0 && !(data = esc_xmalloc((size_t)size)))
         return full(s, size + elen, st); /* the capacity was too generous for this host */
-    object_entry *e = calloc(1, sizeof *e);
-    if (!e)
-        abort();
-    e->id = strdup(id);
-    e->job_id = strdup(job_id ? job_id : "");
-    e->error = strndup(is_error && error ? error : "", elen);
+    object_entry *e = esc_xcalloc(1, sizeof *e);
+    e->id = esc_xstrdup(id);
+    e->job_id = esc_xstrdup(job_id ? job_id : "");
+    e->error = esc_xstrndup(is_error && error ? error : "", elen);
     e->data = data;
     e->size = size;
     e->charge = size + elen;
@@ -215,7 +212,7 @@ bool object_store_set_origin(object_store *s, const char *id, const char *origin
     if (!e || !origin || !*origin)
         return false;
     free(e->origin);
-    e->origin = strdup(origin);
+    e->origin = esc_xstrdup(origin);
     return true;
 }
 

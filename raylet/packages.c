@@ -21,6 +21,7 @@
 #include "package.h"
 #include "rpc.h"
 #include "strmap.h"
+#include "xalloc.h"
 
 typedef enum { PKG_FETCHING, PKG_READY } pkg_state;
 
@@ -135,7 +136,7 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
 
 static pkg *start_fetch(packages *pk, const char *hash)
 {
-    pkg *p = calloc(1, sizeof *p);
+    pkg *p = esc_xcalloc(1, sizeof *p);
     p->pk = pk;
     snprintf(p->hash, sizeof p->hash, "%s", hash);
     p->state = PKG_FETCHING;
@@ -190,9 +191,9 @@ packages *packages_new(struct ev_loop *loop, const char *root, const char *gcs_a
         snprintf(err, errlen, "cannot make the package cache %s: %s", root, strerror(errno));
         return NULL;
     }
-    packages *pk = calloc(1, sizeof *pk);
+    packages *pk = esc_xcalloc(1, sizeof *pk);
     pk->loop = loop;
-    pk->root = strdup(root);
+    pk->root = esc_xstrdup(root);
     pk->gcs = esc_rpc_channel_new(gcs_address, token);
     pk->fn = fn;
     pk->ud = ud;

@@ -12,6 +12,7 @@
 #include "raylet.pb-c.h"
 #include "strmap.h"
 #include "task.pb-c.h"
+#include "xalloc.h"
 
 /* A suspect peer is asked again after PROBE_FIRST_MS, doubling up to PROBE_MAX_MS: it
  * answers soon after it comes back, and a dead one costs one call every few seconds
@@ -136,7 +137,7 @@ static void probe_later(peer *p)
 
 peers *peers_new(raylet *r, int timeout_ms)
 {
-    peers *ps = calloc(1, sizeof *ps);
+    peers *ps = esc_xcalloc(1, sizeof *ps);
     ps->r = r;
     ps->timeout_ms = timeout_ms;
     ps->all = esc_strmap_new();
@@ -150,9 +151,9 @@ peer *peers_get(peers *ps, const char *address)
     peer *p = esc_strmap_get(ps->all, address);
     if (p)
         return p;
-    p = calloc(1, sizeof *p);
+    p = esc_xcalloc(1, sizeof *p);
     p->ps = ps;
-    p->address = strdup(address);
+    p->address = esc_xstrdup(address);
     p->ch = raylet_channel_new(ps->r, address);
     p->q = esc_rpc_async_new(esc_loop_post, ps->r->loop);
     if (!p->q) {
@@ -185,7 +186,7 @@ static void fail_stopped(void *arg)
 void peers_call(peers *ps, peer *p, const esc_rpc_method *method, const ProtobufCMessage *req,
                 int timeout_ms, int flags, esc_rpc_async_fn fn, void *ud)
 {
-    call_ctx *c = malloc(sizeof *c);
+    call_ctx *c = esc_xmalloc(sizeof *c);
     *c = (call_ctx){p, fn, ud};
     if (ps->stopped) {
         esc_loop_post(ps->r->loop, fail_stopped, c);

@@ -4,6 +4,7 @@
  * table and at most one allocation; the report thread hands finished blocks back for
  * reuse, because touching fresh pages costs more than the copy on a big table. */
 #include "resource_rows.h"
+#include "xalloc.h"
 
 #include <stdalign.h>
 #include <stdlib.h>
@@ -27,9 +28,7 @@ resource_rows *resource_rows_build(const accounting *a, resource_rows *reuse)
     if (cap < need) {
         free(reuse);
         cap = need + need / 4; /* room to grow before the next allocation */
-        mem = malloc(cap);
-        if (!mem)
-            abort();
+        mem = esc_xmalloc(cap);
     }
     resource_rows *r = (resource_rows *)mem;
     r->cap = cap;

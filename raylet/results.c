@@ -7,10 +7,11 @@
 #include "ids.h"
 #include "log.h"
 #include "object_service.h"
+#include "peers.h"
 #include "raylet.h"
 #include "rpc_async.h"
-#include "peers.h"
 #include "strmap.h"
+#include "xalloc.h"
 
 #define STREAM_BATCH_BYTES (4u << 20) /* inline bytes per stream message, at most */
 #define DONE_TIMEOUT_MS 10000
@@ -64,9 +65,7 @@ static void *grow(void *v, size_t *cap, size_t need, size_t elem)
     size_t c = *cap ? *cap * 2 : 64;
     while (c < need)
         c *= 2;
-    void *nv = realloc(v, c * elem);
-    if (!nv)
-        abort();
+    void *nv = esc_xrealloc(v, c * elem);
     *cap = c;
     return nv;
 }
@@ -88,19 +87,17 @@ Escher__ReadyObject *results_object_new(const char *id, const void *data, size_t
                                         bool is_error, const char *error,
                                         const char *address)
 {
-    Escher__ReadyObject *o = malloc(sizeof *o);
-    if (!o)
-        abort();
+    Escher__ReadyObject *o = esc_xmalloc(sizeof *o);
     escher__ready_object__init(o);
-    o->object_id = strdup(id);
+    o->object_id = esc_xstrdup(id);
     o->is_error = is_error;
-    o->error = strdup(error ? error : "");
+    o->error = esc_xstrdup(error ? error : "");
     o->size = len;
-    o->address = strdup(address);
+    o->address = esc_xstrdup(address);
     if (len <= ESC_INLINE_RESULT_MAX) {
         o->inlined = true;
         if (len) {
-            o->data.data = malloc(len);
+            o->data.data = esc_xmalloc(len);
             memcpy(o->data.data, data, len);
             o->data.len = len;
         }
@@ -166,9 +163,9 @@ static void handle_watch(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
         esc_rpc_ctx_on_cancel(c, NULL, NULL);
         esc_rpc_finish(c, ESC_ABORTED, "replaced by a newer stream of the same owner");
     }
-    owner *w = calloc(1, sizeof *w);
+    owner *w = esc_xcalloc(1, sizeof *w);
     w->rs = rs;
-    w->id = strdup(req->owner_id);
+    w->id = esc_xstrdup(req->owner_id);
     w->call = call;
     if (old) {
         w->pending = old->pending;
@@ -220,9 +217,7 @@ static void peer_send(results *rs, peer_batch *p)
     Escher__TasksDoneRequest req = ESCHER__TASKS_DONE_REQUEST__INIT;
     req.done = p->done;
     req.n_done = p->n;
-    done_call *dc = malloc(sizeof *dc);
-    if (!dc)
-        abort();
+    done_call *dc = esc_xmalloc(sizeof *dc);
     *dc = (done_call){.rs = rs, .to = p->to, .done = p->done, .n = p->n};
     peers_call(rs->peers, p->to, &ESC_M_TASK_SERVICE_TASKS_DONE, &req.base, DONE_TIMEOUT_MS,
                ESC_RPC_IDEMPOTENT, on_done_sent, dc);
@@ -246,15 +241,15 @@ static void send_back(results *rs, peer *to, const char *task_id, const char *ow
 {
     peer_batch *p = esc_strmap_get(rs->batches, peer_address(to));
     if (!p) {
-        p = calloc(1, sizeof *p);
+        p = esc_xcalloc(1, sizeof *p);
         esc_strmap_put(rs->batches, peer_address(to), p);
     }
     p->to = to;
-    Escher__TaskDone *d = malloc(sizeof *d);
+    Escher__TaskDone *d = esc_xmalloc(sizeof *d);
     escher__task_done__init(d);
-    d->task_id = strdup(task_id);
-    d->owner_id = strdup(owner_id);
-    d->job_credential = strdup(credential ? credential : "");
+    d->task_id = esc_xstrdup(task_id);
+    d->owner_id = esc_xstrdup(owner_id);
+    d->job_credential = esc_xstrdup(credential ? credential : "");
     d->returns = objs;
     d->n_returns = n;
     p->done = grow(p->done, &p->cap, p->n + 1, sizeof *p->done);
@@ -294,7 +289,7 @@ static Escher__ReadyObject *store_one(results *rs, const Escher__TaskSpec *spec,
 void results_store_error(results *rs, const Escher__TaskSpec *spec, const char *why)
 {
     unsigned n = spec->num_returns ? spec->num_returns : 1;
-    Escher__ReadyObject **objs = malloc(n * sizeof *objs);
+    Escher__ReadyObject **objs = esc_xmalloc(n * sizeof *objs);
     for (unsigned i = 0; i < n; i++)
         objs[i] = store_one(rs, spec, i, NULL, why);
     notify(rs, spec, objs, n);
@@ -324,7 +319,7 @@ static void commit_on_success(results *rs, const Escher__TaskSpec *spec)
     req.detached = false;
     /* Not idempotent: an add must not be applied twice. */
     esc_rpc_async_call(rs->r->async, rs->gcs, &ESC_M_GCS_UPDATE_RESOURCES, &req.base,
-                       GCS_OPS_TIMEOUT_MS, 0, on_ops_done, strdup(spec->task_id));
+                       GCS_OPS_TIMEOUT_MS, 0, on_ops_done, esc_xstrdup(spec->task_id));
 }
 
 static void store_returns(results *rs, const Escher__TaskSpec *spec,
@@ -332,7 +327,7 @@ static void store_returns(results *rs, const Escher__TaskSpec *spec,
 {
     commit_on_success(rs, spec);
     unsigned n = spec->num_returns ? spec->num_returns : 1;
-    Escher__ReadyObject **objs = malloc(n * sizeof *objs);
+    Escher__ReadyObject **objs = esc_xmalloc(n * sizeof *objs);
     for (unsigned i = 0; i < n; i++)
         objs[i] = store_one(rs, spec, i, i < res->n_returns ? &res->returns[i] : NULL, NULL);
     notify(rs, spec, objs, n);
@@ -396,7 +391,7 @@ void results_peer_dead(results *rs, const char *address)
 
 results *results_new(raylet *r)
 {
-    results *rs = calloc(1, sizeof *rs);
+    results *rs = esc_xcalloc(1, sizeof *rs);
     rs->r = r;
     rs->peers = r->peers;
     rs->gcs = raylet_channel_new(r, r->cfg.gcs_address);

@@ -24,6 +24,7 @@
 #include "object_service.h"
 #include "object_store.h"
 #include "task_internal.h"
+#include "xalloc.h"
 
 /* ------------------------------------------------------------ rows */
 
@@ -42,11 +43,11 @@ static const char *task_name(const Escher__TaskSpec *s)
 
 static Escher__Amount **copy_amounts(Escher__Amount *const *in, size_t n)
 {
-    Escher__Amount **out = calloc(n + 1, sizeof *out);
+    Escher__Amount **out = esc_xcalloc(n + 1, sizeof *out);
     for (size_t i = 0; i < n; i++) {
-        out[i] = malloc(sizeof *out[i]);
+        out[i] = esc_xmalloc(sizeof *out[i]);
         escher__amount__init(out[i]);
-        out[i]->name = strdup(in[i]->name);
+        out[i]->name = esc_xstrdup(in[i]->name);
         out[i]->value = in[i]->value;
         out[i]->unbounded = in[i]->unbounded;
     }
@@ -58,19 +59,19 @@ static Escher__TaskRow *task_row(const task_manager *tm, const task_entry *e,
                                  const char *state)
 {
     const Escher__TaskSpec *s = e->spec;
-    Escher__TaskRow *row = malloc(sizeof *row);
+    Escher__TaskRow *row = esc_xmalloc(sizeof *row);
     escher__task_row__init(row);
-    row->task_id = strdup(s->task_id);
-    row->job_id = strdup(s->job_id);
-    row->name = strdup(task_name(s));
-    row->state = strdup(state);
-    row->node_id = strdup(tm->r->node_id);
+    row->task_id = esc_xstrdup(s->task_id);
+    row->job_id = esc_xstrdup(s->job_id);
+    row->name = esc_xstrdup(task_name(s));
+    row->state = esc_xstrdup(state);
+    row->node_id = esc_xstrdup(tm->r->node_id);
     row->resources = copy_amounts(s->resources, s->n_resources);
     row->n_resources = s->n_resources;
     row->attempt = s->attempt;
     row->max_retries = s->max_retries;
     row->start_ms = e->start_ms;
-    row->actor_id = strdup(s->actor_creation && s->actor_id ? s->actor_id : "");
+    row->actor_id = esc_xstrdup(s->actor_creation && s->actor_id ? s->actor_id : "");
     return row;
 }
 
@@ -80,7 +81,7 @@ void task_list_record_end(task_manager *tm, const task_entry *e, bool ok)
     if (cap == 0)
         return;
     if (!tm->ended_rows) {
-        tm->ended_rows = calloc(cap, sizeof *tm->ended_rows);
+        tm->ended_rows = esc_xcalloc(cap, sizeof *tm->ended_rows);
         tm->ended_cap = cap;
     }
     Escher__TaskRow *row = task_row(tm, e, ok ? "FINISHED" : "FAILED");
@@ -176,7 +177,7 @@ static void add_task_row(task_rows *t, Escher__TaskRow *row)
 {
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 64;
-        t->rows = realloc(t->rows, t->cap * sizeof *t->rows);
+        t->rows = esc_xrealloc(t->rows, t->cap * sizeof *t->rows);
     }
     t->rows[t->n++] = row;
 }
@@ -200,7 +201,7 @@ static void add_map(task_rows *t, esc_strmap *m, const char *state)
 static Escher__TaskRow *copy_row(const Escher__TaskRow *in)
 {
     size_t len = protobuf_c_message_get_packed_size(&in->base);
-    uint8_t *buf = malloc(len ? len : 1);
+    uint8_t *buf = esc_xmalloc(len ? len : 1);
     protobuf_c_message_pack(&in->base, buf);
     Escher__TaskRow *out = escher__task_row__unpack(NULL, len, buf);
     free(buf);
@@ -256,13 +257,13 @@ static void add_actor(void *ud, const actor_row *a)
     actor_rows *t = ud;
     if (!filter_pass(&t->f, a->job_id, a->state) || !filter_room(&t->f, t->n))
         return;
-    Escher__ActorRow *row = malloc(sizeof *row);
+    Escher__ActorRow *row = esc_xmalloc(sizeof *row);
     escher__actor_row__init(row);
-    row->actor_id = strdup(a->actor_id);
-    row->job_id = strdup(a->job_id);
-    row->name = strdup(a->name ? a->name : "");
-    row->node_id = strdup(t->tm->r->node_id);
-    row->state = strdup(a->state);
+    row->actor_id = esc_xstrdup(a->actor_id);
+    row->job_id = esc_xstrdup(a->job_id);
+    row->name = esc_xstrdup(a->name ? a->name : "");
+    row->node_id = esc_xstrdup(t->tm->r->node_id);
+    row->state = esc_xstrdup(a->state);
     row->pending_calls = a->pending_calls;
     row->running_calls = a->running_calls;
     row->restarts = a->restarts;
@@ -274,7 +275,7 @@ static void add_actor(void *ud, const actor_row *a)
     }
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 16;
-        t->rows = realloc(t->rows, t->cap * sizeof *t->rows);
+        t->rows = esc_xrealloc(t->rows, t->cap * sizeof *t->rows);
     }
     t->rows[t->n++] = row;
 }
@@ -311,18 +312,18 @@ static void add_object(void *ud, const object_row *o)
     if (!filter_pass(&t->f, o->job_id, o->sealed ? "SEALED" : "UNSEALED") ||
         !filter_room(&t->f, t->n))
         return;
-    Escher__ObjectRow *row = malloc(sizeof *row);
+    Escher__ObjectRow *row = esc_xmalloc(sizeof *row);
     escher__object_row__init(row);
-    row->object_id = strdup(o->id);
-    row->job_id = strdup(o->job_id);
+    row->object_id = esc_xstrdup(o->id);
+    row->job_id = esc_xstrdup(o->job_id);
     row->size = o->size;
-    row->node_id = strdup(t->f.r->node_id);
+    row->node_id = esc_xstrdup(t->f.r->node_id);
     row->sealed = o->sealed;
     row->pinned = o->pinned;
     row->is_error = o->is_error;
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 64;
-        t->rows = realloc(t->rows, t->cap * sizeof *t->rows);
+        t->rows = esc_xrealloc(t->rows, t->cap * sizeof *t->rows);
     }
     t->rows[t->n++] = row;
 }

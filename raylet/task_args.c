@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "task_internal.h"
 #include "packages.h"
 #include "results.h"
 #include "spec_args.h"
+#include "task_internal.h"
+#include "xalloc.h"
 
 const char *task_args_lend(task_manager *tm, task_entry *e, char *why, size_t len)
 {
@@ -45,7 +46,7 @@ static task_entry **take_fetching(task_manager *tm, bool (*done)(task_manager *,
                                                                  const char *),
                                   const char *id, size_t *n)
 {
-    task_entry **out = calloc(esc_strmap_count(tm->fetching) + 1, sizeof *out);
+    task_entry **out = esc_xcalloc(esc_strmap_count(tm->fetching) + 1, sizeof *out);
     *n = 0;
     size_t pos = 0;
     const char *k;

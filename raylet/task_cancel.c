@@ -4,13 +4,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "task_internal.h"
 #include "actor_manager.h"
 #include "ids.h"
 #include "peers.h"
 #include "results.h"
 #include "secret.h"
+#include "task_internal.h"
 #include "worker_pool.h"
+#include "xalloc.h"
 
 /* Constant time (esc_secret_equal), so a guess learns nothing of the credential. */
 static bool same_secret(const char *given, const char *want)
@@ -89,7 +90,7 @@ void task_cancel_withdraw(task_manager *tm, esc_rpc_ctx *call, const char *task_
     } else if ((e = esc_strmap_get(tm->spilled, task_id)) && e->spilled_addr) {
         if (task_spill_hold_withdraw(e, call))
             return;
-        withdraw_ctx *w = calloc(1, sizeof *w);
+        withdraw_ctx *w = esc_xcalloc(1, sizeof *w);
         *w = (withdraw_ctx){.tm = tm, .call = call};
         snprintf(w->task_id, sizeof w->task_id, "%s", task_id);
         Escher__CancelTaskRequest fwd = ESCHER__CANCEL_TASK_REQUEST__INIT;

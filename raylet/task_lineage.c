@@ -5,15 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ids.h"
+#include "job_mirror.h"
 #include "log.h"
 #include "names.h"
 #include "pbutil.h"
-#include "job_mirror.h"
-#include "task_internal.h"
-#include "ids.h"
 #include "peers.h"
 #include "results.h"
 #include "secret.h"
+#include "task_internal.h"
+#include "xalloc.h"
 
 /* Keeps an ended task's spec for reconstruction, forgetting the oldest past the bound. */
 void task_lineage_keep(task_manager *tm, task_entry *e)
@@ -112,7 +113,7 @@ void task_lineage_handle_tasks_done(esc_rpc_ctx *call, const ProtobufCMessage *m
             refused = refused ? refused : d->task_id;
             continue;
         }
-        Escher__ReadyObject **objs = malloc((d->n_returns + 1) * sizeof *objs);
+        Escher__ReadyObject **objs = esc_xmalloc((d->n_returns + 1) * sizeof *objs);
         for (size_t k = 0; k < d->n_returns; k++)
             objs[k] = (Escher__ReadyObject *)esc_pb_dup(&d->returns[k]->base);
         const char *back = e ? e->spec->reply_to : "";

@@ -11,20 +11,21 @@
 
 #include "actor_manager.h"
 #include "cluster_view.h"
+#include "gcs_link.h"
 #include "gpu_slots.h"
+#include "ids.h"
 #include "log.h"
 #include "names.h"
+#include "object.pb-c.h"
+#include "object_service.h"
 #include "pbutil.h"
 #include "qty.h"
 #include "raylet.h"
-#include "gcs_link.h"
-#include "object_service.h"
-#include "object.pb-c.h"
-#include "rpc_async.h"
-#include "ids.h"
 #include "results.h"
+#include "rpc_async.h"
 #include "strmap.h"
 #include "worker_pool.h"
+#include "xalloc.h"
 
 /* Whether a task on a dead node ended: one directory look (its first return). */
 #define CHECK_TIMEOUT_MS 5000
@@ -36,11 +37,11 @@
 
 task_entry *task_entry_new(task_manager *tm, Escher__TaskSpec *spec)
 {
-    task_entry *e = calloc(1, sizeof *e);
+    task_entry *e = esc_xcalloc(1, sizeof *e);
     e->tm = tm;
     e->spec = spec;
     e->nreq = spec->n_resources;
-    e->req = calloc(e->nreq + 1, sizeof *e->req);
+    e->req = esc_xcalloc(e->nreq + 1, sizeof *e->req);
     for (size_t i = 0; i < e->nreq; i++) {
         e->req[i] = (accounting_req){.name = spec->resources[i]->name,
                                    .qty = spec->resources[i]->value};
@@ -79,9 +80,7 @@ void task_enqueue(task_manager *tm, task_entry *e)
      * later ones stay too. */
     char *shape = shape_key(e);
     size_t len = strlen(shape) + strlen(e->spec->reply_to) + 32;
-    char *alike = malloc(len);
-    if (!alike)
-        abort(); /* the raylet's out-of-memory policy */
+    char *alike = esc_xmalloc(len);
     snprintf(alike, len, "%u|%s|%s", e->spec->spill_hops, e->spec->reply_to, shape);
     admission_push_alike(tm->r->admission, &e->q, alike);
     free(alike);
@@ -228,9 +227,7 @@ static void run(task_manager *tm, task_entry *e)
         return;
     }
     if (gpus > 0) {
-        e->grant = calloc(1, sizeof *e->grant);
-        if (!e->grant)
-            abort();
+        e->grant = esc_xcalloc(1, sizeof *e->grant);
         gpu_slots_acquire(tm->gpus, gpus, e->grant);
     }
     static const gpu_grant no_gpus;
@@ -356,7 +353,7 @@ static int node_gpus(const raylet *r)
 
 task_manager *task_manager_new(raylet *r)
 {
-    task_manager *tm = calloc(1, sizeof *tm);
+    task_manager *tm = esc_xcalloc(1, sizeof *tm);
     tm->r = r;
     tm->running = esc_strmap_new();
     tm->shapes = esc_strmap_new();
@@ -365,7 +362,7 @@ task_manager *task_manager_new(raylet *r)
     tm->checking = esc_strmap_new();
     tm->gcs = raylet_channel_new(r, r->cfg.gcs_address);
     tm->checker = esc_rpc_async_new(esc_loop_post, r->loop);
-    tm->lineage_order = calloc(LINEAGE_MAX, sizeof *tm->lineage_order);
+    tm->lineage_order = esc_xcalloc(LINEAGE_MAX, sizeof *tm->lineage_order);
     tm->fetching = esc_strmap_new();
     tm->gpus = gpu_slots_new(node_gpus(r));
     tm->mps = gpu_mps_running();
@@ -378,7 +375,7 @@ task_manager *task_manager_new(raylet *r)
 static task_entry **take_spilled(task_manager *tm, const char *node_id, const char *job_id,
                                  size_t *n)
 {
-    task_entry **out = calloc(esc_strmap_count(tm->spilled) + 1, sizeof *out);
+    task_entry **out = esc_xcalloc(esc_strmap_count(tm->spilled) + 1, sizeof *out);
     *n = 0;
     size_t pos = 0;
     const char *k;
@@ -429,19 +426,15 @@ typedef struct {
 static void notify_ended(task_manager *tm, const task_entry *e)
 {
     unsigned n = e->spec->num_returns;
-    Escher__ReadyObject **objs = malloc((n + 1) * sizeof *objs);
-    if (!objs)
-        abort();
+    Escher__ReadyObject **objs = esc_xmalloc((n + 1) * sizeof *objs);
     for (unsigned i = 0; i < n; i++) {
         char id[ESC_OBJECT_ID_MAX];
         esc_return_id(e->spec->task_id, i, id, sizeof id);
-        Escher__ReadyObject *o = malloc(sizeof *o);
-        if (!o)
-            abort();
+        Escher__ReadyObject *o = esc_xmalloc(sizeof *o);
         escher__ready_object__init(o);
-        o->object_id = strdup(id);
-        o->error = strdup("");
-        o->address = strdup("");
+        o->object_id = esc_xstrdup(id);
+        o->error = esc_xstrdup("");
+        o->address = esc_xstrdup("");
         objs[i] = o;
     }
     const char *back = e->spec->reply_to;
@@ -484,9 +477,7 @@ static void on_checked(void *ud, int code, const esc_status *st, ProtobufCMessag
  * whose end notice died with the node that was to pass it back. */
 static void check_ended(task_manager *tm, task_entry *e, const char *node_id)
 {
-    check_ctx *c = calloc(1, sizeof *c);
-    if (!c)
-        abort();
+    check_ctx *c = esc_xcalloc(1, sizeof *c);
     c->tm = tm;
     snprintf(c->task_id, sizeof c->task_id, "%s", e->spec->task_id);
     snprintf(c->node_id, sizeof c->node_id, "%s", node_id);
@@ -594,7 +585,7 @@ static void count_job(esc_strmap *jobs, const char *job_id, int which)
 {
     size_t *c = esc_strmap_get(jobs, job_id);
     if (!c) {
-        c = calloc(2, sizeof *c);
+        c = esc_xcalloc(2, sizeof *c);
         esc_strmap_put(jobs, job_id, c);
     }
     c[which]++;
@@ -711,9 +702,7 @@ static char *shape_key(const task_entry *e)
     size_t len = 1;
     for (size_t i = 0; i < e->nreq; i++)
         len += strlen(e->req[i].name) + 24;
-    char *out = malloc(len);
-    if (!out)
-        abort();
+    char *out = esc_xmalloc(len);
     size_t off = 0;
     out[0] = 0;
     for (size_t i = 0; i < e->nreq; i++)
@@ -729,11 +718,11 @@ static void shape_count_in(task_manager *tm, task_entry *e)
     e->shape_key = shape_key(e);
     queued_shape *q = esc_strmap_get(tm->shapes, e->shape_key);
     if (!q) {
-        q = calloc(1, sizeof *q);
-        q->req = calloc(e->nreq + 1, sizeof *q->req);
+        q = esc_xcalloc(1, sizeof *q);
+        q->req = esc_xcalloc(e->nreq + 1, sizeof *q->req);
         q->nreq = e->nreq;
         for (size_t i = 0; i < e->nreq; i++)
-            q->req[i] = (accounting_req){strdup(e->req[i].name), e->req[i].qty, 0};
+            q->req[i] = (accounting_req){esc_xstrdup(e->req[i].name), e->req[i].qty, 0};
         esc_strmap_put(tm->shapes, e->shape_key, q);
     }
     q->count++;
@@ -751,21 +740,21 @@ static void shape_count_out(task_manager *tm, task_entry *e)
 
 static Escher__Demand *demand_of(task_manager *tm, const accounting_req *req, size_t nreq)
 {
-    Escher__Demand *d = calloc(1, sizeof *d);
+    Escher__Demand *d = esc_xcalloc(1, sizeof *d);
     escher__demand__init(d);
     d->n_shape = nreq;
-    d->shape = calloc(nreq + 1, sizeof *d->shape);
-    d->missing = calloc(nreq + 1, sizeof *d->missing);
+    d->shape = esc_xcalloc(nreq + 1, sizeof *d->shape);
+    d->missing = esc_xcalloc(nreq + 1, sizeof *d->missing);
     for (size_t i = 0; i < nreq; i++) {
-        Escher__Amount *a = malloc(sizeof *a);
+        Escher__Amount *a = esc_xmalloc(sizeof *a);
         escher__amount__init(a);
-        a->name = strdup(req[i].name);
+        a->name = esc_xstrdup(req[i].name);
         a->value = req[i].qty;
         d->shape[i] = a;
         accounting_row row;
         if (!accounting_get(tm->r->acct, req[i].name, &row) &&
             !cluster_view_has_name(tm->r->view, req[i].name))
-            d->missing[d->n_missing++] = strdup(req[i].name);
+            d->missing[d->n_missing++] = esc_xstrdup(req[i].name);
     }
     d->infeasible = !accounting_feasible(tm->r->acct, req, nreq) &&
                     !cluster_view_find_feasible(tm->r->view, tm->r->node_id, req, nreq, NULL);
@@ -779,7 +768,7 @@ Escher__Demand *task_demand_of(task_manager *tm, const task_entry *e)
 
 Escher__Demand **task_manager_demand(task_manager *tm, size_t *n)
 {
-    Escher__Demand **out = calloc(esc_strmap_count(tm->shapes) + 1, sizeof *out);
+    Escher__Demand **out = esc_xcalloc(esc_strmap_count(tm->shapes) + 1, sizeof *out);
     *n = 0;
     size_t pos = 0;
     const char *k;

@@ -6,11 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_view.h"
 #include "ids.h"
 #include "log.h"
-#include "task_internal.h"
-#include "cluster_view.h"
 #include "peers.h"
+#include "task_internal.h"
+#include "xalloc.h"
 
 /* A withdraw held until the forward is answered (task_spill_hold_withdraw). */
 typedef struct held_withdraw {
@@ -51,9 +52,7 @@ bool task_spill_hold_withdraw(task_entry *e, esc_rpc_ctx *call)
     forward_ctx *f = e->forward;
     if (!f)
         return false;
-    held_withdraw *h = calloc(1, sizeof *h);
-    if (!h)
-        abort();
+    held_withdraw *h = esc_xcalloc(1, sizeof *h);
     *h = (held_withdraw){.next = f->held, .f = f, .call = call};
     if (h->next)
         h->next->prev = h;
@@ -116,13 +115,13 @@ void task_spill_forward(task_manager *tm, task_entry *e, const char *address, co
     cluster_view_debit(tm->r->view, node_id, e->req, e->nreq);
     e->spec->spill_hops++;
     free(e->spilled_to);
-    e->spilled_to = strdup(node_id);
+    e->spilled_to = esc_xstrdup(node_id);
     free(e->spilled_addr);
-    e->spilled_addr = strdup(address);
+    e->spilled_addr = esc_xstrdup(address);
     e->forwards++;
     /* Kept from now on: its end may be reported before the forward's own answer. */
     esc_strmap_put(tm->spilled, e->spec->task_id, e);
-    forward_ctx *f = malloc(sizeof *f);
+    forward_ctx *f = esc_xmalloc(sizeof *f);
     *f = (forward_ctx){.tm = tm, .forwards = e->forwards};
     e->forward = f;
     snprintf(f->task_id, sizeof f->task_id, "%s", e->spec->task_id);

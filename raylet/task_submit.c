@@ -27,6 +27,7 @@
 #include "pbutil.h"
 #include "qty.h"
 #include "worker_pool.h"
+#include "xalloc.h"
 
 #define MAX_RETURNS 1024
 /* How long a submission waits for its job's event (the GCS sends it before it answers
@@ -136,7 +137,7 @@ static int accept_spec(task_manager *tm, Escher__TaskSpec *spec, task_entry **re
         return ESC_OK;
     }
     if (!*spec->origin) /* from its owner: this raylet keeps its lineage */
-        spec->origin = strdup(tm->r->node_id);
+        spec->origin = esc_xstrdup(tm->r->node_id);
     *ready = task_entry_new(tm, spec);
     return ESC_OK;
 }
@@ -174,10 +175,10 @@ static void answer_single(task_manager *tm, esc_rpc_ctx *call, Escher__TaskSpec 
  * after the reply. */
 static void answer_batch(task_manager *tm, esc_rpc_ctx *call, Escher__TaskSpec **specs, size_t n)
 {
-    task_entry **ready = calloc(n + 1, sizeof *ready);
-    uint32_t *rejected = calloc(n + 1, sizeof *rejected);
-    char **errors = calloc(n + 1, sizeof *errors);
-    int32_t *codes = calloc(n + 1, sizeof *codes);
+    task_entry **ready = esc_xcalloc(n + 1, sizeof *ready);
+    uint32_t *rejected = esc_xcalloc(n + 1, sizeof *rejected);
+    char **errors = esc_xcalloc(n + 1, sizeof *errors);
+    int32_t *codes = esc_xcalloc(n + 1, sizeof *codes);
     size_t nready = 0, nrej = 0;
     for (size_t i = 0; i < n; i++) {
         esc_status st = {0};
@@ -189,7 +190,7 @@ static void answer_batch(task_manager *tm, esc_rpc_ctx *call, Escher__TaskSpec *
         }
         rejected[nrej] = (uint32_t)i;
         codes[nrej] = st.code;
-        errors[nrej++] = strdup(st.message);
+        errors[nrej++] = esc_xstrdup(st.message);
     }
     Escher__SubmitTasksReply rep = ESCHER__SUBMIT_TASKS_REPLY__INIT;
     rep.rejected = rejected;
@@ -267,9 +268,7 @@ static void on_held_cancel(esc_rpc_ctx *call, void *ud)
 static void hold(task_manager *tm, esc_rpc_ctx *call, Escher__TaskSpec **specs, size_t n,
                  bool single)
 {
-    held_submit *h = calloc(1, sizeof *h);
-    if (!h)
-        abort();
+    held_submit *h = esc_xcalloc(1, sizeof *h);
     *h = (held_submit){.next = tm->held, .tm = tm, .call = call, .specs = specs, .n = n,
                        .single = single};
     if (tm->held)
@@ -315,9 +314,7 @@ void task_submit_handle(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
         answer_single(tm, call, spec);
         return;
     }
-    Escher__TaskSpec **specs = malloc(sizeof *specs);
-    if (!specs)
-        abort();
+    Escher__TaskSpec **specs = esc_xmalloc(sizeof *specs);
     specs[0] = spec;
     hold(tm, call, specs, 1, true);
 }
@@ -328,9 +325,7 @@ void task_submit_handle_batch(esc_rpc_ctx *call, const ProtobufCMessage *msg, vo
 {
     task_manager *tm = ud;
     const Escher__TaskBatch *b = (const Escher__TaskBatch *)msg;
-    Escher__TaskSpec **specs = calloc(b->n_specs + 1, sizeof *specs);
-    if (!specs)
-        abort();
+    Escher__TaskSpec **specs = esc_xcalloc(b->n_specs + 1, sizeof *specs);
     for (size_t i = 0; i < b->n_specs; i++)
         specs[i] = escher__task_spec__unpack(NULL, b->specs[i].len, b->specs[i].data);
     if (any_must_wait(tm, specs, b->n_specs)) {

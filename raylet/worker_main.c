@@ -71,10 +71,11 @@
 #include "escher/task.h"
 #include "frame.h"
 #include "log.h"
-#include "version.h"
 #include "qty.h"
+#include "version.h"
 #include "wait_status.h"
 #include "worker.pb-c.h"
+#include "xalloc.h"
 
 extern char **environ;
 
@@ -428,8 +429,8 @@ static void *load_library(const char *library, const char *package, outcome *o)
     void *h = open_library(path, o);
     if (!h)
         return NULL;
-    lib *l = malloc(sizeof *l);
-    l->path = strdup(path);
+    lib *l = esc_xmalloc(sizeof *l);
+    l->path = esc_xstrdup(path);
     l->handle = h;
     l->next = g_libs;
     g_libs = l;
@@ -469,7 +470,7 @@ static esc_task_fn find_function(const Escher__FunctionRef *f, const char *packa
 /* Makes the result's returns point at the context's buffers. */
 static void collect_returns(outcome *o, size_t n)
 {
-    o->returns = calloc(n ? n : 1, sizeof *o->returns);
+    o->returns = esc_xcalloc(n ? n : 1, sizeof *o->returns);
     for (size_t i = 0; i < n; i++) {
         esc_buf *b = esc_task_return(o->ctx, i);
         o->returns[i].data = (uint8_t *)esc_buf_data(b);
@@ -485,8 +486,8 @@ static void set_held(esc_task_ctx *ctx, const Escher__TaskSpec *spec)
     size_t n = spec->n_resources;
     if (!ctx || !n)
         return;
-    const char **names = calloc(n, sizeof *names);
-    double *qty = calloc(n, sizeof *qty);
+    const char **names = esc_xcalloc(n, sizeof *names);
+    double *qty = esc_xcalloc(n, sizeof *qty);
     for (size_t i = 0; names && qty && i < n; i++) {
         names[i] = spec->resources[i]->name;
         qty[i] = (double)spec->resources[i]->value / ESC_QTY_SCALE;
@@ -517,8 +518,8 @@ static void run_function(const Escher__TaskSpec *spec, outcome *o)
     if (!fn)
         return;
     size_t n = spec->n_args;
-    const void **args = calloc(n ? n : 1, sizeof *args);
-    size_t *lens = calloc(n ? n : 1, sizeof *lens);
+    const void **args = esc_xcalloc(n ? n : 1, sizeof *args);
+    size_t *lens = esc_xcalloc(n ? n : 1, sizeof *lens);
     for (size_t i = 0; i < n; i++) {
         args[i] = spec->args[i]->data.data;
         lens[i] = spec->args[i]->data.len;
@@ -548,7 +549,7 @@ static char **merge_env(char **extra, size_t nextra)
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + nextra + 1, sizeof *env);
+    char **env = esc_xcalloc(n + nextra + 1, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         size_t klen = strcspn(environ[i], "=");
@@ -797,7 +798,7 @@ static void run_command(const Escher__CommandRef *cmd, const char *package, cons
         free(env);
         return;
     }
-    char **argv = calloc(cmd->n_argv + 1, sizeof *argv);
+    char **argv = esc_xcalloc(cmd->n_argv + 1, sizeof *argv);
     memcpy(argv, cmd->argv, cmd->n_argv * sizeof *argv);
     fflush(NULL); /* the child must not flush our buffered output a second time */
     pid_t worker = getpid();
@@ -929,7 +930,7 @@ static queued *runq_take(void)
 
 static void runq_put(Escher__WorkerMsg *msg)
 {
-    queued *q = calloc(1, sizeof *q);
+    queued *q = esc_xcalloc(1, sizeof *q);
     q->msg = msg;
     pthread_mutex_lock(&g_runq.mu);
     if (g_runq.tail)
@@ -1060,8 +1061,8 @@ int main(int argc, char **argv)
         return 2;
     }
     /* Tasks keep ESCHER_JOB_ID and ESCHER_LOG_DIR, but must not pose as this worker. */
-    char *sock = strdup(getenv("ESCHER_RAYLET_SOCKET"));
-    char *worker_id = strdup(getenv("ESCHER_WORKER_ID"));
+    char *sock = esc_xstrdup(getenv("ESCHER_RAYLET_SOCKET"));
+    char *worker_id = esc_xstrdup(getenv("ESCHER_WORKER_ID"));
     unsigned threads = concurrency_from_env();
     unsetenv("ESCHER_RAYLET_SOCKET");
     unsetenv("ESCHER_WORKER_ID");

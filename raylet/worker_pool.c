@@ -52,6 +52,7 @@
 #include "pbutil.h"
 #include "wait_status.h"
 #include "worker.pb-c.h"
+#include "xalloc.h"
 
 extern char **environ;
 
@@ -161,11 +162,11 @@ static int cmp_str(const void *a, const void *b)
  * environments compare equal whatever their order. */
 static char **env_copy(const char *const *env, size_t n, size_t *nout)
 {
-    char **out = calloc(n + 1, sizeof *out);
+    char **out = esc_xcalloc(n + 1, sizeof *out);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (env[i] && strchr(env[i], '=') && env[i][0] != '=')
-            out[k++] = strdup(env[i]);
+            out[k++] = esc_xstrdup(env[i]);
     qsort(out, k, sizeof *out, cmp_str);
     *nout = k;
     return out;
@@ -596,7 +597,7 @@ static int watch_exit(worker *w)
 static char *kv(const char *key, const char *value)
 {
     size_t n = strlen(key) + strlen(value) + 2;
-    char *s = malloc(n);
+    char *s = esc_xmalloc(n);
     snprintf(s, n, "%s=%s", key, value);
     return s;
 }
@@ -628,7 +629,7 @@ static char **worker_envp(worker *w, size_t *nown)
     size_t n = 0;
     while (environ[n])
         n++;
-    char **envp = calloc(n + w->nenv + NOWN_ENV + 1, sizeof *envp);
+    char **envp = esc_xcalloc(n + w->nenv + NOWN_ENV + 1, sizeof *envp);
     size_t k = 0;
     for (size_t i = 0; i < NOWN_ENV; i++)
         envp[k++] = own[i];
@@ -687,7 +688,7 @@ static pid_t fork_worker(worker *w)
 
 static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errlen)
 {
-    worker *w = calloc(1, sizeof *w);
+    worker *w = esc_xcalloc(1, sizeof *w);
     w->pool = p;
     w->pidfd = -1;
     w->quota_cpu = -1;
@@ -696,10 +697,10 @@ static worker *spawn(worker_pool *p, const pool_task *t, char *err, size_t errle
         free(w);
         return NULL;
     }
-    w->job_id = strdup(t->spec->job_id);
-    w->credential = strdup(t->spec->job_credential);
+    w->job_id = esc_xstrdup(t->spec->job_id);
+    w->credential = esc_xstrdup(t->spec->job_credential);
     w->env = env_copy((const char *const *)t->env, t->nenv, &w->nenv);
-    w->actor_id = actor_of(t) ? strdup(actor_of(t)) : NULL;
+    w->actor_id = actor_of(t) ? esc_xstrdup(actor_of(t)) : NULL;
     w->slots = slots_for(t);
     ev_timer_init(&w->timer, on_timer, 0, 0);
     ev_io_init(&w->exit_io, on_pidfd, -1, EV_READ);
@@ -1034,12 +1035,12 @@ worker_pool *worker_pool_new(struct ev_loop *loop, const worker_pool_config *cfg
     int fd = listen_unix(cfg->socket_path, err, errlen);
     if (fd < 0)
         return NULL;
-    worker_pool *p = calloc(1, sizeof *p);
+    worker_pool *p = esc_xcalloc(1, sizeof *p);
     p->loop = loop;
-    p->exe = strdup(cfg->worker_exe);
-    p->socket_path = strdup(cfg->socket_path);
-    p->log_dir = strdup(cfg->log_dir);
-    p->package_root = strdup(cfg->package_root ? cfg->package_root : "");
+    p->exe = esc_xstrdup(cfg->worker_exe);
+    p->socket_path = esc_xstrdup(cfg->socket_path);
+    p->log_dir = esc_xstrdup(cfg->log_dir);
+    p->package_root = esc_xstrdup(cfg->package_root ? cfg->package_root : "");
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     p->max_workers = cfg->max_workers > 0 ? cfg->max_workers : (int)(ncpu > 0 ? ncpu : 1) * 4;
     p->idle_timeout = cfg->idle_timeout_s > 0 ? cfg->idle_timeout_s : DEFAULT_IDLE_S;
@@ -1075,7 +1076,7 @@ int worker_pool_run(worker_pool *p, const Escher__TaskSpec *spec, const char *co
                   ESC_FRAME_MAX >> 20);
         return -1;
     }
-    pool_task *t = calloc(1, sizeof *t);
+    pool_task *t = esc_xcalloc(1, sizeof *t);
     t->spec = (Escher__TaskSpec *)esc_pb_dup(&spec->base);
     t->env = env_copy(env, env ? nenv : 0, &t->nenv);
     t->cpu = cpu;

@@ -1,5 +1,6 @@
 /* frame.c: length-prefixed protobuf-c frames on stream fds, blocking and on libev. */
 #include "frame.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,11 +76,11 @@ static ssize_t read_full(int fd, uint8_t *buf, size_t len)
 static uint8_t *read_payload(int fd, size_t len)
 {
     size_t cap = len < READ_CHUNK ? len : READ_CHUNK, got = 0;
-    uint8_t *data = malloc(cap ? cap : 1);
+    uint8_t *data = esc_xmalloc(cap ? cap : 1);
     while (data && got < len) {
         if (got == cap) {
             cap = len - cap < cap ? len : 2 * cap;
-            uint8_t *bigger = realloc(data, cap);
+            uint8_t *bigger = esc_xrealloc(data, cap);
             if (!bigger) {
                 free(data);
                 return NULL;
@@ -121,7 +122,7 @@ int esc_frame_write(int fd, const ProtobufCMessage *msg)
         return -1;
     }
     /* One buffer for header and payload: one write for small frames. */
-    uint8_t *buf = malloc(ESC_FRAME_HEADER + len);
+    uint8_t *buf = esc_xmalloc(ESC_FRAME_HEADER + len);
     if (!buf)
         return -1;
     put_be32(buf, (uint32_t)len);
@@ -284,7 +285,7 @@ static int make_room(esc_frame_conn *c)
         if (frame > want)
             want = frame < doubled ? frame : doubled > want ? doubled : want;
     }
-    uint8_t *nb = realloc(c->rbuf, want);
+    uint8_t *nb = esc_xrealloc(c->rbuf, want);
     if (!nb)
         return -1;
     c->rbuf = nb;
@@ -364,7 +365,7 @@ int esc_frame_conn_send(esc_frame_conn *c, const ProtobufCMessage *msg)
     size_t len = protobuf_c_message_get_packed_size(msg);
     if (len > ESC_FRAME_MAX)
         return -1;
-    chunk *k = malloc(sizeof *k + ESC_FRAME_HEADER + len);
+    chunk *k = esc_xmalloc(sizeof *k + ESC_FRAME_HEADER + len);
     if (!k)
         return -1;
     k->next = NULL;
@@ -395,9 +396,7 @@ size_t esc_frame_conn_pending(const esc_frame_conn *c)
 esc_frame_conn *esc_frame_conn_new(struct ev_loop *loop, int fd, esc_frame_msg_fn on_message,
                                    esc_frame_close_fn on_close, void *ud)
 {
-    esc_frame_conn *c = calloc(1, sizeof *c);
-    if (!c)
-        abort(); /* a few bytes: nothing sensible to do without them */
+    esc_frame_conn *c = esc_xcalloc(1, sizeof *c);
     c->loop = loop;
     c->fd = fd;
     c->on_message = on_message;

@@ -1,6 +1,7 @@
 /* http_server.c: routes, answers and event streams on libmicrohttpd, driven by the
  * daemon's libev loop (http_server.h). */
 #include "http_server.h"
+#include "xalloc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -94,7 +95,7 @@ int esc_http_add_header(esc_http_req *r, const char *name, const char *value)
 {
     if (r->nhdr >= MAX_HEADERS)
         return -1;
-    char *n = strdup(name), *v = strdup(value);
+    char *n = esc_xstrdup(name), *v = esc_xstrdup(value);
     if (!n || !v) {
         free(n);
         free(v);
@@ -272,7 +273,7 @@ static void sse_put(esc_http_sse *st, const char *s, size_t n)
         size_t cap = st->cap ? st->cap : 4096;
         while (cap < st->len + n)
             cap *= 2;
-        char *b = realloc(st->buf, cap);
+        char *b = esc_xrealloc(st->buf, cap);
         if (!b) {
             st->ending = true;
             return;
@@ -309,7 +310,7 @@ void esc_http_sse_send(esc_http_sse *st, const char *event, const char *data)
 static esc_http_sse *open_answer(esc_http_req *r, const char *content_type,
                                  esc_http_sse_close_fn on_close, void *ud)
 {
-    esc_http_sse *st = calloc(1, sizeof *st);
+    esc_http_sse *st = esc_xcalloc(1, sizeof *st);
     struct MHD_Response *resp =
         st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, st, sse_free)
            : NULL;
@@ -477,7 +478,7 @@ esc_http_server *esc_http_start(struct ev_loop *ev, const char *what, const char
         snprintf(err, errlen, "%s: bad bind address '%s' (an IP address)", what, bind);
         return NULL;
     }
-    esc_http_server *s = calloc(1, sizeof *s);
+    esc_http_server *s = esc_xcalloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "%s: out of memory", what);
         return NULL;
@@ -522,8 +523,8 @@ int esc_http_port(const esc_http_server *s)
 int esc_http_route(esc_http_server *s, const char *path, bool prefix, esc_http_handler fn,
                    void *ud)
 {
-    route *r = calloc(1, sizeof *r);
-    if (!r || !(r->path = strdup(path))) {
+    route *r = esc_xcalloc(1, sizeof *r);
+    if (!r || !(r->path = esc_xstrdup(path))) {
         free(r);
         return -1;
     }

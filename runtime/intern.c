@@ -4,6 +4,7 @@
  * table (linear probing, power-of-two size, at most half full) maps name -> id;
  * a slot holds an id, or -1 when empty. Names are never removed, so no tombstones. */
 #include "intern.h"
+#include "xalloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ static uint32_t hash_str(const char *s)
 
 static int32_t *slots_alloc(uint32_t n)
 {
-    int32_t *s = malloc(n * sizeof *s);
+    int32_t *s = esc_xmalloc(n * sizeof *s);
     if (s != NULL)
         for (uint32_t i = 0; i < n; i++)
             s[i] = -1;
@@ -40,7 +41,7 @@ static int32_t *slots_alloc(uint32_t n)
 
 esc_intern *esc_intern_new(void)
 {
-    esc_intern *t = calloc(1, sizeof *t);
+    esc_intern *t = esc_xcalloc(1, sizeof *t);
     if (t == NULL)
         return NULL;
     t->slots = slots_alloc(INITIAL_SLOTS);
@@ -95,7 +96,7 @@ static int grow_names(esc_intern *t)
     if (t->names_cap > INT32_MAX / 2)
         return -1;
     int32_t cap = t->names_cap ? t->names_cap * 2 : 16;
-    char **n = realloc(t->names, (size_t)cap * sizeof *n);
+    char **n = esc_xrealloc(t->names, (size_t)cap * sizeof *n);
     if (n == NULL)
         return -1;
     t->names = n;
@@ -126,7 +127,7 @@ int32_t esc_intern_id(esc_intern *t, const char *name)
     if (reserve_one(t) != 0)
         return -1;
     size_t len = strlen(name) + 1;
-    char *copy = malloc(len);
+    char *copy = esc_xmalloc(len);
     if (copy == NULL)
         return -1;
     memcpy(copy, name, len);

@@ -29,6 +29,11 @@ static int level_from_env(int dflt)
     return dflt;
 }
 
+const char *esc_log_process(void)
+{
+    return g_process;
+}
+
 void esc_log_init(const char *process, int level)
 {
     g_process = process;

@@ -12,6 +12,9 @@ void esc_log_init(const char *process, int level);
  * tasks' output). fd stays the caller's. */
 void esc_log_set_fd(int fd);
 
+/* The process name given to esc_log_init ("escher" before it). */
+const char *esc_log_process(void);
+
 void esc_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define ESC_DEBUG(...) esc_log(ESC_LOG_DEBUG, __VA_ARGS__)

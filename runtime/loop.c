@@ -1,5 +1,6 @@
 /* loop.c: libev loop plus a mutex-protected queue of posted functions, woken by ev_async. */
 #include "loop.h"
+#include "xalloc.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -59,7 +60,7 @@ static void on_signal(struct ev_loop *ev, ev_signal *w, int revents)
 
 esc_loop *esc_loop_new(void)
 {
-    esc_loop *l = calloc(1, sizeof *l);
+    esc_loop *l = esc_xcalloc(1, sizeof *l);
     l->ev = ev_loop_new(EVFLAG_AUTO | EVFLAG_NOSIGMASK);
     pthread_mutex_init(&l->mu, NULL);
     ev_async_init(&l->wake, on_wake);
@@ -108,7 +109,7 @@ struct ev_loop *esc_loop_ev(esc_loop *l)
 void esc_loop_post(void *lp, void (*fn)(void *), void *arg)
 {
     esc_loop *l = lp;
-    posted *p = malloc(sizeof *p);
+    posted *p = esc_xmalloc(sizeof *p);
     p->next = NULL;
     p->fn = fn;
     p->arg = arg;

@@ -15,6 +15,7 @@
 
 #include "http_server.h"
 #include "rpc.h"
+#include "xalloc.h"
 
 /* ------------------------------------------------------------------ the text */
 
@@ -26,7 +27,7 @@ static void put(esc_metrics_text *t, const char *s, size_t n)
         size_t cap = t->cap ? t->cap : 4096;
         while (cap < t->len + n + 1)
             cap *= 2;
-        char *b = realloc(t->buf, cap);
+        char *b = esc_xrealloc(t->buf, cap);
         if (!b) {
             t->oom = 1;
             return;
@@ -143,7 +144,7 @@ esc_metrics_http *esc_metrics_http_start(struct ev_loop *ev, const char *bind, i
                                          esc_metrics_fill_fn fill, void *ud, char *err,
                                          size_t errlen)
 {
-    esc_metrics_http *m = calloc(1, sizeof *m);
+    esc_metrics_http *m = esc_xcalloc(1, sizeof *m);
     if (!m) {
         snprintf(err, errlen, "metrics: out of memory");
         return NULL;

@@ -24,6 +24,7 @@
 
 #include "frame.h"
 #include "gcs.pb-c.h"
+#include "xalloc.h"
 
 extern char **environ;
 
@@ -188,7 +189,7 @@ static void first_line(int err, char *out, size_t len)
 static int unpack(const char *hash, const char *file, const char *dest, esc_status *st)
 {
     size_t len = strlen(dest) + 16;
-    char *tmp = malloc(len);
+    char *tmp = esc_xmalloc(len);
     snprintf(tmp, len, "%s.tmp.XXXXXX", dest);
     char errpath[] = "/tmp/escher-tar-err.XXXXXX";
     int err = mkstemp(errpath);
@@ -231,7 +232,7 @@ int esc_package_fetch(esc_rpc_channel *ch, const char *hash, const char *dest,
     if (rc != ESC_OK)
         return rc;
     size_t len = strlen(dest) + 16;
-    char *file = malloc(len);
+    char *file = esc_xmalloc(len);
     snprintf(file, len, "%s.tar.XXXXXX", dest);
     int fd = mkostemp(file, O_CLOEXEC);
     if (fd < 0) {

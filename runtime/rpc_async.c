@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pbutil.h"
+#include "xalloc.h"
 
 typedef struct pending_call {
     struct pending_call *next;
@@ -78,7 +79,7 @@ static void *sender_main(void *arg)
 
 esc_rpc_async *esc_rpc_async_new(esc_rpc_post_fn post, void *post_ud)
 {
-    esc_rpc_async *a = calloc(1, sizeof *a);
+    esc_rpc_async *a = esc_xcalloc(1, sizeof *a);
     a->post = post;
     a->post_ud = post_ud;
     pthread_mutex_init(&a->mu, NULL);
@@ -96,7 +97,7 @@ void esc_rpc_async_call(esc_rpc_async *a, esc_rpc_channel *ch, const esc_rpc_met
                         const ProtobufCMessage *req, int timeout_ms, int flags,
                         esc_rpc_async_fn fn, void *ud)
 {
-    pending_call *p = calloc(1, sizeof *p);
+    pending_call *p = esc_xcalloc(1, sizeof *p);
     p->ch = ch;
     p->method = method;
     p->req = esc_pb_dup(req);

@@ -2,6 +2,7 @@
  * gRPC core. Each call plucks its own completion queue, so calls from many threads
  * share one channel without coordination. */
 #include "rpc_internal.h"
+#include "xalloc.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -35,9 +36,9 @@ struct esc_rpc_channel {
 esc_rpc_channel *esc_rpc_channel_new(const char *target, const char *token)
 {
     esc_rpc_grpc_ref();
-    esc_rpc_channel *c = calloc(1, sizeof *c);
-    c->target = strdup(target);
-    c->token = token ? strdup(token) : NULL;
+    esc_rpc_channel *c = esc_xcalloc(1, sizeof *c);
+    c->target = esc_xstrdup(target);
+    c->token = token ? esc_xstrdup(token) : NULL;
     pthread_mutex_init(&c->mu, NULL);
     grpc_arg args[7];
     int n = 0;
@@ -89,8 +90,8 @@ void esc_rpc_channel_set_secret(esc_rpc_channel *c, const char *key, const char 
         abort(); /* more secret keys than the metadata array holds */
     secret_clear(c, slot);
     if (value && *value) {
-        c->secrets[slot].key = strdup(key);
-        c->secrets[slot].value = strdup(value);
+        c->secrets[slot].key = esc_xstrdup(key);
+        c->secrets[slot].value = esc_xstrdup(value);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -137,7 +138,7 @@ static void *method_handle(esc_rpc_channel *c, const esc_rpc_method *method,
         char *path = esc_rpc_method_path(method, &ignored);
         h = grpc_channel_register_call(c->ch, path, NULL, NULL);
         free(path);
-        c->calls = realloc(c->calls, (c->ncalls + 1) * sizeof *c->calls);
+        c->calls = esc_xrealloc(c->calls, (c->ncalls + 1) * sizeof *c->calls);
         c->calls[c->ncalls++] = (reg_call){*md, h};
     }
     pthread_mutex_unlock(&c->mu);
@@ -149,8 +150,8 @@ void esc_rpc_channel_set_job(esc_rpc_channel *c, const char *job_id, const char 
     pthread_mutex_lock(&c->mu);
     free(c->job_id);
     free(c->credential);
-    c->job_id = job_id && *job_id ? strdup(job_id) : NULL;
-    c->credential = c->job_id && credential ? strdup(credential) : NULL;
+    c->job_id = job_id && *job_id ? esc_xstrdup(job_id) : NULL;
+    c->credential = c->job_id && credential ? esc_xstrdup(credential) : NULL;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -376,7 +377,7 @@ esc_rpc_stream *esc_rpc_stream_open_timeout(esc_rpc_channel *c, const esc_rpc_me
         invalid_method(st, method);
         return NULL;
     }
-    esc_rpc_stream *s = calloc(1, sizeof *s);
+    esc_rpc_stream *s = esc_xcalloc(1, sizeof *s);
     s->md = md;
     s->cq = grpc_completion_queue_create_for_pluck(NULL);
     gpr_timespec deadline =

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "secret.h"
 #include "utf8.h"
+#include "xalloc.h"
 
 typedef enum { TAG_NEW_CALL, TAG_UNKNOWN_CALL, TAG_CLOSE, TAG_SEND, TAG_SHUTDOWN, TAG_DONE } tag_kind;
 
@@ -233,7 +234,7 @@ static void enqueue_locked(esc_rpc_ctx *c, out_item *it)
 
 static out_item *status_item(int code, const char *message)
 {
-    out_item *it = calloc(1, sizeof *it);
+    out_item *it = esc_xcalloc(1, sizeof *it);
     it->has_status = true;
     it->code = code;
     it->details = grpc_slice_from_copied_string(message ? message : "");
@@ -300,7 +301,7 @@ int esc_rpc_send(esc_rpc_ctx *c, const ProtobufCMessage *msg)
         grpc_byte_buffer_destroy(bb);
         return -1;
     }
-    out_item *it = calloc(1, sizeof *it);
+    out_item *it = esc_xcalloc(1, sizeof *it);
     it->msg = bb;
     c->streamed = true;
     enqueue_locked(c, it);
@@ -499,7 +500,7 @@ static void dispatch(void *arg)
 
 static esc_rpc_ctx *call_from_pending(pending *p)
 {
-    esc_rpc_ctx *c = calloc(1, sizeof *c);
+    esc_rpc_ctx *c = esc_xcalloc(1, sizeof *c);
     c->close_tag = (tag){TAG_CLOSE, c};
     c->send_tag = (tag){TAG_SEND, c};
     c->srv = p->m->srv;
@@ -580,7 +581,7 @@ static void on_new_call(pending *p, bool ok)
 
 static void arm(method_reg *m)
 {
-    pending *p = calloc(1, sizeof *p);
+    pending *p = esc_xcalloc(1, sizeof *p);
     p->t = (tag){TAG_NEW_CALL, p};
     p->m = m;
     grpc_metadata_array_init(&p->md);
@@ -608,7 +609,7 @@ typedef struct unknown_call {
 
 static void arm_unknown(esc_rpc_server *s)
 {
-    unknown_call *u = calloc(1, sizeof *u);
+    unknown_call *u = esc_xcalloc(1, sizeof *u);
     u->t = (tag){TAG_UNKNOWN_CALL, u};
     u->done = (tag){TAG_DONE, u};
     u->srv = s;
@@ -694,8 +695,8 @@ esc_rpc_server *esc_rpc_server_new(const char *addr, const char *token, esc_rpc_
                                    void *post_ud, char *err, size_t errlen)
 {
     esc_rpc_grpc_ref();
-    esc_rpc_server *s = calloc(1, sizeof *s);
-    s->token = token && *token ? strdup(token) : NULL;
+    esc_rpc_server *s = esc_xcalloc(1, sizeof *s);
+    s->token = token && *token ? esc_xstrdup(token) : NULL;
     s->post = post;
     s->post_ud = post_ud;
     s->shutdown_tag = (tag){TAG_SHUTDOWN, s};
@@ -773,14 +774,14 @@ int esc_rpc_server_handle(esc_rpc_server *s, const esc_rpc_method *method, esc_r
         free(path);
         return handle_failed(s, method, "gRPC refused the method");
     }
-    method_reg *m = calloc(1, sizeof *m);
+    method_reg *m = esc_xcalloc(1, sizeof *m);
     m->srv = s;
     m->md = md;
     m->path = path;
     m->fn = fn;
     m->ud = ud;
     m->handle = handle;
-    s->methods = realloc(s->methods, (s->nmethods + 1) * sizeof *s->methods);
+    s->methods = esc_xrealloc(s->methods, (s->nmethods + 1) * sizeof *s->methods);
     s->methods[s->nmethods++] = m;
     return 0;
 }
@@ -825,7 +826,7 @@ int esc_rpc_server_daemon_calls(esc_rpc_server *s, const char *daemon_key,
     if (!daemon_key || !*daemon_key)
         return -1;
     free(s->daemon_key);
-    s->daemon_key = strdup(daemon_key);
+    s->daemon_key = esc_xstrdup(daemon_key);
     for (size_t i = 0; i < n; i++) {
         if (!esc_rpc_method_valid(calls[i].method))
             return -1;

@@ -9,6 +9,7 @@
  *                                     (certificates issued for one cluster name).
  * The cluster token is still required on every call; TLS keeps it off the wire. */
 #include "rpc_internal.h"
+#include "xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ static char *read_pem(const char *path)
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
         if (len + n + 1 > cap) {
             cap = (len + n + 1) * 2;
-            buf = realloc(buf, cap);
+            buf = esc_xrealloc(buf, cap);
         }
         memcpy(buf + len, chunk, n);
         len += n;
@@ -92,7 +93,7 @@ grpc_channel *esc_rpc_channel_create(const char *target, const grpc_channel_args
     free(ca);
     /* The base args plus, when asked, the name to verify instead of the target host. */
     const char *name = env("ESCHER_TLS_SERVER_NAME");
-    grpc_arg *args = calloc(base->num_args + 1, sizeof *args);
+    grpc_arg *args = esc_xcalloc(base->num_args + 1, sizeof *args);
     memcpy(args, base->args, base->num_args * sizeof *args);
     size_t n = base->num_args;
     if (name)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "storage_backend.h"
+#include "xalloc.h"
 
 #define REDIS_SCHEME "redis://"
 
@@ -54,7 +55,7 @@ int esc_storage_is_durable(const esc_storage *st)
 
 esc_storage_batch *esc_storage_batch_new(void)
 {
-    return calloc(1, sizeof(esc_storage_batch));
+    return esc_xcalloc(1, sizeof(esc_storage_batch));
 }
 
 static void op_free(esc_storage_op *op)
@@ -74,8 +75,8 @@ void esc_storage_batch_free(esc_storage_batch *b)
     free(b);
 }
 
-/* put/del return nothing, so a write that cannot be recorded (bad argument,
- * out of memory) poisons the batch instead: committing a batch that silently
+/* put/del return nothing, so a write that cannot be recorded (a bad argument; running
+ * out of memory aborts, xalloc.h) poisons the batch instead: committing a batch that silently
  * lost one of its writes would break "all or nothing". */
 static void batch_invalidate(esc_storage_batch *b, const char *why)
 {
@@ -87,10 +88,7 @@ static esc_storage_op *batch_append(esc_storage_batch *b)
 {
     if (b->count == b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 8;
-        esc_storage_op *ops = realloc(b->ops, cap * sizeof(*ops));
-        if (ops == NULL)
-            return NULL;
-        b->ops = ops;
+        b->ops = esc_xrealloc(b->ops, cap * sizeof(*b->ops));
         b->cap = cap;
     }
     esc_storage_op *op = &b->ops[b->count];
@@ -103,25 +101,15 @@ static void batch_add(esc_storage_batch *b, esc_storage_op_kind kind, const char
                       const char *key, const void *value, size_t len)
 {
     esc_storage_op *op = batch_append(b);
-    if (op == NULL) {
-        batch_invalidate(b, "out of memory while building the batch");
-        return;
-    }
     op->kind = kind;
-    op->table = strdup(table);
-    op->key = strdup(key);
+    op->table = esc_xstrdup(table);
+    op->key = esc_xstrdup(key);
     if (kind == ESC_STORAGE_OP_PUT) {
         /* Never NULL, so backends need no special case for empty values. */
-        op->value = malloc(len ? len : 1);
-        if (op->value != NULL && len > 0)
+        op->value = esc_xmalloc(len ? len : 1);
+        if (len > 0)
             memcpy(op->value, value, len);
         op->len = len;
-    }
-    if (op->table == NULL || op->key == NULL ||
-        (kind == ESC_STORAGE_OP_PUT && op->value == NULL)) {
-        op_free(op);
-        batch_invalidate(b, "out of memory while building the batch");
-        return;
     }
     b->count++;
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "storage_backend.h"
+#include "xalloc.h"
 
 typedef struct {
     char *key; /* NULL: empty slot */
@@ -80,7 +81,7 @@ static int map_fits(size_t cap, size_t n)
 
 static int map_rehash(mem_map *m, size_t cap)
 {
-    mem_slot *slots = calloc(cap, sizeof(*slots));
+    mem_slot *slots = esc_xcalloc(cap, sizeof(*slots));
     if (slots == NULL)
         return -1;
     mem_map grown = { slots, cap, m->count };
@@ -164,8 +165,8 @@ static mem_table *table_get_or_create(mem_store *ms, const char *name)
     mem_table *t = table_find(ms, name);
     if (t != NULL)
         return t;
-    t = calloc(1, sizeof(*t));
-    char *key = strdup(name);
+    t = esc_xcalloc(1, sizeof(*t));
+    char *key = esc_xstrdup(name);
     if (t == NULL || key == NULL || map_reserve(&ms->tables, 1) != 0) {
         free(t);
         free(key);
@@ -263,7 +264,7 @@ static int mem_get(esc_storage *st, const char *table, const char *key, void **v
     mem_slot *s = t != NULL ? map_find(&t->entries, key) : NULL;
     if (s == NULL)
         return 0;
-    void *copy = malloc(s->len ? s->len : 1);
+    void *copy = esc_xmalloc(s->len ? s->len : 1);
     if (copy == NULL)
         return -1;
     memcpy(copy, s->val, s->len);
@@ -315,11 +316,9 @@ static const esc_storage_vtable mem_vtable = {
 
 esc_storage *esc_storage_memory_open(char *err, size_t errlen)
 {
-    mem_store *ms = calloc(1, sizeof(*ms));
-    if (ms == NULL) {
-        esc_storage_seterr(err, errlen, "memory storage: out of memory");
-        return NULL;
-    }
+    (void)err;
+    (void)errlen;
+    mem_store *ms = esc_xcalloc(1, sizeof(*ms));
     ms->base.vt = &mem_vtable;
     return &ms->base;
 }

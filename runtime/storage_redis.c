@@ -42,6 +42,7 @@
 #include <hiredis/hiredis.h>
 
 #include "storage_redis_internal.h"
+#include "xalloc.h"
 
 #define CONNECT_TIMEOUT_MS 2000
 #define COMMAND_TIMEOUT_MS 5000
@@ -429,7 +430,7 @@ typedef struct {
 
 static rs_result take_value(get_args *a, const redisReply *r)
 {
-    void *copy = malloc(r->len ? r->len : 1);
+    void *copy = esc_xmalloc(r->len ? r->len : 1);
     if (copy == NULL)
         return RS_FAIL;
     memcpy(copy, r->str, r->len);
@@ -573,7 +574,7 @@ static const esc_storage_vtable redis_vtable = {
 
 esc_storage *esc_storage_redis_open(const char *uri, char *err, size_t errlen)
 {
-    redis_store *rs = calloc(1, sizeof(*rs));
+    redis_store *rs = esc_xcalloc(1, sizeof(*rs));
     if (rs == NULL) {
         esc_storage_seterr(err, errlen, "redis storage: out of memory");
         return NULL;

@@ -32,6 +32,7 @@
 
 #include "log.h"
 #include "storage_redis_internal.h"
+#include "xalloc.h"
 
 #define CONNECT_TIMEOUT_MS 2000
 #define BACKOFF_FIRST_MS 50
@@ -243,7 +244,7 @@ static void queue_undo(esc_redis_async *ra, const rwrite *late, const redisReply
         else
             esc_storage_del(b, op->table, op->key);
     }
-    rwrite *w = calloc(1, sizeof *w);
+    rwrite *w = esc_xcalloc(1, sizeof *w);
     if (b == NULL || w == NULL) {
         esc_storage_batch_free(b);
         free(w);
@@ -491,7 +492,7 @@ int esc_redis_attach(esc_redis_store *rs, struct ev_loop *loop, char *err, size_
         esc_storage_seterr(err, errlen, "%s: already attached to a loop", rs->where);
         return -1;
     }
-    esc_redis_async *ra = calloc(1, sizeof *ra);
+    esc_redis_async *ra = esc_xcalloc(1, sizeof *ra);
     if (ra == NULL) {
         esc_storage_seterr(err, errlen, "%s: out of memory", rs->where);
         return -1;
@@ -510,7 +511,7 @@ void esc_redis_commit_async(esc_redis_store *rs, esc_storage_batch *b, int timeo
                             esc_storage_done_fn done, void *ud)
 {
     esc_redis_async *ra = rs->async;
-    rwrite *w = ra->closing ? NULL : calloc(1, sizeof *w);
+    rwrite *w = ra->closing ? NULL : esc_xcalloc(1, sizeof *w);
     if (w == NULL) {
         esc_storage_batch_free(b);
         char why[512];

@@ -1,6 +1,7 @@
 /* strmap.c: open addressing with linear probing; deleted slots keep a tombstone so
  * probe chains stay intact, and the table is rebuilt when tombstones pile up. */
 #include "strmap.h"
+#include "xalloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,9 +34,9 @@ static uint64_t hash_str(const char *s)
 
 esc_strmap *esc_strmap_new(void)
 {
-    esc_strmap *m = calloc(1, sizeof *m);
+    esc_strmap *m = esc_xcalloc(1, sizeof *m);
     m->cap = 16;
-    m->slots = calloc(m->cap, sizeof *m->slots);
+    m->slots = esc_xcalloc(m->cap, sizeof *m->slots);
     return m;
 }
 
@@ -75,7 +76,7 @@ static void rehash(esc_strmap *m, size_t newcap)
 {
     slot *old = m->slots;
     size_t oldcap = m->cap;
-    m->slots = calloc(newcap, sizeof *m->slots);
+    m->slots = esc_xcalloc(newcap, sizeof *m->slots);
     m->cap = newcap;
     m->used = m->count;
     for (size_t i = 0; i < oldcap; i++) {
@@ -102,7 +103,7 @@ void *esc_strmap_put(esc_strmap *m, const char *key, void *value)
     }
     if (!m->slots[i].key)
         m->used++;
-    m->slots[i] = (slot){strdup(key), value, h};
+    m->slots[i] = (slot){esc_xstrdup(key), value, h};
     m->count++;
     return NULL;
 }

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "pbutil.h"
+#include "xalloc.h"
 
 #define RESUBSCRIBE_MS 200
 
@@ -110,7 +111,7 @@ static void *subscription_main(void *arg)
 
 static char *dup_or_null(const char *v)
 {
-    return v && *v ? strdup(v) : NULL;
+    return v && *v ? esc_xstrdup(v) : NULL;
 }
 
 static void subscription_free(esc_subscription *s)
@@ -129,7 +130,7 @@ static esc_subscription *subscription_new(esc_rpc_channel *ch, const char *node_
                                           const char *job_id, uint64_t from_seq,
                                           esc_subscription_fn fn, void *ud, const char *who)
 {
-    esc_subscription *s = calloc(1, sizeof *s);
+    esc_subscription *s = esc_xcalloc(1, sizeof *s);
     s->ch = ch;
     s->node_id = dup_or_null(node_id);
     s->job_id = dup_or_null(job_id);

@@ -1,5 +1,6 @@
 /* token_file.c: reading a secret from a file: trimmed, non-empty, bounded, printable. */
 #include "token_file.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,12 +46,7 @@ char *esc_token_parse(const char *text, size_t len, const char *what, char *err,
             errno = EINVAL;
             return NULL;
         }
-    char *out = malloc(len + 1);
-    if (!out) {
-        snprintf(err, errlen, "%s: out of memory", what);
-        errno = ENOMEM;
-        return NULL;
-    }
+    char *out = esc_xmalloc(len + 1);
     memcpy(out, s, len);
     out[len] = '\0';
     return out;

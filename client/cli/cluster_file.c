@@ -14,6 +14,7 @@
 
 #include "names.h"
 #include "qty.h"
+#include "xalloc.h"
 
 typedef struct {
     const char *path;
@@ -85,12 +86,12 @@ static int want_qty(const ctx *x, const yaml_node_t *v, const char *key, char **
 
 static int map_add(cl_map *m, const char *k, const char *v)
 {
-    cl_kv *nv = realloc(m->v, (m->n + 1) * sizeof *nv);
+    cl_kv *nv = esc_xrealloc(m->v, (m->n + 1) * sizeof *nv);
     if (!nv)
         return -1;
     m->v = nv;
-    m->v[m->n].key = strdup(k);
-    m->v[m->n].value = strdup(v);
+    m->v[m->n].key = esc_xstrdup(k);
+    m->v[m->n].value = esc_xstrdup(v);
     m->n++;
     return 0;
 }
@@ -188,7 +189,7 @@ static int add_host(const ctx *x, cl_cluster *c, yaml_node_t *v, const char *key
         return err(x, v, "%s: host %s is listed twice", key, s);
     if (c->nhosts >= CL_MAX_HOSTS)
         return err(x, v, "%s: more than %d hosts", key, CL_MAX_HOSTS);
-    c->hosts[c->nhosts++].address = strdup(s);
+    c->hosts[c->nhosts++].address = esc_xstrdup(s);
     return 0;
 }
 
@@ -348,7 +349,7 @@ static int hosts_top(const ctx *x, const char *key, yaml_node_t *k, yaml_node_t 
 int cl_load(const char *path, cl_cluster *c)
 {
     memset(c, 0, sizeof *c);
-    c->path = strdup(path);
+    c->path = esc_xstrdup(path);
     c->ssh_port = 22;
     c->gcs_port = 6380;
     FILE *f = fopen(path, "r");
@@ -391,11 +392,11 @@ int cl_load(const char *path, cl_cluster *c)
         return -1;
     }
     if (!c->prefix)
-        c->prefix = strdup("/usr/local");
+        c->prefix = esc_xstrdup("/usr/local");
     if (!c->storage)
-        c->storage = strdup("memory");
+        c->storage = esc_xstrdup("memory");
     if (!c->session_dir)
-        c->session_dir = strdup("/tmp/escher/cluster_{name}_{host}");
+        c->session_dir = esc_xstrdup("/tmp/escher/cluster_{name}_{host}");
     return 0;
 }
 

@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "cluster_units.h"
+#include "xalloc.h"
 
 #define UP_TIMEOUT_S 60
 
@@ -522,7 +523,7 @@ static int stop_recorded(const cl_cluster *c, const char *cmd, bool only_removed
     struct dirent *e;
     while ((e = readdir(d)) && n < CL_MAX_HOSTS * 2)
         if (e->d_name[0] != '.')
-            names[n++] = strdup(e->d_name);
+            names[n++] = esc_xstrdup(e->d_name);
     closedir(d);
     int rc = CLI_EXIT_OK;
     /* Workers first, the head last: raylets leave before their GCS. */

@@ -9,6 +9,7 @@
  * SIGTERM are blocked and waited for with sigtimedwait as the period's sleep, so an
  * interrupt ends the command between two calls: exit 0, output complete. */
 #include "cli.h"
+#include "xalloc.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -233,9 +234,7 @@ static void pages_add(pages *p, esc_history_event *ev, size_t n)
 {
     if (p->n == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 8;
-        p->v = realloc(p->v, p->cap * sizeof *p->v);
-        if (!p->v)
-            abort();
+        p->v = esc_xrealloc(p->v, p->cap * sizeof *p->v);
     }
     p->v[p->n++] = (page_buf){ev, n};
 }
@@ -330,7 +329,7 @@ static int follow(esc_client *c, const events_opts *o, uint64_t after)
 
 static int parse_kinds(const char *text, events_opts *o)
 {
-    char *copy = strdup(text);
+    char *copy = esc_xstrdup(text);
     int rc = 0;
     for (char *save, *k = strtok_r(copy, ",", &save); k && !rc; k = strtok_r(NULL, ",", &save)) {
         esc_history_kind kind;

@@ -2,6 +2,7 @@
  * the state API (libescher's esc_list_*, docs/observability.md) as aligned columns or
  * one JSON document. */
 #include "cli.h"
+#include "xalloc.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -58,13 +59,13 @@ static void table_row(table *t, ...)
 {
     if (t->nrows == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 32;
-        t->cells = realloc(t->cells, t->cap * t->ncols * sizeof *t->cells);
+        t->cells = esc_xrealloc(t->cells, t->cap * t->ncols * sizeof *t->cells);
     }
     va_list ap;
     va_start(ap, t);
     for (size_t i = 0; i < t->ncols; i++) {
         const char *s = va_arg(ap, const char *);
-        t->cells[t->nrows * t->ncols + i] = strdup(s ? s : "");
+        t->cells[t->nrows * t->ncols + i] = esc_xstrdup(s ? s : "");
     }
     va_end(ap);
     t->nrows++;

@@ -15,6 +15,7 @@
 #include "node_ip.h"
 #include "qty.h"
 #include "session_new.h"
+#include "xalloc.h"
 
 static const char usage[] =
     "usage: escher start --head [--port P] [--storage memory|redis://HOST:PORT]\n"
@@ -74,7 +75,7 @@ static int check_resources(const char *list)
 {
     if (!list)
         return 0;
-    char *copy = strdup(list), *save = NULL;
+    char *copy = esc_xstrdup(list), *save = NULL;
     int rc = 0;
     for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(t, '=');
@@ -96,7 +97,7 @@ static int check_labels(const char *list)
 {
     if (!list)
         return 0;
-    char *copy = strdup(list), *save = NULL;
+    char *copy = esc_xstrdup(list), *save = NULL;
     int rc = 0;
     for (char *t = strtok_r(copy, ",", &save); t && !rc; t = strtok_r(NULL, ",", &save))
         if (!strchr(t, '=') || t[0] == '=')
@@ -415,7 +416,7 @@ static int start(start_ctx *s)
 
 int cmd_start(const cli_globals *g, int argc, char **argv)
 {
-    start_ctx *s = calloc(1, sizeof *s);
+    start_ctx *s = esc_xcalloc(1, sizeof *s);
     s->g = g;
     const cli_opt opts[] = {
         {"--head", NULL, &s->head},

@@ -2,6 +2,7 @@
  * nodes (the head marked), and per node each resource's total, held and available, with
  * owner and namespace of ephemeral resources. */
 #include "cli.h"
+#include "xalloc.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -56,7 +57,7 @@ static total_row *cluster_totals(const esc_cluster_status *s, size_t *n)
     size_t cap = 0;
     for (size_t i = 0; i < s->nnodes; i++)
         cap += s->nodes[i].nresources;
-    total_row *rows = calloc(cap + 1, sizeof *rows);
+    total_row *rows = esc_xcalloc(cap + 1, sizeof *rows);
     *n = 0;
     for (size_t i = 0; i < s->nnodes; i++) {
         const esc_node_status *nd = &s->nodes[i];
@@ -153,7 +154,7 @@ static void actors_read(esc_client *c, actor_list *l)
     memset(l, 0, sizeof *l);
     if (esc_actor_list(c, &l->ids, &l->n, NULL) != ESC_OK)
         return; /* status shows the nodes all the same */
-    l->info = calloc(l->n + 1, sizeof *l->info);
+    l->info = esc_xcalloc(l->n + 1, sizeof *l->info);
     for (size_t i = 0; i < l->n; i++)
         esc_actor_info_of(c, l->ids[i], &l->info[i], NULL);
 }
@@ -198,7 +199,7 @@ static void grant_entries(const esc_job_info *j, grant_entry_fn fn, void *ud)
 {
     if (j->ngrants)
         fn(ud, j, "", j->grants, j->ngrants);
-    char **to = calloc(j->nprefix_grants + 1, sizeof *to);
+    char **to = esc_xcalloc(j->nprefix_grants + 1, sizeof *to);
     for (size_t i = 0; i < j->nprefix_grants; i++) {
         const char *p = j->prefix_grants[i].prefix;
         bool seen = false;
@@ -492,7 +493,7 @@ int cmd_status(const cli_globals *g, int argc, char **argv)
     bool json = false, watching = false;
     double secs = 2;
     /* --watch takes an optional value, which cli_parse's options cannot: taken out here. */
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    char **rest = esc_xcalloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--watch") != 0) {

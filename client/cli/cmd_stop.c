@@ -14,6 +14,7 @@
 #include "../session.h"
 #include "procs.h"
 #include "stale_sockets.h"
+#include "xalloc.h"
 
 static const char usage[] =
     "usage: escher stop [--all] [--force] [--grace-period S] [--session-dir DIR]\n"
@@ -74,7 +75,7 @@ static int signal_gcs(const cli_proc *procs, size_t n, double grace_s);
 
 static int stop_cluster(cli_proc *procs, size_t *n, double grace_s, size_t *gone)
 {
-    bool *was = calloc(*n + 1, sizeof *was);
+    bool *was = esc_xcalloc(*n + 1, sizeof *was);
     for (size_t i = 0; i < *n; i++)
         was[i] = !procs[i].malformed && cli_proc_running(&procs[i]);
     int rc = signal_gcs(procs, *n, grace_s);

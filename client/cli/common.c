@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../session.h"
+#include "xalloc.h"
 
 static void vreport(const char *prefix, const char *fmt, va_list ap)
 {
@@ -111,10 +112,10 @@ static char *resolve(const char *explicit_value, const char *env, const cli_glob
                      const char *file)
 {
     if (explicit_value && *explicit_value)
-        return strdup(explicit_value);
+        return esc_xstrdup(explicit_value);
     const char *e = getenv(env);
     if (e && *e)
-        return strdup(e);
+        return esc_xstrdup(e);
     return esc_session_read(esc_session_dir(g->session_dir), file);
 }
 
@@ -126,10 +127,10 @@ char *cli_address(const cli_globals *g)
 char *cli_token(const cli_globals *g)
 {
     if (g->token && *g->token)
-        return strdup(g->token);
+        return esc_xstrdup(g->token);
     const char *e = getenv("ESCHER_TOKEN");
     if (e && *e)
-        return strdup(e);
+        return esc_xstrdup(e);
     /* The session's token file, read as every program reads one (runtime/token_file.h). */
     char err[1024];
     char *t = esc_session_read_secret(esc_session_dir(g->session_dir), "token", err, sizeof err);

@@ -1,5 +1,6 @@
 /* daemon.c: locating and spawning the escher daemons. */
 #include "daemon.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +25,7 @@ static int search_path(const char *name, char *out, size_t len)
     const char *env = getenv("PATH");
     if (!env)
         return -1;
-    char *copy = strdup(env), *save = NULL;
+    char *copy = esc_xstrdup(env), *save = NULL;
     int rc = -1;
     for (char *d = strtok_r(copy, ":", &save); d && rc != 0; d = strtok_r(NULL, ":", &save))
         rc = try_path(out, len, *d ? d : ".", NULL, name);

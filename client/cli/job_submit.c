@@ -28,6 +28,7 @@
 #include "../session.h"
 #include "ids.h"
 #include "qty.h"
+#include "xalloc.h"
 
 static const char usage[] =
     "usage: escher job submit [--working-dir DIR] [--working-dir-limit SIZE]\n"
@@ -118,7 +119,7 @@ static int parse_resources(submit_ctx *s)
 {
     if (!s->resources)
         return 0;
-    s->res_copy = strdup(s->resources);
+    s->res_copy = esc_xstrdup(s->resources);
     char *save = NULL;
     for (char *tok = strtok_r(s->res_copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
@@ -392,10 +393,10 @@ static int run_job(submit_ctx *s, bool stream)
 static char *read_all(int fd)
 {
     size_t len = 0, cap = 256;
-    char *buf = malloc(cap);
+    char *buf = esc_xmalloc(cap);
     for (;;) {
         if (len + 1 == cap)
-            buf = realloc(buf, cap *= 2);
+            buf = esc_xrealloc(buf, cap *= 2);
         ssize_t n = read(fd, buf + len, cap - len - 1);
         if (n < 0 && errno == EINTR)
             continue;

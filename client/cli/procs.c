@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "ids.h"
+#include "xalloc.h"
 
 #define POLL_MS 20
 #define KILL_WAIT_MS 2000
@@ -319,7 +320,7 @@ static void report_stale(const cli_proc *p)
 size_t cli_procs_stop(const cli_proc *procs, size_t n, double grace_s, bool force,
                       bool report)
 {
-    bool *live = calloc(n + 1, sizeof *live);
+    bool *live = esc_xcalloc(n + 1, sizeof *live);
     size_t count = 0;
     for (size_t i = 0; i < n; i++) {
         live[i] = cli_proc_running(&procs[i]);

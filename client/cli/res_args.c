@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "qty.h"
+#include "xalloc.h"
 
 /* ------------------------------------------------------------------ parsing */
 
@@ -64,11 +65,11 @@ static int parse_where(res_args *a)
     size_t n = 0;
     int rc = 0;
     if (a->where) {
-        a->where_copy = strdup(a->where);
+        a->where_copy = esc_xstrdup(a->where);
         rc = parse_items(a, a->where_copy, false, &n);
     }
     if (rc == 0 && a->where_label) {
-        a->label_copy = strdup(a->where_label);
+        a->label_copy = esc_xstrdup(a->where_label);
         rc = parse_items(a, a->label_copy, true, &n);
     }
     if (rc != 0)

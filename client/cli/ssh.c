@@ -1,6 +1,7 @@
 /* ssh.c: running shell scripts on a cluster file's hosts with the OpenSSH client, and
  * the small string helpers the launcher builds them with. */
 #include "cluster.h"
+#include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,9 +20,7 @@ void cl_puts(cl_str *b, const char *s)
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1)
             cap *= 2;
-        char *ns = realloc(b->s, cap);
-        if (!ns)
-            abort();
+        char *ns = esc_xrealloc(b->s, cap);
         b->s = ns;
         b->cap = cap;
     }

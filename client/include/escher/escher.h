@@ -11,6 +11,13 @@
  * ESC_INVALID_ARGUMENT or ESC_PERMISSION_DENIED from rpc.h's list) and, when st is not
  * NULL, fills st with the code and a one-line message. Functions are thread-safe: many
  * threads may share one client.
+ *
+ * Out of memory: a buffer whose size the caller chose (an object read back, an esc_buf
+ * of task.h) that cannot be allocated fails its call with ESC_RESOURCE_EXHAUSTED (esc_buf:
+ * -1), and the caller keeps going. The SDK's own small bookkeeping (ids, lists, requests)
+ * aborts the process with one line on stderr instead, as gRPC core, which the SDK runs
+ * on, does in the same situation: there is no call to return an error from in its
+ * threads, and no useful recovery from a few bytes missing.
  */
 #ifndef ESCHER_H
 #define ESCHER_H

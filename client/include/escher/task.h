@@ -134,8 +134,8 @@ int esc_task_client(esc_task_ctx *ctx, esc_client **out, esc_status *st);
 /* Builds a context for calling a task function directly, as escher-worker does; also
  * handy for unit tests of a task library. The ids are copied; the nargs arguments
  * args[i]/lens[i] are not (they can be large) and must stay valid until
- * esc_task_ctx_free. num_returns buffers are made (at least one, for ret). Returns NULL
- * when memory runs out. Free with esc_task_ctx_free. */
+ * esc_task_ctx_free. num_returns buffers are made (at least one, for ret). Never NULL
+ * (out of memory aborts: escher.h, "Out of memory"). Free with esc_task_ctx_free. */
 esc_task_ctx *esc_task_ctx_new(const char *task_id, const char *job_id, size_t nargs,
                                const void *const *args, const size_t *lens,
                                size_t num_returns);
