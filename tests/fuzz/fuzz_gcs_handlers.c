@@ -118,21 +118,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2)
         return 0;
     const esc_rpc_method picked = fuzz_pick_method(services, NSERVICES, data[0]);
-    const char *method = esc_rpc_method_name(&picked);
     if (fuzz_method_in(&picked, streaming))
         return 0;
     bool held = fuzz_method_in(&picked, held_by_design);
     const fuzz_fill fills[] = {{"job_id", job_id}, {"node_id", node_ids[(data[1] >> 2) & 1]}};
     int rc = fuzz_call(callers[data[1] % 3], &picked, data + 2, size - 2, fills, 2, NULL,
                        held ? 50 : 10000);
-    if (rc == ESC_DEADLINE_EXCEEDED && !held) {
-        fprintf(stderr, "fuzz_gcs_handlers: %s was never answered\n", method);
-        abort();
-    }
-    if (rc == ESC_DEADLINE_EXCEEDED && !answering()) {
-        fprintf(stderr, "fuzz_gcs_handlers: the GCS stopped answering after %s\n", method);
-        abort();
-    }
+    fuzz_check_answered(rc, held, &picked, answering, "the GCS");
     restore();
     return 0;
 }

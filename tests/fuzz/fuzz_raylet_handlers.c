@@ -66,6 +66,17 @@ static void new_job(void)
         abort();
 }
 
+/* A new job, and its driver's channel to the raylet, with the job's identity. */
+static void new_driver(void)
+{
+    new_job();
+    char addr[320];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", esc_rpc_server_port(R.server));
+    esc_rpc_channel_free(callers[1]);
+    callers[1] = esc_rpc_channel_new(addr, F.token);
+    esc_rpc_channel_set_job(callers[1], job_id, job_credential);
+}
+
 static void first_node(gcs *g, void *ud)
 {
     size_t pos = 0;
@@ -136,11 +147,7 @@ static void setup(void)
     callers[0] = esc_rpc_channel_new(addr, F.token);
     esc_rpc_channel_set_secret(callers[0], ESC_RPC_DAEMON_KEY, F.daemon_key);
     callers[2] = esc_rpc_channel_new(addr, F.token);
-    /* The driver talks to the raylet with its job's identity. */
-    new_job();
-    esc_rpc_channel_free(callers[1]);
-    callers[1] = esc_rpc_channel_new(addr, F.token);
-    esc_rpc_channel_set_job(callers[1], job_id, job_credential);
+    new_driver();
 }
 
 static void job_state(gcs *g, void *ud)
@@ -225,7 +232,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2)
         return 0;
     const esc_rpc_method picked = fuzz_pick_method(services, NSERVICES, data[0]);
-    const char *method = esc_rpc_method_name(&picked);
     if (fuzz_method_in(&picked, streaming))
         return 0;
     bool held = fuzz_method_in(&picked, held_by_design);
@@ -237,24 +243,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                {"task_id", task_id}};
     int rc = fuzz_call(callers[data[1] % 3], &picked, data + 2, size - 2, fills, 4, defang,
                        held ? 50 : 10000);
-    if (rc == ESC_DEADLINE_EXCEEDED && !held) {
-        fprintf(stderr, "fuzz_raylet_handlers: %s was never answered\n", method);
-        abort();
-    }
-    if (rc == ESC_DEADLINE_EXCEEDED && !answering()) {
-        fprintf(stderr, "fuzz_raylet_handlers: the raylet stopped answering after %s\n",
-                method);
-        abort();
-    }
+    fuzz_check_answered(rc, held, &picked, answering, "the raylet");
     bool running;
     gcsf_on_loop(&F, job_state, &running);
-    if (!running) {
-        char addr[320];
-        snprintf(addr, sizeof addr, "127.0.0.1:%d", esc_rpc_server_port(R.server));
-        new_job();
-        esc_rpc_channel_free(callers[1]);
-        callers[1] = esc_rpc_channel_new(addr, F.token);
-        esc_rpc_channel_set_job(callers[1], job_id, job_credential);
-    }
+    if (!running)
+        new_driver();
     return 0;
 }

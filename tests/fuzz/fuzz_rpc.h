@@ -110,4 +110,24 @@ static int fuzz_call(esc_rpc_channel *ch, const esc_rpc_method *method, const ui
     return rc;
 }
 
+/* After a call of method that returned rc: aborts, so that the fuzzer keeps the input,
+ * when the call missed its deadline although it is not held by design, or when `who`
+ * ("the GCS") no longer answers a plain read (answering) after one that is. */
+static void fuzz_check_answered(int rc, bool held, const esc_rpc_method *method,
+                                bool (*answering)(void), const char *who)
+{
+    if (rc != ESC_DEADLINE_EXCEEDED)
+        return;
+    if (!held) {
+        fprintf(stderr, "fuzz: %s was never answered by %s\n", esc_rpc_method_name(method),
+                who);
+        abort();
+    }
+    if (!answering()) {
+        fprintf(stderr, "fuzz: %s stopped answering after %s\n", who,
+                esc_rpc_method_name(method));
+        abort();
+    }
+}
+
 #endif
