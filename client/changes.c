@@ -43,8 +43,6 @@ int esc_changes_start(esc_client *c, const esc_watch_filter *f, esc_changes_keep
 {
     *out = NULL;
     esc_changes *w = esc_xcalloc(1, sizeof *w);
-    if (!w)
-        return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory");
     esc_waker_init(&w->wake);
     w->keep = keep;
     w->ud = ud;

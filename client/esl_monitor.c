@@ -36,8 +36,6 @@ int esl_monitor_start(esc_client *c, const char *prefix, bool follow_owner,
 {
     *out = NULL;
     esl_monitor *m = esc_xcalloc(1, sizeof *m);
-    if (!m)
-        return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory");
     m->step = step;
     m->ud = ud;
     atomic_init(&m->stop, false);

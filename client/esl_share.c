@@ -345,7 +345,7 @@ int esl_share_submit(esl_share *s, size_t u, const esc_task_spec *spec, esc_ref 
 size_t esl_share_nodes(esl_share *s, size_t u, char ***ids)
 {
     pthread_mutex_lock(&s->mu);
-    *ids = calloc(s->nnodes + 1, sizeof **ids);
+    *ids = esc_xcalloc(s->nnodes + 1, sizeof **ids);
     size_t n = 0;
     for (size_t i = 0; i < s->nnodes; i++)
         if (s->owner[i] == (int)u)

@@ -40,11 +40,6 @@ esc_fanout_result *esc_fanout_call(esc_client *c, const char *const *addresses, 
     fanout f = {.n = n, .method = method, .req = req, .timeout_ms = timeout_ms, .flags = flags};
     f.out = esc_xcalloc(n + 1, sizeof *f.out);
     f.channels = esc_xcalloc(n + 1, sizeof *f.channels);
-    if (!f.out || !f.channels) {
-        free(f.out);
-        free(f.channels);
-        return NULL;
-    }
     /* The channels first, on this thread: the cache is shared with the rest of the client. */
     for (size_t i = 0; i < n; i++)
         f.channels[i] = esc_client_raylet_channel(c, addresses[i]);

@@ -21,7 +21,7 @@ typedef struct {
 /* Calls method (its handle, &ESC_M_TASK_SERVICE_LIST_TASKS) with req on the raylet at
  * each of addresses[0..n), at most ESC_FANOUT_THREADS at once, each with timeout_ms and
  * flags as esc_rpc_call; returns results[i] for addresses[i] (freed by the caller with
- * esc_fanout_free), or NULL when out of memory. Channels come from the client's cache
+ * esc_fanout_free; out of memory aborts: escher.h). Channels come from the client's cache
  * (esc_client_raylet_channel). */
 #define ESC_FANOUT_THREADS 16
 esc_fanout_result *esc_fanout_call(esc_client *c, const char *const *addresses, size_t n,

@@ -112,7 +112,14 @@ int esc_list_events(esc_client *c, const esc_history_filter *filter,
     if (rc != ESC_OK)
         return rc;
     const Escher__ListEventsReply *r = (const Escher__ListEventsReply *)m;
+    /* As many as the cluster sent: a checked calloc (escher.h, "Out of memory"). */
     *events = calloc(r->n_events + 1, sizeof **events);
+    if (!*events) {
+        rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)",
+                            (r->n_events + 1) * sizeof **events);
+        protobuf_c_message_free_unpacked(m, NULL);
+        return rc;
+    }
     for (size_t i = 0; i < r->n_events; i++)
         fill(&(*events)[i], r->events[i]);
     *n = r->n_events;

@@ -227,7 +227,7 @@ static int load_one(esc_client *c, const char *id, const esc_job_info *jobs, siz
                      &j->node_id};
     for (size_t i = 0; i < sizeof fill / sizeof fill[0]; i++)
         if (!*fill[i])
-            *fill[i] = strdup("");
+            *fill[i] = esc_xstrdup("");
     if (j->has_record && !strcmp(j->state, "RUNNING") && !strcmp(j->status, "RUNNING"))
         locate_entrypoint(c, j);
     j->result = result_text(j);

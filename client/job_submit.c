@@ -110,8 +110,10 @@ static int ship_working_dir(esc_client *c, const esc_job_spec *s, const char *ab
 
 static char *env_entry(const char *key, const char *value)
 {
-    char *e = NULL;
-    return asprintf(&e, "%s=%s", key, value) < 0 ? NULL : e;
+    size_t len = strlen(key) + strlen(value) + 2;
+    char *e = esc_xmalloc(len);
+    snprintf(e, len, "%s=%s", key, value);
+    return e;
 }
 
 static void free_secret(char *s)

@@ -53,7 +53,14 @@ int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st)
     if (rc != ESC_OK)
         return rc;
     const Escher__ListJobsReply *r = (const Escher__ListJobsReply *)m;
+    /* As many as the cluster holds: a checked calloc (escher.h, "Out of memory"). */
     *jobs = calloc(r->n_jobs + 1, sizeof **jobs);
+    if (!*jobs) {
+        rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)",
+                            (r->n_jobs + 1) * sizeof **jobs);
+        protobuf_c_message_free_unpacked(m, NULL);
+        return rc;
+    }
     for (size_t i = 0; i < r->n_jobs; i++)
         fill_job(&(*jobs)[i], r->jobs[i]);
     *n = r->n_jobs;

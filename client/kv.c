@@ -46,8 +46,15 @@ int esc_kv_get(esc_client *c, const char *ns, const char *key, void **value, siz
         return rc;
     const Escher__KvGetReply *r = (const Escher__KvGetReply *)m;
     if (r->found) {
-        /* One spare NUL byte, so text values can be used as C strings. */
+        /* One spare NUL byte, so text values can be used as C strings. The value's size
+         * is its writer's choice: a checked malloc (escher.h, "Out of memory"). */
         *value = malloc(r->value.len + 1);
+        if (!*value) {
+            rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)",
+                                r->value.len + 1);
+            protobuf_c_message_free_unpacked(m, NULL);
+            return rc;
+        }
         if (r->value.len)
             memcpy(*value, r->value.data, r->value.len);
         ((char *)*value)[r->value.len] = '\0';
@@ -88,7 +95,14 @@ int esc_kv_keys(esc_client *c, const char *ns, const char *prefix, char ***keys,
     if (rc != ESC_OK)
         return rc;
     const Escher__KvKeysReply *r = (const Escher__KvKeysReply *)m;
+    /* As many as the cluster holds: a checked calloc (escher.h, "Out of memory"). */
     *keys = calloc(r->n_keys + 1, sizeof **keys);
+    if (!*keys) {
+        rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)",
+                            (r->n_keys + 1) * sizeof **keys);
+        protobuf_c_message_free_unpacked(m, NULL);
+        return rc;
+    }
     for (size_t i = 0; i < r->n_keys; i++)
         (*keys)[i] = esc_xstrdup(r->keys[i]);
     *n = r->n_keys;

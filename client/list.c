@@ -311,9 +311,7 @@ static int ask_nodes(esc_client *c, const filter *f, const esc_rpc_method *metho
     /* All nodes at once (fanout.h); the replies are merged in node order. */
     esc_fanout_result *r = esc_fanout_call(c, (const char *const *)ns.addresses, ns.n, method,
                                            req, ESC_LIST_NODE_TIMEOUT_MS, ESC_RPC_IDEMPOTENT);
-    if (!r && ns.n)
-        rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory");
-    for (size_t i = 0; r && i < ns.n && rc == ESC_OK; i++) {
+    for (size_t i = 0; i < ns.n && rc == ESC_OK; i++) {
         if (r[i].code == ESC_OK)
             merge(acc, r[i].reply);
         else if (r[i].code == ESC_PERMISSION_DENIED || r[i].code == ESC_INVALID_ARGUMENT)
@@ -544,7 +542,7 @@ static void merge_object(object_acc *a, const Escher__ObjectRow *o)
             a->rows = esc_xrealloc(a->rows, a->cap * sizeof *a->rows);
         }
         row = &a->rows[a->n++];
-        *row = (esc_object_row){.object_id = strdup(o->object_id), .job_id = strdup(o->job_id),
+        *row = (esc_object_row){.object_id = esc_xstrdup(o->object_id), .job_id = esc_xstrdup(o->job_id),
                                 .size = o->size, .sealed = o->sealed, .is_error = o->is_error};
         esc_strmap_put(a->index, o->object_id, (void *)(uintptr_t)a->n);
     }

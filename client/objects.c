@@ -169,7 +169,7 @@ int esc_put(esc_client *c, const void *data, size_t len, esc_ref **out, esc_stat
     if (rc != ESC_OK)
         return rc;
     esc_ref *ref = esc_xcalloc(1, sizeof *ref);
-    if (!ref || esc_random_hex(ref->id, 16) != 0) {
+    if (esc_random_hex(ref->id, 16) != 0) {
         free(ref);
         return esc_status_set(st, ESC_INTERNAL, "cannot make an object id");
     }
@@ -201,8 +201,7 @@ static int take_chunk(assembly *a, const Escher__ObjectChunk *ch, esc_status *st
          * RESOURCE_EXHAUSTED when it does not fit (xalloc.h). */
         if (ch->total_size >= SIZE_MAX || !(a->buf = malloc((size_t)ch->total_size + 1)))
             return esc_status_set(st, ESC_RESOURCE_EXHAUSTED,
-                                  "cannot allocate %" PRIu64 " bytes for the object",
-                                  ch->total_size);
+                                  "out of memory (%" PRIu64 " bytes)", ch->total_size);
         a->total = ch->total_size;
         a->is_error = ch->is_error;
         snprintf(a->error, sizeof a->error, "%s", ch->error ? ch->error : "");

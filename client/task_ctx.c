@@ -164,10 +164,6 @@ esc_task_ctx *esc_task_ctx_new(const char *task_id, const char *job_id, size_t n
     ctx->asked = num_returns;
     ctx->nret = num_returns ? num_returns : 1;
     ctx->rets = esc_xcalloc(ctx->nret, sizeof *ctx->rets);
-    if (!ctx->task_id || !ctx->job_id || !ctx->rets) {
-        esc_task_ctx_free(ctx);
-        return NULL;
-    }
     return ctx;
 }
 
@@ -181,12 +177,8 @@ int esc_task_ctx_set_held(esc_task_ctx *ctx, const char *const *names, const dou
     ctx->nheld = 0;
     ctx->held_names = esc_xcalloc(n + 1, sizeof *ctx->held_names);
     ctx->held = esc_xcalloc(n + 1, sizeof *ctx->held);
-    if (!ctx->held_names || !ctx->held)
-        return -1;
     for (size_t i = 0; i < n; i++) {
         ctx->held_names[i] = esc_xstrdup(names[i]);
-        if (!ctx->held_names[i])
-            return -1;
         ctx->held[i] = qty[i];
         ctx->nheld++;
     }

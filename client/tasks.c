@@ -216,12 +216,14 @@ int esc_client_submit_to(esc_client *c, const char *address, const esc_task_spec
     return rc;
 }
 
-/* Packs the spec into a new buffer. */
+/* Packs the spec into a new buffer; NULL when it cannot be allocated. Its size is mostly
+ * the caller's arguments: a checked malloc (escher.h, "Out of memory"). */
 static void *pack_spec(const spec_msg *m, size_t *len)
 {
     *len = protobuf_c_message_get_packed_size(&m->spec.base);
-    uint8_t *packed = esc_xmalloc(*len ? *len : 1);
-    protobuf_c_message_pack(&m->spec.base, packed);
+    uint8_t *packed = malloc(*len ? *len : 1);
+    if (packed)
+        protobuf_c_message_pack(&m->spec.base, packed);
     return packed;
 }
 
@@ -243,6 +245,10 @@ int esc_task_submit(esc_client *c, const esc_task_spec *in, esc_ref **refs, char
         m.spec.owner_id = c->owner_id;
         size_t len;
         void *packed = pack_spec(&m, &len);
+        if (!packed) {
+            spec_msg_free(&m);
+            return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)", len);
+        }
         give_refs(&m, refs, task_id);
         esc_owner_submit(o, m.task_id, m.spec.num_returns, packed, len);
         esc_status_set(st, ESC_OK, NULL);
@@ -357,12 +363,16 @@ int esc_prepared_submit(esc_client *c, esc_prepared *p, const esc_amount *extra,
     s->resources = all;
     s->n_resources = own + n;
     size_t len = protobuf_c_message_get_packed_size(&s->base);
-    uint8_t *packed = esc_xmalloc(len ? len : 1);
-    protobuf_c_message_pack(&s->base, packed);
+    /* Mostly the caller's arguments: a checked malloc (escher.h, "Out of memory"). */
+    uint8_t *packed = malloc(len ? len : 1);
+    if (packed)
+        protobuf_c_message_pack(&s->base, packed);
     s->resources = saved;
     s->n_resources = own;
     free(all);
     free(more);
+    if (!packed)
+        return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)", len);
     esc_owner_submit(o, s->task_id, s->num_returns, packed, len);
     return esc_status_set(st, ESC_OK, NULL);
 }

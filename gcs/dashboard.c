@@ -72,10 +72,10 @@ static void record_history(gcs_dash *d, const Escher__Event *ev, uint64_t wall)
             free(esc_strmap_del(d->history, key));
             continue;
         }
-        if (!h && (h = esc_xcalloc(1, sizeof *h)) != NULL)
+        if (!h) {
+            h = esc_xcalloc(1, sizeof *h);
             esc_strmap_put(d->history, key, h);
-        if (!h)
-            continue;
+        }
         size_t k = (h->start + h->len) % GCS_DASH_HISTORY;
         if (h->len == GCS_DASH_HISTORY)
             h->start = (h->start + 1) % GCS_DASH_HISTORY;
@@ -138,10 +138,6 @@ static void cookie_value(const char *token, char out[65])
 {
     size_t n = strlen(token) + 32;
     char *s = esc_xmalloc(n);
-    if (!s) {
-        out[0] = '\0';
-        return;
-    }
     snprintf(s, n, "escher-dashboard\n%s", token);
     esc_sha256_hex(s, out);
     memset(s, 0, n);
@@ -263,10 +259,6 @@ static void serve_stream(void *ud, esc_http_req *r)
     if (!admit(d, r))
         return;
     dash_stream *s = esc_xcalloc(1, sizeof *s);
-    if (!s) {
-        esc_http_reply_text(r, 500, "out of memory\n");
-        return;
-    }
     s->st = esc_http_sse_start(r, stream_closed, d);
     if (!s->st) {
         free(s);
@@ -364,11 +356,7 @@ int gcs_dashboard_start(gcs *g)
         return 0;
     gcs_dash *d = esc_xcalloc(1, sizeof *d);
     char err[512];
-    if (!d || !(d->history = esc_strmap_new())) {
-        fprintf(stderr, "escher-gcs: dashboard: out of memory\n");
-        free(d);
-        return 1;
-    }
+    d->history = esc_strmap_new();
     d->g = g;
     cookie_value(g->cfg.token, d->cookie);
     if (!find_dir(d)) {

@@ -482,8 +482,6 @@ static void handle_list(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud
     hrow *views = esc_xcalloc(limit, sizeof *views);
     hrow **ptrs = esc_xcalloc(limit, sizeof *ptrs);
     Escher__LogOp **ops = esc_xcalloc(limit * HISTORY_MAX_OPS + 1, sizeof *ops);
-    if (!views || !ptrs || !ops)
-        abort();
     /* Ids are contiguous: the first wanted row's place is known without a search. */
     size_t i = q->after_id >= rep.first_id ? (size_t)(q->after_id + 1 - rep.first_id) : 0;
     for (; i < h->len && rep.n_events < limit; i++) {

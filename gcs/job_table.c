@@ -231,7 +231,7 @@ static void job_end(gcs *g, gcs_job *j, end_ctx *c)
 static end_ctx *end_ctx_new(esc_rpc_ctx *call, const char *job_id, bool failed)
 {
     end_ctx *c = esc_xcalloc(1, sizeof *c);
-    *c = (end_ctx){.call = call, .job_id = strdup(job_id), .failed = failed};
+    *c = (end_ctx){.call = call, .job_id = esc_xstrdup(job_id), .failed = failed};
     return c;
 }
 

@@ -224,7 +224,7 @@ static void handle_drain(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     gcs_put_msg(b, GCS_T_NODES, draining->node_id, &draining->base);
     protobuf_c_message_free_unpacked(&draining->base, NULL);
     drain_ctx *c = esc_xmalloc(sizeof *c);
-    *c = (drain_ctx){call, strdup(req->node_id)};
+    *c = (drain_ctx){call, esc_xstrdup(req->node_id)};
     gcs_history_stage_node(g, ESCHER__HISTORY_KIND__H_NODE_DRAINING, n->info);
     gcs_write(g, b, node_drained, c);
 }

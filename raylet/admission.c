@@ -34,8 +34,7 @@ struct admission {
 admission *admission_new(void)
 {
     admission *q = esc_xcalloc(1, sizeof *q);
-    if (!q || !(q->alike = esc_strmap_new()))
-        abort(); /* the raylet's out-of-memory policy */
+    q->alike = esc_strmap_new();
     return q;
 }
 
@@ -135,8 +134,8 @@ static void push(admission *q, admission_entry *e, admission_class *c)
 static admission_class *class_new(const char *key)
 {
     admission_class *c = esc_xcalloc(1, sizeof *c);
-    if (!c || (key && !(c->key = esc_xstrdup(key))))
-        abort(); /* the raylet's out-of-memory policy */
+    if (key)
+        c->key = esc_xstrdup(key);
     return c;
 }
 

@@ -77,7 +77,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 static void set_str(char **dst, const char *v)
 {
     free(*dst);
-    *dst = strdup(v);
+    *dst = esc_xstrdup(v);
 }
 
 /* A non-negative, bounded quantity ("4", "0.5"). */
@@ -455,7 +455,7 @@ static int read_secret(const char *path, const char *env, const char *what, cons
     }
     const char *v = getenv(env);
     if (v && *v) {
-        *out = strdup(v);
+        *out = esc_xstrdup(v);
         return 0;
     }
     return fail(err, errlen, "no %s: give %s F or set %s", what, flag, env);

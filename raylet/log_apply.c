@@ -48,8 +48,6 @@ static void apply_snapshot(raylet *r, const Escher__Event *ev)
     int64_t *totals = esc_xmalloc((n ? n : 1) * sizeof *totals);
     bool *unb = esc_xmalloc((n ? n : 1) * sizeof *unb);
     accounting_backing *backing = esc_xmalloc((n ? n : 1) * sizeof *backing);
-    if (!names || !totals || !unb || !backing)
-        abort();
     size_t k = 0;
     for (size_t i = 0; i < ev->n_registry; i++) {
         const Escher__RegistryEntry *e = ev->registry[i];

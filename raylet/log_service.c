@@ -76,8 +76,6 @@ static void track_new_attempts(log_reader *lr)
         return;
     lr->pos = esc_xrealloc(lr->pos, lr->att.n * sizeof *lr->pos);
     lr->lim = esc_xrealloc(lr->lim, lr->att.n * sizeof *lr->lim);
-    if (!lr->pos || !lr->lim)
-        abort();
     for (size_t i = lr->npos; i < lr->att.n; i++)
         for (int w = 0; w < 2; w++)
             lr->pos[i][w] = lr->lim[i][w] = lr->att.v[i].start[w];

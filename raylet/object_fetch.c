@@ -299,8 +299,6 @@ static void *fetch_main(void *arg)
 object_fetcher *object_fetch_new(struct raylet *r)
 {
     object_fetcher *f = esc_xcalloc(1, sizeof *f);
-    if (!f)
-        return NULL;
     f->r = r;
     f->gcs = raylet_channel_new(r, r->cfg.gcs_address);
     pthread_mutex_init(&f->mu, NULL);

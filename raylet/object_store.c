@@ -139,7 +139,9 @@ int object_store_create(object_store *s, const char *id, const char *job_id, uin
     if (rc != ESC_OK)
         return rc;
     uint8_t *data = NULL;
-    if (size > 0 && !(data = esc_xmalloc((size_t)size)))
+    /* A size a peer chose (within the capacity, which may exceed this host's memory): a
+     * refusal, not the daemon's out-of-memory abort (xalloc.h). */
+    if (size > 0 && !(data = malloc((size_t)size)))
         return full(s, size + elen, st); /* the capacity was too generous for this host */
     object_entry *e = esc_xcalloc(1, sizeof *e);
     e->id = esc_xstrdup(id);

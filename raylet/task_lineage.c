@@ -27,7 +27,7 @@ void task_lineage_keep(task_manager *tm, task_entry *e)
             task_entry_free(old);
         free(*slot);
     }
-    *slot = strdup(e->spec->task_id);
+    *slot = esc_xstrdup(e->spec->task_id);
     free(e->spilled_to);
     e->spilled_to = NULL;
     esc_strmap_put(tm->lineage, e->spec->task_id, e);

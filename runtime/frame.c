@@ -77,15 +77,10 @@ static uint8_t *read_payload(int fd, size_t len)
 {
     size_t cap = len < READ_CHUNK ? len : READ_CHUNK, got = 0;
     uint8_t *data = esc_xmalloc(cap ? cap : 1);
-    while (data && got < len) {
+    while (got < len) {
         if (got == cap) {
             cap = len - cap < cap ? len : 2 * cap;
-            uint8_t *bigger = esc_xrealloc(data, cap);
-            if (!bigger) {
-                free(data);
-                return NULL;
-            }
-            data = bigger;
+            data = esc_xrealloc(data, cap);
         }
         ssize_t n = read_full(fd, data + got, cap - got);
         if (n < 0 || (size_t)n < cap - got) {
@@ -123,8 +118,6 @@ int esc_frame_write(int fd, const ProtobufCMessage *msg)
     }
     /* One buffer for header and payload: one write for small frames. */
     uint8_t *buf = esc_xmalloc(ESC_FRAME_HEADER + len);
-    if (!buf)
-        return -1;
     put_be32(buf, (uint32_t)len);
     protobuf_c_message_pack(msg, buf + ESC_FRAME_HEADER);
     int rc = esc_write_all(fd, buf, ESC_FRAME_HEADER + len);
@@ -267,7 +260,7 @@ static void dispatch(esc_frame_conn *c)
 
 /* Makes room for the next read: moves the undispatched tail to the front and grows the
  * buffer toward the whole frame being received (its header says how big). */
-static int make_room(esc_frame_conn *c)
+static void make_room(esc_frame_conn *c)
 {
     if (c->rpos > 0) {
         memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
@@ -276,7 +269,7 @@ static int make_room(esc_frame_conn *c)
     }
     size_t want = c->rlen + READ_CHUNK;
     if (want <= c->rcap)
-        return 0;
+        return;
     /* Toward the whole frame (its length was checked by dispatch()) by doubling, so that
      * a header alone never costs the memory of the frame it announces. */
     if (c->rlen >= ESC_FRAME_HEADER) {
@@ -285,12 +278,8 @@ static int make_room(esc_frame_conn *c)
         if (frame > want)
             want = frame < doubled ? frame : doubled > want ? doubled : want;
     }
-    uint8_t *nb = esc_xrealloc(c->rbuf, want);
-    if (!nb)
-        return -1;
-    c->rbuf = nb;
+    c->rbuf = esc_xrealloc(c->rbuf, want);
     c->rcap = want;
-    return 0;
 }
 
 static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
@@ -298,10 +287,7 @@ static void on_readable(struct ev_loop *loop, ev_io *w, int revents)
     (void)loop;
     (void)revents;
     esc_frame_conn *c = w->data;
-    if (make_room(c) < 0) {
-        fail(c, "out of memory");
-        return;
-    }
+    make_room(c);
     ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
@@ -366,8 +352,6 @@ int esc_frame_conn_send(esc_frame_conn *c, const ProtobufCMessage *msg)
     if (len > ESC_FRAME_MAX)
         return -1;
     chunk *k = esc_xmalloc(sizeof *k + ESC_FRAME_HEADER + len);
-    if (!k)
-        return -1;
     k->next = NULL;
     k->len = ESC_FRAME_HEADER + len;
     k->off = 0;

@@ -95,14 +95,8 @@ int esc_http_add_header(esc_http_req *r, const char *name, const char *value)
 {
     if (r->nhdr >= MAX_HEADERS)
         return -1;
-    char *n = esc_xstrdup(name), *v = esc_xstrdup(value);
-    if (!n || !v) {
-        free(n);
-        free(v);
-        return -1;
-    }
-    r->hdr[r->nhdr][0] = n;
-    r->hdr[r->nhdr][1] = v;
+    r->hdr[r->nhdr][0] = esc_xstrdup(name);
+    r->hdr[r->nhdr][1] = esc_xstrdup(value);
     r->nhdr++;
     return 0;
 }
@@ -273,12 +267,7 @@ static void sse_put(esc_http_sse *st, const char *s, size_t n)
         size_t cap = st->cap ? st->cap : 4096;
         while (cap < st->len + n)
             cap *= 2;
-        char *b = esc_xrealloc(st->buf, cap);
-        if (!b) {
-            st->ending = true;
-            return;
-        }
-        st->buf = b;
+        st->buf = esc_xrealloc(st->buf, cap);
         st->cap = cap;
     }
     memcpy(st->buf + st->len, s, n);
@@ -479,10 +468,6 @@ esc_http_server *esc_http_start(struct ev_loop *ev, const char *what, const char
         return NULL;
     }
     esc_http_server *s = esc_xcalloc(1, sizeof *s);
-    if (!s) {
-        snprintf(err, errlen, "%s: out of memory", what);
-        return NULL;
-    }
     snprintf(s->what, sizeof s->what, "%s", what);
     s->ev = ev;
     s->tail = &s->routes;
@@ -524,10 +509,7 @@ int esc_http_route(esc_http_server *s, const char *path, bool prefix, esc_http_h
                    void *ud)
 {
     route *r = esc_xcalloc(1, sizeof *r);
-    if (!r || !(r->path = esc_xstrdup(path))) {
-        free(r);
-        return -1;
-    }
+    r->path = esc_xstrdup(path);
     r->len = strlen(path);
     r->prefix = prefix;
     r->fn = fn;

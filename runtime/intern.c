@@ -33,22 +33,15 @@ static uint32_t hash_str(const char *s)
 static int32_t *slots_alloc(uint32_t n)
 {
     int32_t *s = esc_xmalloc(n * sizeof *s);
-    if (s != NULL)
-        for (uint32_t i = 0; i < n; i++)
-            s[i] = -1;
+    for (uint32_t i = 0; i < n; i++)
+        s[i] = -1;
     return s;
 }
 
 esc_intern *esc_intern_new(void)
 {
     esc_intern *t = esc_xcalloc(1, sizeof *t);
-    if (t == NULL)
-        return NULL;
     t->slots = slots_alloc(INITIAL_SLOTS);
-    if (t->slots == NULL) {
-        free(t);
-        return NULL;
-    }
     t->nslots = INITIAL_SLOTS;
     return t;
 }
@@ -81,8 +74,6 @@ static int grow_slots(esc_intern *t)
         return -1;
     uint32_t n = t->nslots * 2;
     int32_t *s = slots_alloc(n);
-    if (s == NULL)
-        return -1;
     free(t->slots);
     t->slots = s;
     t->nslots = n;
@@ -96,10 +87,7 @@ static int grow_names(esc_intern *t)
     if (t->names_cap > INT32_MAX / 2)
         return -1;
     int32_t cap = t->names_cap ? t->names_cap * 2 : 16;
-    char **n = esc_xrealloc(t->names, (size_t)cap * sizeof *n);
-    if (n == NULL)
-        return -1;
-    t->names = n;
+    t->names = esc_xrealloc(t->names, (size_t)cap * sizeof *t->names);
     t->names_cap = cap;
     return 0;
 }
@@ -128,8 +116,6 @@ int32_t esc_intern_id(esc_intern *t, const char *name)
         return -1;
     size_t len = strlen(name) + 1;
     char *copy = esc_xmalloc(len);
-    if (copy == NULL)
-        return -1;
     memcpy(copy, name, len);
     id = t->count++;
     t->names[id] = copy;

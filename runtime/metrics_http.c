@@ -21,18 +21,11 @@
 
 static void put(esc_metrics_text *t, const char *s, size_t n)
 {
-    if (t->oom)
-        return;
     if (t->len + n + 1 > t->cap) {
         size_t cap = t->cap ? t->cap : 4096;
         while (cap < t->len + n + 1)
             cap *= 2;
-        char *b = esc_xrealloc(t->buf, cap);
-        if (!b) {
-            t->oom = 1;
-            return;
-        }
-        t->buf = b;
+        t->buf = esc_xrealloc(t->buf, cap);
         t->cap = cap;
     }
     memcpy(t->buf + t->len, s, n);
@@ -127,10 +120,7 @@ static void serve_metrics(void *ud, esc_http_req *r)
     esc_metrics_http *m = ud;
     esc_metrics_text t = {0};
     m->fill(m->ud, &t);
-    if (t.oom)
-        esc_http_reply_text(r, 500, "out of memory\n");
-    else
-        esc_http_reply(r, 200, "text/plain; version=0.0.4", t.buf ? t.buf : "", t.len);
+    esc_http_reply(r, 200, "text/plain; version=0.0.4", t.buf ? t.buf : "", t.len);
     free(t.buf);
 }
 
@@ -145,10 +135,6 @@ esc_metrics_http *esc_metrics_http_start(struct ev_loop *ev, const char *bind, i
                                          size_t errlen)
 {
     esc_metrics_http *m = esc_xcalloc(1, sizeof *m);
-    if (!m) {
-        snprintf(err, errlen, "metrics: out of memory");
-        return NULL;
-    }
     m->fill = fill;
     m->ud = ud;
     m->s = esc_http_start(ev, "metrics", bind, port, err, errlen);

@@ -18,7 +18,6 @@
 typedef struct {
     char *buf;
     size_t len, cap;
-    int oom;
 } esc_metrics_text;
 
 /* "# HELP name help\n# TYPE name type\n". */

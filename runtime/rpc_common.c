@@ -9,6 +9,8 @@
 
 #include <grpc/byte_buffer_reader.h>
 
+#include "xalloc.h"
+
 int esc_status_set(esc_status *st, int code, const char *fmt, ...)
 {
     if (!st)
@@ -66,9 +68,9 @@ char *esc_rpc_method_path(const esc_rpc_method *method, const ProtobufCMethodDes
     if (!esc_rpc_method_valid(method))
         return NULL;
     *md = esc_rpc_method_desc(method);
-    char *path = NULL;
-    if (asprintf(&path, "/%s/%s", method->svc->name, (*md)->name) < 0)
-        return NULL;
+    size_t len = strlen(method->svc->name) + strlen((*md)->name) + 3;
+    char *path = esc_xmalloc(len);
+    snprintf(path, len, "/%s/%s", method->svc->name, (*md)->name);
     return path;
 }
 

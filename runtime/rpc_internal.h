@@ -16,8 +16,8 @@ grpc_byte_buffer *esc_rpc_pack(const ProtobufCMessage *msg);
 /* Unpacks a byte buffer with desc; NULL when the bytes are not a valid message. */
 ProtobufCMessage *esc_rpc_unpack(const ProtobufCMessageDescriptor *desc, grpc_byte_buffer *bb);
 
-/* Returns "/package.Service/Method" (malloc'd) and the method descriptor, or NULL when
- * out of memory or for an invalid handle (then *md is NULL too). */
+/* Returns "/package.Service/Method" (malloc'd) and the method descriptor, or NULL for
+ * an invalid handle (then *md is NULL too). */
 char *esc_rpc_method_path(const esc_rpc_method *method, const ProtobufCMethodDescriptor **md);
 
 /* Server credentials from the environment (rpc_tls.c): TLS when ESCHER_TLS_CERT and

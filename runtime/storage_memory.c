@@ -82,8 +82,6 @@ static int map_fits(size_t cap, size_t n)
 static int map_rehash(mem_map *m, size_t cap)
 {
     mem_slot *slots = esc_xcalloc(cap, sizeof(*slots));
-    if (slots == NULL)
-        return -1;
     mem_map grown = { slots, cap, m->count };
     for (size_t i = 0; i < m->cap; i++) {
         if (m->slots[i].key != NULL)
@@ -167,7 +165,7 @@ static mem_table *table_get_or_create(mem_store *ms, const char *name)
         return t;
     t = esc_xcalloc(1, sizeof(*t));
     char *key = esc_xstrdup(name);
-    if (t == NULL || key == NULL || map_reserve(&ms->tables, 1) != 0) {
+    if (map_reserve(&ms->tables, 1) != 0) {
         free(t);
         free(key);
         return NULL;
@@ -265,8 +263,6 @@ static int mem_get(esc_storage *st, const char *table, const char *key, void **v
     if (s == NULL)
         return 0;
     void *copy = esc_xmalloc(s->len ? s->len : 1);
-    if (copy == NULL)
-        return -1;
     memcpy(copy, s->val, s->len);
     *value = copy;
     *len = s->len;

@@ -431,8 +431,6 @@ typedef struct {
 static rs_result take_value(get_args *a, const redisReply *r)
 {
     void *copy = esc_xmalloc(r->len ? r->len : 1);
-    if (copy == NULL)
-        return RS_FAIL;
     memcpy(copy, r->str, r->len);
     *a->value = copy;
     *a->len = r->len;
@@ -575,10 +573,6 @@ static const esc_storage_vtable redis_vtable = {
 esc_storage *esc_storage_redis_open(const char *uri, char *err, size_t errlen)
 {
     redis_store *rs = esc_xcalloc(1, sizeof(*rs));
-    if (rs == NULL) {
-        esc_storage_seterr(err, errlen, "redis storage: out of memory");
-        return NULL;
-    }
     rs->base.vt = &redis_vtable;
     sigpipe_guard guard;
     esc_redis_sigpipe_block(&guard);

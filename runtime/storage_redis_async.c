@@ -236,7 +236,7 @@ static void undo_done(void *ud, const char *err)
 static void queue_undo(esc_redis_async *ra, const rwrite *late, const redisReply *r)
 {
     esc_storage_batch *b = esc_storage_batch_new();
-    for (size_t i = 0; b && i < late->batch->count; i++) {
+    for (size_t i = 0; i < late->batch->count; i++) {
         const esc_storage_op *op = &late->batch->ops[i];
         const redisReply *old = r->element[i];
         if (old->type == REDIS_REPLY_STRING)
@@ -245,12 +245,6 @@ static void queue_undo(esc_redis_async *ra, const rwrite *late, const redisReply
             esc_storage_del(b, op->table, op->key);
     }
     rwrite *w = esc_xcalloc(1, sizeof *w);
-    if (b == NULL || w == NULL) {
-        esc_storage_batch_free(b);
-        free(w);
-        undo_done(ra, "out of memory");
-        return;
-    }
     *w = (rwrite){.ra = ra, .batch = b, .done = undo_done, .ud = ra, .undo = 1};
     ev_timer_init(&w->deadline, on_deadline, 0.0, 0.0); /* never started */
     w->deadline.data = w;
@@ -493,10 +487,6 @@ int esc_redis_attach(esc_redis_store *rs, struct ev_loop *loop, char *err, size_
         return -1;
     }
     esc_redis_async *ra = esc_xcalloc(1, sizeof *ra);
-    if (ra == NULL) {
-        esc_storage_seterr(err, errlen, "%s: out of memory", rs->where);
-        return -1;
-    }
     ra->rs = rs;
     ra->loop = loop;
     ra->backoff_ms = BACKOFF_FIRST_MS;

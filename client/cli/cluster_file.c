@@ -45,7 +45,7 @@ static int want_scalar(const ctx *x, const yaml_node_t *v, const char *key, char
     if (!s)
         return err(x, v, "%s wants a single value", key);
     free(*out);
-    *out = strdup(s);
+    *out = esc_xstrdup(s);
     return 0;
 }
 
@@ -86,10 +86,7 @@ static int want_qty(const ctx *x, const yaml_node_t *v, const char *key, char **
 
 static int map_add(cl_map *m, const char *k, const char *v)
 {
-    cl_kv *nv = esc_xrealloc(m->v, (m->n + 1) * sizeof *nv);
-    if (!nv)
-        return -1;
-    m->v = nv;
+    m->v = esc_xrealloc(m->v, (m->n + 1) * sizeof *m->v);
     m->v[m->n].key = esc_xstrdup(k);
     m->v[m->n].value = esc_xstrdup(v);
     m->n++;

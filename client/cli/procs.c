@@ -196,7 +196,7 @@ int cli_procs_load(const char *dir, cli_proc **out, size_t *n)
             continue; /* gone meanwhile (a concurrent stop) */
         if (*n == cap) {
             cap = cap ? 2 * cap : 4;
-            *out = realloc(*out, cap * sizeof **out);
+            *out = esc_xrealloc(*out, cap * sizeof **out);
         }
         (*out)[(*n)++] = p;
     }

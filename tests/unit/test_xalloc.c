@@ -126,6 +126,7 @@ static void test_sdk_buffer_returns_error(void **state)
     esc_buf *b = esc_task_return(ctx, 0);
     assert_int_equal(esc_buf_set(b, "abc", 3), 0);
     assert_int_equal(esc_buf_append(b, "x", huge), -1);
+    assert_int_equal(esc_buf_set(b, "x", huge), -1);
     assert_int_equal(esc_buf_len(b), 3);
     assert_memory_equal(esc_buf_data(b), "abc", 3);
     esc_task_ctx_free(ctx);

@@ -12,12 +12,15 @@
  * NULL, fills st with the code and a one-line message. Functions are thread-safe: many
  * threads may share one client.
  *
- * Out of memory: a buffer whose size the caller chose (an object read back, an esc_buf
- * of task.h) that cannot be allocated fails its call with ESC_RESOURCE_EXHAUSTED (esc_buf:
- * -1), and the caller keeps going. The SDK's own small bookkeeping (ids, lists, requests)
- * aborts the process with one line on stderr instead, as gRPC core, which the SDK runs
- * on, does in the same situation: there is no call to return an error from in its
- * threads, and no useful recovery from a few bytes missing.
+ * Out of memory: a buffer whose size the caller chose (an object or KV value read back,
+ * a task's packed arguments, an esc_buf of task.h) or the cluster's contents decide (the
+ * arrays of esc_kv_keys, esc_list_jobs, esc_list_events) that cannot be allocated fails
+ * its call with ESC_RESOURCE_EXHAUSTED, message "out of memory (N bytes)" (esc_buf: -1),
+ * and the caller keeps going. The SDK's own small bookkeeping (ids, strings, requests,
+ * per-row copies) aborts the process with one line on stderr instead: the SDK runs on
+ * gRPC core, whose allocator (gpr_malloc) aborts in the same situation, so a process
+ * that short of memory could not count on its calls anyway; many of these allocations
+ * are on the SDK's own threads, with no call to return an error from.
  */
 #ifndef ESCHER_H
 #define ESCHER_H

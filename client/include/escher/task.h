@@ -141,7 +141,7 @@ esc_task_ctx *esc_task_ctx_new(const char *task_id, const char *job_id, size_t n
                                size_t num_returns);
 
 /* What the task's actor holds (esc_actor_held): n names and their quantities in units,
- * copied. Returns 0, or -1 when memory runs out. */
+ * copied. Returns 0 (out of memory aborts: escher.h, "Out of memory"). */
 int esc_task_ctx_set_held(esc_task_ctx *ctx, const char *const *names, const double *qty,
                           size_t n);
 
