@@ -16,6 +16,7 @@
  *
  * Usage: scale [nodes|tasks|actors|all|hold] [--nodes N] [--tasks N] [--actors N] [--runs R]
  *        (ESCHER_BIN_DIR: the build directory) */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -98,6 +99,29 @@ static long rss_bytes(pid_t pid)
             break;
     fclose(f);
     return kb < 0 ? -1 : kb * 1024;
+}
+
+/* The resident memory of every escher-worker process on the machine (the actors'). */
+static long workers_rss(void)
+{
+    DIR *d = opendir("/proc");
+    long sum = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], comm[64] = "";
+        snprintf(path, sizeof path, "/proc/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f) && !strcmp(comm, "escher-worker\n")) {
+            long b = rss_bytes((pid_t)atoi(e->d_name));
+            sum += b > 0 ? b : 0;
+        }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return sum;
 }
 
 static long raylets_rss(void)
@@ -497,8 +521,9 @@ static void bench_actors(int nactors)
     double all_s = (h_now_ms() - t0) / 1000.0;
     long raylet1 = rss_bytes(g_cl.raylets[0].pid);
     printf("{\"bench\": \"actors\", \"actors\": %d, \"calls_ok\": %d, \"create_submit_s\": %.1f, "
-           "\"calls_submitted_s\": %.1f, \"all_answered_s\": %.1f, \"raylet_rss_delta_bytes\": %ld}\n",
-           nactors, ok, create_s, called_s, all_s, raylet1 - raylet0);
+           "\"calls_submitted_s\": %.1f, \"all_answered_s\": %.1f, \"raylet_rss_delta_bytes\": %ld, "
+           "\"workers_rss_bytes\": %ld}\n",
+           nactors, ok, create_s, called_s, all_s, raylet1 - raylet0, workers_rss());
     fflush(stdout);
     for (int i = 0; i < nactors; i++) {
         esc_actor_kill(c, a[i], &st);

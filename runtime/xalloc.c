@@ -15,9 +15,9 @@ void esc_out_of_memory(size_t size)
     char line[256];
     int n = snprintf(line, sizeof line, "%s: out of memory (allocating %zu bytes)\n",
                      esc_log_process(), size);
-    if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0) {
-        /* Nothing left to tell it with. */
-    }
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w; /* nothing left to tell a failed write with */
     abort();
 }
 
