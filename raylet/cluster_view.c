@@ -222,6 +222,20 @@ void cluster_view_apply(cluster_view *v, const Escher__Event *ev)
         apply_op(v, ev->ops[i]);
 }
 
+const Escher__NodeInfo **cluster_view_missed_deaths(const cluster_view *v,
+                                                    const Escher__Event *snap, size_t *n)
+{
+    const Escher__NodeInfo **dead = esc_xcalloc(snap->n_nodes + 1, sizeof *dead);
+    *n = 0;
+    for (size_t i = 0; i < snap->n_nodes; i++) {
+        const Escher__NodeInfo *info = snap->nodes[i];
+        const view_node *known = esc_strmap_get(v->nodes, info->node_id);
+        if (known && known->alive && info->state == ESCHER__NODE_STATE__NODE_DEAD)
+            dead[(*n)++] = info;
+    }
+    return dead;
+}
+
 /* The node is this raylet: its id, or its address (an earlier node of this address that
  * is not declared dead yet is this raylet's predecessor: sending there is sending here). */
 static bool is_self(const cluster_view *v, const char *self, const char *id,

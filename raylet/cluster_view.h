@@ -31,6 +31,13 @@ void cluster_view_free(cluster_view *v);
 /* Folds one event in (any kind; a snapshot replaces everything). */
 void cluster_view_apply(cluster_view *v, const Escher__Event *ev);
 
+/* The nodes that snapshot `snap` lists as dead and this view still holds alive: deaths
+ * whose own event (EV_NODE_DEAD) this raylet never received, because the GCS stored the
+ * death and stopped before sending it. Call before applying snap. Returns a new array of
+ * *n pointers into snap (free the array, not the nodes). */
+const Escher__NodeInfo **cluster_view_missed_deaths(const cluster_view *v,
+                                                    const Escher__Event *snap, size_t *n);
+
 /* The address of an alive node other than `self` whose capacities cover the request
  * (each name present with total >= qty, or unbounded), the first in node-id order; NULL
  * when none. *node_id (may be NULL) gets that node's id. Strings are owned by the view

@@ -10,6 +10,9 @@
  *  - EV_JOB_FINISHED then releases the job's leases and frees its objects.
  *  - EV_SNAPSHOT also makes the node announce all its objects again: a snapshot follows
  *    a GCS restart, and the object directory is not persisted.
+ *  - EV_NODE_DEAD of another node stops calls to it and places again the tasks forwarded
+ *    there. So does a snapshot listing as dead a node this raylet still held alive: a
+ *    GCS that stored a death and stopped before sending its event announces it only so.
  *  - EV_SNAPSHOT, EV_JOB_UPDATED and EV_JOB_FINISHED change the mirror of the running
  *    jobs (job_mirror.h); submissions held for their job's event are judged again after
  *    every applied event (task_submit.c).
@@ -73,6 +76,18 @@ static void apply_snapshot(raylet *r, const Escher__Event *ev)
     r->applied_seq = ev->seq;
 }
 
+/* Another node was declared dead: calls to it stop, notices kept for it go, and the
+ * tasks forwarded there run again (or are found to have ended). */
+static void node_died(raylet *r, const Escher__NodeInfo *node)
+{
+    if (!strcmp(node->node_id, r->node_id))
+        return;
+    ESC_INFO("node %s (%s) is dead", node->node_id, node->address);
+    peers_node_dead(r->peers, node->address);
+    results_peer_dead(r->results, node->address);
+    task_manager_node_dead(r->tasks, node->node_id);
+}
+
 static void apply_ops(raylet *r, const Escher__Event *ev)
 {
     size_t refused = 0;
@@ -117,10 +132,15 @@ void log_apply_event(raylet *r, Escher__Event *ev)
     if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_LOAD) {
         cluster_view_apply(r->view, ev);
     } else if (ev->kind == ESCHER__EVENT_KIND__EV_SNAPSHOT) {
+        size_t ndead;
+        const Escher__NodeInfo **dead = cluster_view_missed_deaths(r->view, ev, &ndead);
         apply_snapshot(r, ev);
         job_mirror_apply(r->jobs, ev);
         cluster_view_apply(r->view, ev);
         object_service_reannounce(r->objects);
+        for (size_t i = 0; i < ndead; i++)
+            node_died(r, dead[i]);
+        free(dead);
     } else if (ev->seq <= r->applied_seq) {
         ESC_DEBUG("skipping event seq %" PRIu64 " (applied %" PRIu64 ")", ev->seq,
                   r->applied_seq);
@@ -139,11 +159,8 @@ void log_apply_event(raylet *r, Escher__Event *ev)
         else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node &&
                  !strcmp(ev->node->node_id, r->node_id))
             ESC_WARN("the GCS declared this node dead at seq %" PRIu64, ev->seq);
-        else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node) {
-            peers_node_dead(r->peers, ev->node->address);
-            results_peer_dead(r->results, ev->node->address);
-            task_manager_node_dead(r->tasks, ev->node->node_id);
-        }
+        else if (ev->kind == ESCHER__EVENT_KIND__EV_NODE_DEAD && ev->node)
+            node_died(r, ev->node);
         r->applied_seq = ev->seq;
     }
     if (ev->kind != ESCHER__EVENT_KIND__EV_NODE_LOAD)

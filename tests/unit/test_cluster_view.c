@@ -1,13 +1,14 @@
 /* test_cluster_view.c: other nodes' advertised availability (EV_NODE_LOAD): which node
  * a busy task may go to, headroom, excluding self and the sender, debits until an
  * advertisement shows them, changed rows versus full rows, deleted and unbounded rows,
- * dead nodes. */
+ * dead nodes, deaths a snapshot shows that no event told. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -148,6 +149,45 @@ static void test_ties_spread(void **state)
     cluster_view_free(v);
 }
 
+static Escher__NodeInfo node_info(const char *id, bool dead)
+{
+    Escher__NodeInfo info = ESCHER__NODE_INFO__INIT;
+    info.node_id = (char *)id;
+    info.address = "h:9";
+    info.state = dead ? ESCHER__NODE_STATE__NODE_DEAD : ESCHER__NODE_STATE__NODE_ALIVE;
+    return info;
+}
+
+/* A snapshot after a GCS restart may list as dead a node whose EV_NODE_DEAD never came:
+ * only such nodes are missed deaths, not nodes known dead, alive or unknown here. */
+static void test_missed_deaths(void **state)
+{
+    (void)state;
+    cluster_view *v = cluster_view_new();
+    add_node(v, "alive-dead", "h:2", false);
+    add_node(v, "alive-alive", "h:3", false);
+    add_node(v, "dead-dead", "h:4", false);
+    add_node(v, "dead-dead", "h:4", true);
+    add_node(v, "alive-absent", "h:5", false);
+    Escher__NodeInfo n[] = {node_info("alive-dead", true), node_info("alive-alive", false),
+                            node_info("dead-dead", true), node_info("unknown-dead", true)};
+    Escher__NodeInfo *nodes[] = {&n[0], &n[1], &n[2], &n[3]};
+    Escher__Event snap = ESCHER__EVENT__INIT;
+    snap.kind = ESCHER__EVENT_KIND__EV_SNAPSHOT;
+    snap.nodes = nodes;
+    snap.n_nodes = 4;
+    size_t nmissed;
+    const Escher__NodeInfo **missed = cluster_view_missed_deaths(v, &snap, &nmissed);
+    assert_int_equal(nmissed, 1);
+    assert_ptr_equal(missed[0], &n[0]);
+    free(missed);
+    cluster_view_apply(v, &snap);
+    missed = cluster_view_missed_deaths(v, &snap, &nmissed); /* told once */
+    assert_int_equal(nmissed, 0);
+    free(missed);
+    cluster_view_free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +195,7 @@ int main(void)
         cmocka_unit_test(test_debit_until_advertised),
         cmocka_unit_test(test_rows_changed_full_deleted_unbounded_dead),
         cmocka_unit_test(test_ties_spread),
+        cmocka_unit_test(test_missed_deaths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
