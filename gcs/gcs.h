@@ -371,14 +371,16 @@ Escher__KvEntry **gcs_kv_rows(gcs *g, gcs_kv_filter want, void *ud, size_t *n);
 void gcs_kv_rows_free(Escher__KvEntry **rows, size_t n);
 
 /* ---- object_dir.c ---- */
-/* Creates the directory and registers the ObjectDirectory service. */
 /* Creates the directory (before gcs_persist_load). */
 void gcs_objects_init(gcs *g);
 /* persist.c: a row of the lost table (owned); jobs are loaded first. */
 void gcs_objects_load_lost(gcs *g, Escher__ObjectLocation *row);
+/* Registers the ObjectDirectory service. */
 void gcs_objects_register(gcs *g);
 /* Drops every location on a node that died (objects left with none leave too). */
 void gcs_objects_node_dead(gcs *g, const char *node_id);
+/* Writes the lost-object rows not stored yet (after a failed write: object_dir.c). */
+void gcs_objects_sweep(gcs *g);
 /* Drops every object of a job that ended. */
 void gcs_objects_job_ended(gcs *g, const char *job_id);
 /* Answers held GetLocations calls UNAVAILABLE (before the server goes). */

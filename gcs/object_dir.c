@@ -102,7 +102,8 @@ struct gcs_objdir {
     esc_strmap *by_job;            /* job id -> dir_list of dir_obj */
     esc_strmap *waiting;           /* object id -> first dir_waiter */
     dir_group *groups;             /* held WaitObjects calls */
-    esc_storage_batch *lost_writes; /* changes to the "lost" table not queued yet */
+    esc_strmap *lost_unstored;     /* ids whose "lost" rows are to be written (lost_flush) */
+    bool lost_writing;             /* a batch of them is queued or in flight */
 };
 
 /* ------------------------------------------------------------ buckets */
@@ -141,58 +142,94 @@ static void loc_unlink_node(gcs_objdir *d, dir_loc *l)
 
 /* ------------------------------------------------------------ the lost table */
 
-static esc_storage_batch *lost_batch(gcs_objdir *d)
+/* The lost table follows memory. A change marks its object's id; a batch then writes
+ * each marked id as it is when the batch is built (a put while its object is lost, else
+ * a delete), one batch at a time. A batch that fails marks its ids again and the sweep
+ * retries them: a loss that never reached storage would be forgotten by a restart, and
+ * the object's readers would wait forever for an object no raylet can announce. */
+static void lost_mark(gcs_objdir *d, const char *id)
 {
-    if (!d->lost_writes)
-        d->lost_writes = esc_storage_batch_new();
-    return d->lost_writes;
+    esc_strmap_put(d->lost_unstored, id, d);
 }
 
-static void lost_put(gcs_objdir *d, const dir_obj *o)
-{
-    Escher__ObjectLocation row = ESCHER__OBJECT_LOCATION__INIT;
-    row.object_id = o->id;
-    row.job_id = o->job_id;
-    row.size = o->size;
-    row.is_error = o->is_error;
-    row.origin = o->origin;
-    gcs_put_msg(lost_batch(d), GCS_T_LOST, o->id, &row.base);
-}
+typedef struct {
+    char **ids;
+    size_t n;
+} lost_batch_ids;
 
-static void lost_del(gcs_objdir *d, const char *id)
-{
-    esc_storage_del(lost_batch(d), GCS_T_LOST, id);
-}
+static void lost_flush(gcs *g);
 
 static void lost_written(gcs *g, uint64_t seq, const char *err, void *ud)
 {
-    (void)g;
     (void)seq;
-    (void)ud;
-    if (err) /* a restart before the next change would forget or keep these objects */
-        ESC_WARN("cannot store lost objects: %s", err);
+    lost_batch_ids *w = ud;
+    gcs_objdir *d = g->objdir;
+    if (err)
+        ESC_WARN("cannot store %zu lost-object rows yet (retried): %s", w->n, err);
+    for (size_t i = 0; i < w->n; i++) {
+        if (err)
+            lost_mark(d, w->ids[i]);
+        free(w->ids[i]);
+    }
+    free(w->ids);
+    free(w);
+    d->lost_writing = false;
+    if (!err) /* what changed meanwhile; after a failure, the sweep's turn */
+        lost_flush(g);
 }
 
 static void lost_write_run(gcs *g, void *ud)
 {
-    gcs_write(g, ud, lost_written, NULL);
+    lost_batch_ids *w = ud;
+    gcs_objdir *d = g->objdir;
+    esc_storage_batch *b = esc_storage_batch_new();
+    for (size_t i = 0; i < w->n; i++) {
+        const dir_obj *o = esc_strmap_get(d->objects, w->ids[i]);
+        if (o && o->lost) {
+            Escher__ObjectLocation row = ESCHER__OBJECT_LOCATION__INIT;
+            row.object_id = o->id;
+            row.job_id = o->job_id;
+            row.size = o->size;
+            row.is_error = o->is_error;
+            row.origin = o->origin;
+            gcs_put_msg(b, GCS_T_LOST, o->id, &row.base);
+        } else {
+            esc_storage_del(b, GCS_T_LOST, w->ids[i]);
+        }
+    }
+    gcs_write(g, b, lost_written, w);
 }
 
 static void lost_write_expired(gcs *g, void *ud)
 {
-    esc_storage_batch_free(ud);
-    lost_written(g, 0, "storage timeout", NULL);
+    lost_written(g, 0, "storage timeout", ud);
 }
 
-/* Queues the changes gathered since the last call, as one write. */
+/* Queues the marked ids as one write, unless one is queued or in flight (its end
+ * flushes again). */
 static void lost_flush(gcs *g)
 {
     gcs_objdir *d = g->objdir;
-    if (!d->lost_writes || esc_storage_batch_size(d->lost_writes) == 0)
+    size_t n = esc_strmap_count(d->lost_unstored);
+    if (d->lost_writing || n == 0)
         return;
-    esc_storage_batch *b = d->lost_writes;
-    d->lost_writes = NULL;
-    gcs_queue_write(g, lost_write_run, lost_write_expired, b);
+    lost_batch_ids *w = esc_xcalloc(1, sizeof *w);
+    w->ids = esc_xcalloc(n, sizeof *w->ids);
+    size_t pos = 0;
+    const char *k;
+    void *v;
+    while (esc_strmap_next(d->lost_unstored, &pos, &k, &v)) {
+        w->ids[w->n++] = esc_xstrdup(k);
+        esc_strmap_del(d->lost_unstored, k); /* deleting the entry just returned is allowed */
+    }
+    d->lost_writing = true;
+    gcs_queue_write(g, lost_write_run, lost_write_expired, w);
+}
+
+void gcs_objects_sweep(gcs *g)
+{
+    if (g->objdir)
+        lost_flush(g);
 }
 
 /* Takes o out of every index and frees it with its locations. */
@@ -235,7 +272,7 @@ static void loc_remove(gcs_objdir *d, dir_loc *l, bool node_died)
     free(l);
     if (!o->locs && node_died && *o->origin) {
         o->lost = true;
-        lost_put(d, o);
+        lost_mark(d, o->id);
     } else if (!o->locs)
         obj_drop(d, o);
 }
@@ -270,7 +307,7 @@ static void loc_add(gcs_objdir *d, dir_obj *o, const char *node_id)
     dir_loc *l = esc_xcalloc(1, sizeof *l);
     l->obj = o;
     if (o->lost)
-        lost_del(d, o->id);
+        lost_mark(d, o->id);
     o->lost = false;
     l->node_id = esc_xstrdup(node_id);
     l->next_in_obj = o->locs;
@@ -807,7 +844,7 @@ void gcs_objects_job_ended(gcs *g, const char *job_id)
     while (d && job_id && *job_id && (b = esc_strmap_get(d->by_job, job_id)) != NULL) {
         dir_obj *o = b->head;
         if (o->lost)
-            lost_del(d, o->id);
+            lost_mark(d, o->id);
         obj_drop(d, o);
         n++;
     }
@@ -824,6 +861,7 @@ void gcs_objects_init(gcs *g)
     d->by_node = esc_strmap_new();
     d->by_job = esc_strmap_new();
     d->waiting = esc_strmap_new();
+    d->lost_unstored = esc_strmap_new();
     g->objdir = d;
 }
 
@@ -837,7 +875,7 @@ void gcs_objects_load_lost(gcs *g, Escher__ObjectLocation *row)
         dir_obj *o = obj_new(d, row);
         o->lost = true;
     } else {
-        lost_del(d, row->object_id); /* its job ended while the GCS was down */
+        lost_mark(d, row->object_id); /* its job ended while the GCS was down */
     }
     protobuf_c_message_free_unpacked(&row->base, NULL);
 }
@@ -892,7 +930,7 @@ void gcs_objects_free(gcs *g)
     esc_strmap_free(d->by_node);
     esc_strmap_free(d->by_job);
     esc_strmap_free(d->waiting);
-    esc_storage_batch_free(d->lost_writes);
+    esc_strmap_free(d->lost_unstored);
     free(d);
     g->objdir = NULL;
 }

@@ -22,6 +22,7 @@ static void on_sweep(struct ev_loop *ev, ev_timer *t, int revents)
     uint64_t now = esc_now_ms();
     gcs_nodes_sweep(g, now);
     gcs_jobs_sweep(g, now);
+    gcs_objects_sweep(g);
 }
 
 /* SIGUSR1 (`escher stop --all`): every raylet is told to exit now; the GCS itself

@@ -9,7 +9,9 @@
  *   there (their results read) do not run again; the one still running there does.
  * - Lineage: a result that only the dead node held, and that is asked for afterwards (as
  *   a task's argument, then by esc_get), is made again by running its task again; before
- *   that, another client's esc_wait (the directory's WaitObjects) counts it as ready. */
+ *   that, another client's esc_wait (the directory's WaitObjects) counts it as ready.
+ *   After a GCS restart on Redis the loss is still known, also when Redis was paused
+ *   as the node died (the loss's first write failed: the GCS writes it again). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -221,13 +223,50 @@ static bool is_located(void *p)
 
 #define BIG (200 * 1024) /* over the inline limit: the owner gets a location, not bytes */
 
-/* A task that ran on a dead node is run again only if its results are still needed:
- * here they are (never read), and they are made again when asked for. With
- * restart_gcs, the GCS (on Redis) restarts after the loss: the directory must still
- * know the object as lost (it is stored), or no reader would ever ask for it again. */
-static void lost_result_made_again(bool restart_gcs)
+/* True once the GCS's log has the line fragment arg. */
+static bool gcs_logged(void *arg)
 {
+    char path[sizeof C.dir + 16];
+    snprintf(path, sizeof path, "%s/gcs.log", C.dir);
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strstr(line, arg) != NULL;
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* True once Redis holds the lost table's row of the object arg. */
+static bool lost_row_stored(void *arg)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "redis-cli -p %d HEXISTS escher:lost %s", C.redis_port,
+             (const char *)arg);
+    FILE *p = popen(cmd, "r");
+    int exists = 0;
+    if (p && fscanf(p, "%d", &exists) != 1)
+        exists = 0;
+    if (p)
+        pclose(p);
+    return exists == 1;
+}
+
+enum { NO_RESTART, RESTART, RESTART_AFTER_PAUSE };
+
+/* A task that ran on a dead node is run again only if its results are still needed:
+ * here they are (never read), and they are made again when asked for. With a restart,
+ * the GCS (on Redis) restarts after the loss: the directory must still know the object
+ * as lost (it is stored), or no reader would ever ask for it again. After a pause,
+ * Redis is paused while the node dies, so the first write of the loss fails: the GCS
+ * must write it again once Redis is back. */
+static void lost_result_made_again(int mode)
+{
+    bool restart_gcs = mode != NO_RESTART;
     h_init(&C, 2000); /* 1 s leaves little margin for a sanitized run on a loaded machine */
+    if (mode == RESTART_AFTER_PAUSE)
+        snprintf(C.gcs_extra, sizeof C.gcs_extra, "--storage-timeout-ms 1000");
     if (restart_gcs)
         assert_int_equal(h_redis_start_durable(&C), 0);
     const char *extras[] = {"--num-cpus 2", "--num-cpus 2 --resources work=1",
@@ -247,10 +286,18 @@ static void lost_result_made_again(bool restart_gcs)
     assert_true(h_wait_until(is_located, &where, 20000));
     int victim = !strcmp(where.node, C.raylets[1].node_id) ? 1 : 2;
     assert_string_equal(where.node, C.raylets[victim].node_id);
+    if (mode == RESTART_AFTER_PAUSE)
+        assert_int_equal(kill(C.redis_pid, SIGSTOP), 0);
     h_kill(&C.raylets[victim].pid, SIGKILL);
     node_probe np = {cl, where.node};
     assert_true(h_wait_until(node_dead, &np, 20000));
-    if (restart_gcs) {
+    if (mode == RESTART_AFTER_PAUSE) {
+        assert_true(h_wait_until(gcs_logged, "lost-object rows yet", 20000));
+        assert_int_equal(kill(C.redis_pid, SIGCONT), 0);
+        assert_true(h_wait_until(lost_row_stored, (void *)esc_ref_id(produced), 20000));
+        h_kill(&C.gcs_pid, SIGKILL);
+        assert_int_equal(h_gcs_start(&C), 0);
+    } else if (restart_gcs) {
         /* The GCS's writes run one at a time, in order: once a write made after the
          * death is acknowledged, the lost object's row (queued at the death) is stored. */
         assert_int_equal(esc_kv_put(cl, NULL, "after-death", "1", 1, true, NULL, NULL), ESC_OK);
@@ -348,13 +395,19 @@ static void test_objects_announced_after_quiet_gcs_restart(void **state)
 static void test_lost_result_made_again(void **state)
 {
     (void)state;
-    lost_result_made_again(false);
+    lost_result_made_again(NO_RESTART);
 }
 
 static void test_lost_result_made_again_after_gcs_restart(void **state)
 {
     (void)state;
-    lost_result_made_again(true);
+    lost_result_made_again(RESTART);
+}
+
+static void test_lost_result_stored_after_redis_pause(void **state)
+{
+    (void)state;
+    lost_result_made_again(RESTART_AFTER_PAUSE);
 }
 
 int main(void)
@@ -364,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_finished_tasks_do_not_rerun),
         cmocka_unit_test(test_lost_result_made_again),
         cmocka_unit_test(test_lost_result_made_again_after_gcs_restart),
+        cmocka_unit_test(test_lost_result_stored_after_redis_pause),
         cmocka_unit_test(test_objects_announced_after_quiet_gcs_restart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
