@@ -1702,7 +1702,9 @@ static int total_violations(void)
     return n;
 }
 
-/* The daemons' logs and the run lines, kept for whoever explains the violations. */
+/* The daemons' logs and the run lines, kept for whoever explains the violations; the
+ * lines that name an unfinished task (its runs, its forwards, its node's death) are
+ * printed too, since a CI run shows only the test's output. */
 static void keep_logs(void)
 {
     char cmd[1024];
@@ -1710,6 +1712,16 @@ static void keep_logs(void)
              (int)getpid(), C.dir, g_runs_path, (int)getpid());
     if (system(cmd) == 0)
         fprintf(stderr, "logs kept in /tmp/escher-chaos-%d\n", (int)getpid());
+    for (size_t i = 0, shown = 0; i < g_ntasks && shown < 3; i++) {
+        if (g_tasks[i].outcome != O_UNFINISHED || !g_tasks[i].id[0])
+            continue;
+        shown++;
+        fprintf(stderr, "what the logs say of t%zu (%s):\n", i, g_tasks[i].id);
+        snprintf(cmd, sizeof cmd, "grep -H -e '%s' -e '^t%zu ' %s/*.log %s | head -20 >&2",
+                 g_tasks[i].id, i, C.dir, g_runs_path);
+        if (system(cmd) != 0)
+            fprintf(stderr, "(grep failed)\n");
+    }
 }
 
 /* ------------------------------------------------------------------ the test */
