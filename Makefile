@@ -28,7 +28,7 @@ FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 60
 # make test's share of the chaos run; `make chaos` is the full one.
-CHAOS_SMOKE_SECONDS ?= 80
+CHAOS_SMOKE_SECONDS ?= 60
 CHAOS_SECONDS ?= 300
 ASAN_SKIP ?= test_chaos|test_ekya_live|test_cilantro_live|test_cluster_up|test_mapreduce
 JOBS ?= $(shell nproc)
