@@ -193,22 +193,31 @@ static void send_kv_seq(gcs_sub *s, const Escher__Event *ev)
     esc_rpc_send(s->call, &bare.base);
 }
 
-static void send_to(gcs_sub *s, const Escher__Event *ev)
+/* whole (may be NULL): where the event packed whole is kept for the next stream that
+ * takes it whole, so that a broadcast packs it once, not once per raylet. */
+static void send_to(gcs_sub *s, const Escher__Event *ev, esc_rpc_packed **whole)
 {
-    if (s->watch)
+    if (s->watch) {
         send_watched(s, ev);
-    else if (s->node_id && ev->kind == ESCHER__EVENT_KIND__EV_KV)
+    } else if (s->node_id && ev->kind == ESCHER__EVENT_KIND__EV_KV) {
         send_kv_seq(s, ev);
-    else if (wants(s, ev))
+    } else if (wants(s, ev) && whole) {
+        if (!*whole)
+            *whole = esc_rpc_packed_new(&ev->base);
+        esc_rpc_send_packed(s->call, *whole);
+    } else if (wants(s, ev)) {
         esc_rpc_send(s->call, &ev->base);
+    }
 }
 
 void gcs_broadcast(gcs *g, const Escher__Event *ev)
 {
     gcs_dashboard_event(g, ev);
     gcs_metrics_event(g, ev);
+    esc_rpc_packed *whole = NULL;
     for (gcs_sub *s = g->subs; s; s = s->next)
-        send_to(s, ev);
+        send_to(s, ev, &whole);
+    esc_rpc_packed_free(whole);
 }
 
 /* Sends the full state at g->seq: every node and every registry row, and to a raylet
@@ -247,7 +256,7 @@ static void send_loads(gcs *g, gcs_sub *s)
 {
     Escher__Event *ev = gcs_load_full_event(g);
     if (ev->n_loads)
-        send_to(s, ev);
+        send_to(s, ev, NULL);
     gcs_load_full_event_free(ev);
 }
 
@@ -268,7 +277,7 @@ static void catch_up(gcs *g, gcs_sub *s, uint64_t from)
         send_snapshot(g, s);
     } else {
         for (long k = 0; k < n; k++)
-            send_to(s, gcs_ring_at(g, first + (size_t)k));
+            send_to(s, gcs_ring_at(g, first + (size_t)k), NULL);
     }
     if (!s->watch || s->loads)
         send_loads(g, s);

@@ -170,6 +170,16 @@ void esc_rpc_reply(esc_rpc_ctx *call, const ProtobufCMessage *msg);
  * -1 when the call is already cancelled or finished. */
 int esc_rpc_send(esc_rpc_ctx *call, const ProtobufCMessage *msg);
 
+/* A stream message packed once, to send the same bytes on many streams (a broadcast to
+ * every subscriber): each send shares the packed bytes instead of packing them again. */
+typedef struct esc_rpc_packed esc_rpc_packed;
+/* Packs msg now (the caller keeps msg). */
+esc_rpc_packed *esc_rpc_packed_new(const ProtobufCMessage *msg);
+/* As esc_rpc_send, with bytes packed before; p stays the caller's, and may be freed as
+ * soon as this returns. */
+int esc_rpc_send_packed(esc_rpc_ctx *call, const esc_rpc_packed *p);
+void esc_rpc_packed_free(esc_rpc_packed *p);
+
 /* Ends the call with a status (after any queued messages) and releases the handler's
  * reference. message may be NULL. */
 void esc_rpc_finish(esc_rpc_ctx *call, int code, const char *message);

@@ -292,9 +292,40 @@ void esc_rpc_finish(esc_rpc_ctx *c, int code, const char *message)
     finish_with(c, status_item(code, message));
 }
 
+struct esc_rpc_packed {
+    grpc_byte_buffer *bb;
+};
+
+esc_rpc_packed *esc_rpc_packed_new(const ProtobufCMessage *msg)
+{
+    esc_rpc_packed *p = esc_xmalloc(sizeof *p);
+    p->bb = esc_rpc_pack(msg);
+    return p;
+}
+
+void esc_rpc_packed_free(esc_rpc_packed *p)
+{
+    if (p)
+        grpc_byte_buffer_destroy(p->bb);
+    free(p);
+}
+
+static int send_buffer(esc_rpc_ctx *c, grpc_byte_buffer *bb);
+
 int esc_rpc_send(esc_rpc_ctx *c, const ProtobufCMessage *msg)
 {
-    grpc_byte_buffer *bb = esc_rpc_pack(msg);
+    return send_buffer(c, esc_rpc_pack(msg));
+}
+
+/* The copy shares the packed slice (reference counted), whichever thread sends it. */
+int esc_rpc_send_packed(esc_rpc_ctx *c, const esc_rpc_packed *p)
+{
+    return send_buffer(c, grpc_byte_buffer_copy(p->bb));
+}
+
+/* Queues bb (owned) on the call's stream. */
+static int send_buffer(esc_rpc_ctx *c, grpc_byte_buffer *bb)
+{
     pthread_mutex_lock(&c->mu);
     if (c->finished || c->cancelled) {
         pthread_mutex_unlock(&c->mu);
