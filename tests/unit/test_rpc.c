@@ -62,7 +62,8 @@ static void on_kv_get(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
     esc_rpc_reply(call, &rep.base);
 }
 
-/* Subscribe streams from_seq events numbered 1..from_seq, then ends OK. */
+/* Subscribe streams from_seq events numbered 1..from_seq, then ends OK. Every other
+ * event goes packed beforehand (esc_rpc_packed), freed as soon as it is queued. */
 static void on_subscribe(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *ud)
 {
     (void)ud;
@@ -70,7 +71,13 @@ static void on_subscribe(esc_rpc_ctx *call, const ProtobufCMessage *msg, void *u
     for (uint64_t i = 1; i <= req->from_seq; i++) {
         Escher__Event ev = ESCHER__EVENT__INIT;
         ev.seq = i;
-        assert_int_equal(esc_rpc_send(call, &ev.base), 0);
+        if (i % 2) {
+            assert_int_equal(esc_rpc_send(call, &ev.base), 0);
+        } else {
+            esc_rpc_packed *p = esc_rpc_packed_new(&ev.base);
+            assert_int_equal(esc_rpc_send_packed(call, p), 0);
+            esc_rpc_packed_free(p);
+        }
     }
     esc_rpc_finish(call, ESC_OK, NULL);
 }
