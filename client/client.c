@@ -4,6 +4,7 @@
 #include "job_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,11 @@
 char *esc_client_strdup(const char *s)
 {
     return esc_xstrdup(s ? s : "");
+}
+
+int esc_client_out_of_memory(esc_status *st, uint64_t bytes)
+{
+    return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%" PRIu64 " bytes)", bytes);
 }
 
 int esc_client_call(esc_client *c, const esc_rpc_method *method, const ProtobufCMessage *req,

@@ -91,6 +91,9 @@ bool esc_client_is_dead(esc_client *c, const char *address);
 
 /* strdup that maps NULL to "" so optional proto strings never need NULL checks. */
 char *esc_client_strdup(const char *s);
+/* A buffer that the caller or the cluster sized could not be allocated (escher.h, "Out
+ * of memory"): sets st to RESOURCE_EXHAUSTED "out of memory (N bytes)" and returns it. */
+int esc_client_out_of_memory(esc_status *st, uint64_t bytes);
 
 /* ---- resources.c ---- */
 /* The protobuf form of a batch of operations a task carries (TaskSpec.on_success):

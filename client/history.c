@@ -115,8 +115,7 @@ int esc_list_events(esc_client *c, const esc_history_filter *filter,
     /* As many as the cluster sent: a checked calloc (escher.h, "Out of memory"). */
     *events = calloc(r->n_events + 1, sizeof **events);
     if (!*events) {
-        rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)",
-                            (r->n_events + 1) * sizeof **events);
+        rc = esc_client_out_of_memory(st, (r->n_events + 1) * sizeof **events);
         protobuf_c_message_free_unpacked(m, NULL);
         return rc;
     }

@@ -56,8 +56,7 @@ int esc_list_jobs(esc_client *c, esc_job_info **jobs, size_t *n, esc_status *st)
     /* As many as the cluster holds: a checked calloc (escher.h, "Out of memory"). */
     *jobs = calloc(r->n_jobs + 1, sizeof **jobs);
     if (!*jobs) {
-        rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)",
-                            (r->n_jobs + 1) * sizeof **jobs);
+        rc = esc_client_out_of_memory(st, (r->n_jobs + 1) * sizeof **jobs);
         protobuf_c_message_free_unpacked(m, NULL);
         return rc;
     }

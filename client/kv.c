@@ -50,8 +50,7 @@ int esc_kv_get(esc_client *c, const char *ns, const char *key, void **value, siz
          * is its writer's choice: a checked malloc (escher.h, "Out of memory"). */
         *value = malloc(r->value.len + 1);
         if (!*value) {
-            rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)",
-                                r->value.len + 1);
+            rc = esc_client_out_of_memory(st, r->value.len + 1);
             protobuf_c_message_free_unpacked(m, NULL);
             return rc;
         }
@@ -98,8 +97,7 @@ int esc_kv_keys(esc_client *c, const char *ns, const char *prefix, char ***keys,
     /* As many as the cluster holds: a checked calloc (escher.h, "Out of memory"). */
     *keys = calloc(r->n_keys + 1, sizeof **keys);
     if (!*keys) {
-        rc = esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)",
-                            (r->n_keys + 1) * sizeof **keys);
+        rc = esc_client_out_of_memory(st, (r->n_keys + 1) * sizeof **keys);
         protobuf_c_message_free_unpacked(m, NULL);
         return rc;
     }

@@ -200,8 +200,7 @@ static int take_chunk(assembly *a, const Escher__ObjectChunk *ch, esc_status *st
         /* The object's size, which the caller chose when it put it: a checked malloc,
          * RESOURCE_EXHAUSTED when it does not fit (xalloc.h). */
         if (ch->total_size >= SIZE_MAX || !(a->buf = malloc((size_t)ch->total_size + 1)))
-            return esc_status_set(st, ESC_RESOURCE_EXHAUSTED,
-                                  "out of memory (%" PRIu64 " bytes)", ch->total_size);
+            return esc_client_out_of_memory(st, ch->total_size);
         a->total = ch->total_size;
         a->is_error = ch->is_error;
         snprintf(a->error, sizeof a->error, "%s", ch->error ? ch->error : "");

@@ -247,7 +247,7 @@ int esc_task_submit(esc_client *c, const esc_task_spec *in, esc_ref **refs, char
         void *packed = pack_spec(&m, &len);
         if (!packed) {
             spec_msg_free(&m);
-            return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)", len);
+            return esc_client_out_of_memory(st, len);
         }
         give_refs(&m, refs, task_id);
         esc_owner_submit(o, m.task_id, m.spec.num_returns, packed, len);
@@ -372,7 +372,7 @@ int esc_prepared_submit(esc_client *c, esc_prepared *p, const esc_amount *extra,
     free(all);
     free(more);
     if (!packed)
-        return esc_status_set(st, ESC_RESOURCE_EXHAUSTED, "out of memory (%zu bytes)", len);
+        return esc_client_out_of_memory(st, len);
     esc_owner_submit(o, s->task_id, s->num_returns, packed, len);
     return esc_status_set(st, ESC_OK, NULL);
 }

@@ -16,12 +16,18 @@
 
 #define Q(x) ((int64_t)((x) * 10000))
 
-static void add_node(cluster_view *v, const char *id, const char *addr, bool dead)
+static Escher__NodeInfo node_info(const char *id, const char *addr, bool dead)
 {
     Escher__NodeInfo info = ESCHER__NODE_INFO__INIT;
     info.node_id = (char *)id;
     info.address = (char *)addr;
     info.state = dead ? ESCHER__NODE_STATE__NODE_DEAD : ESCHER__NODE_STATE__NODE_ALIVE;
+    return info;
+}
+
+static void add_node(cluster_view *v, const char *id, const char *addr, bool dead)
+{
+    Escher__NodeInfo info = node_info(id, addr, dead);
     Escher__Event ev = ESCHER__EVENT__INIT;
     ev.kind = dead ? ESCHER__EVENT_KIND__EV_NODE_DEAD : ESCHER__EVENT_KIND__EV_NODE_ADDED;
     ev.node = &info;
@@ -149,15 +155,6 @@ static void test_ties_spread(void **state)
     cluster_view_free(v);
 }
 
-static Escher__NodeInfo node_info(const char *id, bool dead)
-{
-    Escher__NodeInfo info = ESCHER__NODE_INFO__INIT;
-    info.node_id = (char *)id;
-    info.address = "h:9";
-    info.state = dead ? ESCHER__NODE_STATE__NODE_DEAD : ESCHER__NODE_STATE__NODE_ALIVE;
-    return info;
-}
-
 /* A snapshot after a GCS restart may list as dead a node whose EV_NODE_DEAD never came:
  * only such nodes are missed deaths, not nodes known dead, alive or unknown here. */
 static void test_missed_deaths(void **state)
@@ -169,8 +166,10 @@ static void test_missed_deaths(void **state)
     add_node(v, "dead-dead", "h:4", false);
     add_node(v, "dead-dead", "h:4", true);
     add_node(v, "alive-absent", "h:5", false);
-    Escher__NodeInfo n[] = {node_info("alive-dead", true), node_info("alive-alive", false),
-                            node_info("dead-dead", true), node_info("unknown-dead", true)};
+    Escher__NodeInfo n[] = {node_info("alive-dead", "h:2", true),
+                            node_info("alive-alive", "h:3", false),
+                            node_info("dead-dead", "h:4", true),
+                            node_info("unknown-dead", "h:6", true)};
     Escher__NodeInfo *nodes[] = {&n[0], &n[1], &n[2], &n[3]};
     Escher__Event snap = ESCHER__EVENT__INIT;
     snap.kind = ESCHER__EVENT_KIND__EV_SNAPSHOT;
